@@ -1,0 +1,114 @@
+"""The plan data model: what an action will change, as minimal line-range edits per file.
+
+A `Plan` is computed purely from snapshots and says everything a front end needs to carry it out:
+for each file the snapshot it was computed from (the precondition), the line-range edits, and the
+text it must have afterwards (what verification compares against).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Literal
+
+from lsp_server.engine.text import Snapshot, sha256_text
+
+ChangeKind = Literal["add", "update", "delete", "move"]
+
+
+@dataclass(frozen=True)
+class LineEdit:
+    """Replace `lines[start:end]` of the old snapshot (LSP line list) with `new_lines`.
+
+    `new_lines` keep their terminators. An edit whose `end` is `len(lines)` also replaces the
+    final, unterminated line.
+    """
+
+    start: int
+    end: int
+    new_lines: tuple[str, ...]
+
+
+def apply_line_edits(lines: list[str], edits: list[LineEdit]) -> list[str]:
+    """The line list after `edits` (sorted, non-overlapping, in old coordinates)."""
+    out: list[str] = []
+    pos = 0
+    for e in edits:
+        out.extend(lines[pos : e.start])
+        out.extend(e.new_lines)
+        pos = e.end
+    out.extend(lines[pos:])
+    # Keep the representation invariant: the last element is the unterminated final line.
+    if not out or out[-1].endswith(("\n", "\r")):
+        out.append("")
+    return out
+
+
+def minimal_edit(old: list[str], new: list[str], offset: int = 0) -> LineEdit | None:
+    """One edit covering only the lines that differ between `old` and `new` (None if equal)."""
+    n, m = len(old), len(new)
+    p = 0
+    while p < n and p < m and old[p] == new[p]:
+        p += 1
+    s = 0
+    while s < n - p and s < m - p and old[n - 1 - s] == new[m - 1 - s]:
+        s += 1
+    if p == n and p == m:
+        return None
+    return LineEdit(offset + p, offset + n - s, tuple(new[p : m - s]))
+
+
+@dataclass(frozen=True, eq=False)
+class FileChange:
+    """One file's part of a plan."""
+
+    change: ChangeKind
+    before: Snapshot
+    edits: tuple[LineEdit, ...] = ()
+    # For add/delete/move the whole new text; for update derived from the edits.
+    new_text_override: str | None = None
+    moved_to: str | None = None
+    new_bom: bool | None = None
+
+    @property
+    def path(self) -> str:
+        return self.before.path
+
+    @property
+    def target_path(self) -> str:
+        return self.moved_to or self.before.path
+
+    @cached_property
+    def new_lines(self) -> list[str]:
+        if self.change == "delete":
+            return [""]
+        if self.new_text_override is not None:
+            from lsp_server.engine.text import split_lines
+
+            return split_lines(self.new_text_override)
+        return apply_line_edits(self.before.lines, list(self.edits))
+
+    @cached_property
+    def new_text(self) -> str:
+        if self.change == "delete":
+            return ""
+        if self.new_text_override is not None:
+            return self.new_text_override
+        return "".join(self.new_lines)
+
+    @cached_property
+    def new_sha256(self) -> str:
+        return sha256_text(self.new_text)
+
+    @property
+    def bom(self) -> bool:
+        return self.before.bom if self.new_bom is None else self.new_bom
+
+
+@dataclass(frozen=True, eq=False)
+class Plan:
+    """Everything one action will change. Computed purely; carried out by the LSP or CLI front."""
+
+    action: str
+    changes: tuple[FileChange, ...]
+    summary: dict[str, object] = field(default_factory=dict)

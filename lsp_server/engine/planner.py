@@ -1,0 +1,249 @@
+"""Planning `replace` and `write` over snapshots, and the precondition check every edit passes.
+
+Pure functions: snapshot and arguments in, a `FileChange` (minimal line edits) or an `EditError`
+out. Nothing here reads a disk or talks to an editor.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from lsp_server.engine.errors import Code, EditError
+from lsp_server.engine.matching import (
+    MAX_LISTED_MATCHES,
+    Match,
+    candidates,
+    find_exact,
+    find_lines,
+    normalise_arg,
+    normalised_text,
+)
+from lsp_server.engine.model import FileChange, LineEdit, minimal_edit
+from lsp_server.engine.text import Snapshot, content, describe_eol, split_lines, terminator
+
+MatchMode = Literal["exact", "lenient"]
+
+
+def check_precondition(
+    snap: Snapshot,
+    expect: dict[str, Any] | None,
+    last_read: dict[str, Any] | None,
+    *,
+    required: bool,
+) -> None:
+    """Refuse with `STALE` unless the content is the one the agent saw.
+
+    `expect` wins over the session's last read. A version only proves anything for an open buffer;
+    a sha256 proves it anywhere. When the versions differ but the content is the same (the user
+    typed and undid), the edit is still safe, so the hash decides.
+    """
+    token = expect if expect else last_read
+    if not token:
+        if required:
+            raise EditError(
+                Code.STALE,
+                f"{snap.path} has not been read in this session and no `expect` was given, "
+                "so the edit could be based on text you have not seen.",
+                "Call agentEdit.read on the file first, or pass expect: {sha256} from a read.",
+                {"expected": None, "current": snap.token(), "path": snap.path},
+            )
+        return
+    version = token.get("version")
+    sha = token.get("sha256")
+    if version is None and sha is None and expect:
+        raise EditError(
+            Code.INVALID_ARGUMENT,
+            "`expect` must have `version` (a buffer version) or `sha256` (from agentEdit.read).",
+            "Pass expect: {version: N} or expect: {sha256: '...'}.",
+            {"argument": "expect"},
+        )
+    if version is not None and snap.source == "buffer" and snap.version == version:
+        return
+    if sha is not None and sha == snap.sha256:
+        return
+    raise EditError(
+        Code.STALE,
+        f"{snap.path} changed since it was read "
+        f"(expected {_describe(token)}, now {_describe(snap.token())}); "
+        "the edit was computed from text the editor no longer shows.",
+        "Read the file again with agentEdit.read and recompute the edit from what it shows now.",
+        {
+            "expected": {"version": version, "sha256": sha},
+            "current": snap.token(),
+            "path": snap.path,
+        },
+    )
+
+
+def _describe(token: dict[str, Any]) -> str:
+    parts = []
+    if token.get("version") is not None:
+        parts.append(f"version {token['version']}")
+    if token.get("sha256"):
+        parts.append(f"sha256 {str(token['sha256'])[:12]}")
+    return ", ".join(parts) or "nothing"
+
+
+def require_exists(snap: Snapshot) -> None:
+    if not snap.exists:
+        raise EditError(
+            Code.NOT_FOUND,
+            f"{snap.path} does not exist.",
+            "Check the path (agentEdit.read lists what exists), or create the file with "
+            "agentEdit.write.",
+            {"path": snap.path},
+        )
+
+
+def plan_replace(
+    snap: Snapshot,
+    old_text: str,
+    new_text: str,
+    *,
+    replace_all: bool = False,
+    match: MatchMode = "exact",
+) -> FileChange:
+    """The minimal edit that replaces `old_text` with `new_text`, or the reason it cannot."""
+    if old_text == "":
+        raise EditError(
+            Code.INVALID_ARGUMENT,
+            "oldText is empty, so there is nothing to find.",
+            "Give the exact text to replace; to create or overwrite a whole file use "
+            "agentEdit.write.",
+            {"argument": "oldText"},
+        )
+    if old_text == new_text:
+        raise EditError(
+            Code.INVALID_ARGUMENT,
+            "NO_CHANGE: newText is the same as oldText, so the edit would change nothing.",
+            "Send the text you want instead in newText.",
+            {"argument": "newText", "reason": "NO_CHANGE"},
+        )
+    require_exists(snap)
+    old = normalise_arg(old_text)
+    new = normalise_arg(new_text)
+    norm = normalised_text(snap)
+    matches = find_exact(norm, old)
+    if not matches and match == "lenient":
+        return _plan_lenient(snap, old, new, replace_all)
+    if not matches:
+        raise EditError(
+            Code.NO_MATCH,
+            f"oldText was not found in {snap.path}.",
+            "Compare oldText with the candidates (read the file again if unsure) and resend it "
+            "exactly as the file has it, including indentation.",
+            {"path": snap.path, "candidates": candidates(snap, old)},
+        )
+    if len(matches) > 1 and not replace_all:
+        _raise_ambiguous(snap.path, [m.line + 1 for m in matches])
+    return FileChange("update", snap, _edits_for_matches(snap, norm, matches, new))
+
+
+def _raise_ambiguous(path: str, lines: list[int]) -> None:
+    listed = lines[:MAX_LISTED_MATCHES]
+    raise EditError(
+        Code.AMBIGUOUS,
+        f"oldText matches {len(lines)} places in {path} (lines {', '.join(map(str, listed))}); "
+        "the edit would have to guess which one.",
+        "Add surrounding lines to oldText so it matches exactly once, or set replaceAll: true "
+        "to change every occurrence.",
+        {"path": path, "lines": listed, "count": len(lines)},
+    )
+
+
+def _edits_for_matches(
+    snap: Snapshot, norm: str, matches: list[Match], new: str
+) -> tuple[LineEdit, ...]:
+    lines = snap.lines
+    eol = snap.eol
+    # Group matches whose line spans touch, so each group becomes one region rewrite. Spans are
+    # offsets from the start of the group's first line in `norm`, whose lines are the LSP lines.
+    groups: list[tuple[int, int, int, list[tuple[int, int]]]] = []
+    for m in matches:
+        end_line = m.line + norm.count("\n", m.start, m.end)
+        if groups and m.line <= groups[-1][1]:
+            first, last, base, spans = groups[-1]
+            spans.append((m.start - base, m.end - base))
+            groups[-1] = (first, max(end_line, last), base, spans)
+        else:
+            base = norm.rfind("\n", 0, m.start) + 1
+            groups.append((m.line, end_line, base, [(m.start - base, m.end - base)]))
+    edits: list[LineEdit] = []
+    for first, last, _base, spans in groups:
+        region = lines[first : last + 1]
+        text = "\n".join(content(x) for x in region)
+        pieces = []
+        pos = 0
+        for s, e in spans:
+            pieces.append(text[pos:s])
+            pieces.append(new)
+            pos = e
+        pieces.append(text[pos:])
+        new_contents = "".join(pieces).split("\n")
+        new_region = []
+        for i, c in enumerate(new_contents):
+            if i == len(new_contents) - 1:
+                term = terminator(region[-1])
+            elif i < len(region) - 1:
+                term = terminator(region[i]) or eol
+            else:
+                term = eol
+            new_region.append(c + term)
+        edit = minimal_edit(region, new_region, first)
+        if edit is not None:
+            edits.append(edit)
+    return tuple(edits)
+
+
+def _plan_lenient(snap: Snapshot, old: str, new: str, replace_all: bool) -> FileChange:
+    contents = [content(x) for x in snap.lines]
+    needle = old.split("\n")
+    if len(needle) > 1 and needle[-1] == "":
+        needle.pop()
+    level, hits = find_lines(contents, needle)
+    if not hits:
+        raise EditError(
+            Code.NO_MATCH,
+            f"oldText was not found in {snap.path}, even ignoring whitespace and typographic "
+            "punctuation.",
+            "Read the file again and resend oldText as the file has it.",
+            {"path": snap.path, "candidates": candidates(snap, old), "match": "lenient"},
+        )
+    if len(hits) > 1 and not replace_all:
+        _raise_ambiguous(snap.path, [h + 1 for h in hits])
+    new_lines = new.split("\n")
+    if len(new_lines) > 1 and new_lines[-1] == "":
+        new_lines.pop()
+    edits: list[LineEdit] = []
+    last_end = -1
+    for h in hits:
+        if h < last_end:
+            continue  # overlapping windows: like str.replace, the first one wins
+        region = snap.lines[h : h + len(needle)]
+        repl = [
+            c + (terminator(region[i]) if i < len(region) else snap.eol)
+            for i, c in enumerate(new_lines)
+        ]
+        if repl and region:
+            repl[-1] = content(repl[-1]) + terminator(region[-1])
+        edit = minimal_edit(region, repl, h)
+        if edit is not None:
+            edits.append(edit)
+        last_end = h + len(needle)
+    del level
+    return FileChange("update", snap, tuple(edits))
+
+
+def plan_write(snap: Snapshot, text: str) -> FileChange:
+    """Create (the file must be absent) or overwrite (as minimal line edits, line endings kept)."""
+    if not snap.exists:
+        return FileChange("add", snap, new_text_override=text)
+    # An agent writes `\n`; a file that is uniformly CRLF (or CR) keeps its style.
+    style = describe_eol(snap.text)
+    if style in ("crlf", "cr") and "\r" not in text:
+        text = text.replace("\n", "\r\n" if style == "crlf" else "\r")
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    new_lines = split_lines(text)
+    edit = minimal_edit(snap.lines, new_lines)
+    return FileChange("update", snap, (edit,) if edit else ())

@@ -1,0 +1,152 @@
+"""Text snapshots: LSP line splitting, line endings, BOM, and the sha256 token of a file's content.
+
+A snapshot is what the engine plans against: the text of an open buffer (with its version) or of a
+file on disk. Lines follow LSP rules, split on `\\n`, `\\r\\n` and `\\r` only (never form feed or
+U+2028, which Python's `str.splitlines` also splits on).
+
+Line lists keep their terminators and always end with the final line, which has none (possibly
+empty): "a\\nb" -> ["a\\n", "b"], "a\\n" -> ["a\\n", ""], "" -> [""]. So LSP line `i` is `lines[i]`
+and `"".join(lines)` is the text again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Literal
+
+from lsp_server.engine.errors import Code, EditError
+
+BOM = "\ufeff"
+_TERMINATOR = re.compile(r"\r\n|\r|\n")
+# Binary sniffing looks where git does: a NUL byte in the first 8 KiB.
+BINARY_SNIFF_BYTES = 8192
+DEFAULT_MAX_BYTES = 10 * 1024 * 1024
+
+Source = Literal["buffer", "disk", "absent"]
+
+
+def split_lines(text: str) -> list[str]:
+    """Split `text` into LSP lines with terminators; the last (unterminated) line always ends it."""
+    if "\r" not in text:
+        # Fast path: plain `\n` files are the common case and str.split is C speed.
+        parts = text.split("\n")
+        last = parts.pop()
+        lines = [p + "\n" for p in parts]
+        lines.append(last)
+        return lines
+    lines = []
+    start = 0
+    for m in _TERMINATOR.finditer(text):
+        lines.append(text[start : m.end()])
+        start = m.end()
+    lines.append(text[start:])
+    return lines
+
+
+def terminator(line: str) -> str:
+    """The line's own terminator ("" for the last line)."""
+    if line.endswith("\r\n"):
+        return "\r\n"
+    if line.endswith("\n") or line.endswith("\r"):
+        return line[-1]
+    return ""
+
+
+def content(line: str) -> str:
+    """The line without its terminator."""
+    return line[: len(line) - len(terminator(line))]
+
+
+def sha256_text(text: str) -> str:
+    """The token of a content: sha256 of its UTF-8 text (BOM excluded, so buffer and disk agree)."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def first_terminator(text: str) -> str | None:
+    m = _TERMINATOR.search(text)
+    return m.group(0) if m else None
+
+
+def describe_eol(text: str) -> str:
+    """`lf`, `crlf`, `cr`, `mixed` or `none`: the line-ending style `agentEdit.read` reports."""
+    crlf = text.count("\r\n")
+    cr = text.count("\r") - crlf
+    lf = text.count("\n") - crlf
+    kinds = [name for name, n in (("lf", lf), ("crlf", crlf), ("cr", cr)) if n]
+    if not kinds:
+        return "none"
+    return kinds[0] if len(kinds) == 1 else "mixed"
+
+
+@dataclass(frozen=True, eq=False)
+class Snapshot:
+    """The content of one file as the engine saw it, with what identifies that exact content."""
+
+    path: str
+    text: str
+    source: Source = "disk"
+    version: int | None = None
+    bom: bool = False
+    # Lines can be handed over by a document store that already has them, to skip a re-split.
+    given_lines: list[str] | None = field(default=None, repr=False)
+
+    @property
+    def exists(self) -> bool:
+        return self.source != "absent"
+
+    @cached_property
+    def lines(self) -> list[str]:
+        return self.given_lines if self.given_lines is not None else split_lines(self.text)
+
+    @cached_property
+    def sha256(self) -> str:
+        return sha256_text(self.text)
+
+    @cached_property
+    def eol(self) -> str:
+        """The terminator new lines take: the file's first one (Codex's rule), else `\\n`."""
+        return first_terminator(self.text) or "\n"
+
+    def token(self) -> dict[str, object]:
+        return {"version": self.version, "sha256": self.sha256}
+
+
+def absent(path: str) -> Snapshot:
+    return Snapshot(path=path, text="", source="absent")
+
+
+def decode_file(path: str, data: bytes, max_bytes: int = DEFAULT_MAX_BYTES) -> Snapshot:
+    """Decode a file's bytes for editing, refusing what cannot round-trip byte for byte."""
+    if len(data) > max_bytes:
+        raise EditError(
+            Code.TOO_LARGE,
+            f"{path} is {len(data):,} bytes, over the {max_bytes:,}-byte cap for edits.",
+            "Edit a smaller file, or raise the agentEdit.maxFileBytes setting if this is intended.",
+            {"path": path, "size": len(data), "cap": max_bytes},
+        )
+    if b"\0" in data[:BINARY_SNIFF_BYTES]:
+        raise EditError(
+            Code.BINARY,
+            f"{path} looks binary (a NUL byte in its first {BINARY_SNIFF_BYTES} bytes).",
+            "Binary files cannot be edited as text; leave this file alone.",
+            {"path": path, "size": len(data)},
+        )
+    bom = data.startswith(b"\xef\xbb\xbf")
+    try:
+        text = data[3 if bom else 0 :].decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise EditError(
+            Code.INVALID_ENCODING,
+            f"{path} is not valid UTF-8 (byte {exc.start}: {data[exc.start : exc.start + 1]!r}); "
+            "it will not be re-encoded.",
+            "Edit it with a tool that knows its encoding, or convert it to UTF-8 first.",
+            {"path": path, "offset": exc.start},
+        ) from None
+    return Snapshot(path=path, text=text, source="disk", bom=bom)
+
+
+def encode_file(text: str, bom: bool) -> bytes:
+    return (b"\xef\xbb\xbf" if bom else b"") + text.encode("utf-8")
