@@ -1,4 +1,4 @@
-"""The `agent-edit` command line: `serve` starts the language server; the rest run the engine on disk.
+"""The `agent-edit` command line: `serve` starts the language server; the rest work on disk.
 
 The LSP layer is imported lazily inside `serve`, so headless commands start fast and never load
 pygls.

@@ -1,0 +1,1 @@
+"""The LSP layer: the only code that imports pygls and lsprotocol."""

@@ -1,0 +1,347 @@
+"""Carrying out a plan in the editor: one WorkspaceEdit through workspace/applyEdit, then verified.
+
+Editors' answers cannot be trusted (editors.md): Neovim skips a stale edit and answers
+`applied: true`, VS Code answers `applied: false` without a reason, eglot answers with a JSON-RPC
+error. So every touched file is checked afterwards against the content the plan promises, from the
+didChange/didOpen the edit produces (or the disk, for files the editor did not open). Only that
+check makes an edit `applied`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from lsprotocol import types as t
+from pygls.exceptions import JsonRpcException
+from pygls.uris import from_fs_path
+
+from lsp_server.engine.errors import Code, EditError
+from lsp_server.engine.model import FileChange, LineEdit
+from lsp_server.engine.text import decode_file
+from lsp_server.lsp.documents import DocumentStore
+from lsp_server.lsp.positions import to_column
+
+# How often files the editor has not opened are looked at on disk while verifying.
+DISK_POLL_S = 0.05
+
+
+def _range(lines: list[str], edit: LineEdit, encoding: str) -> t.Range:
+    last = len(lines) - 1
+    start = t.Position(line=edit.start, character=0)
+    if edit.end <= last:
+        end = t.Position(line=edit.end, character=0)
+    else:
+        end = t.Position(line=last, character=to_column(lines[last], len(lines[last]), encoding))
+    return t.Range(start=start, end=end)
+
+
+def _text_edits(
+    change: FileChange, encoding: str
+) -> list[t.TextEdit | t.AnnotatedTextEdit | t.SnippetTextEdit]:
+    lines = change.before.lines
+    return [
+        t.TextEdit(range=_range(lines, e, encoding), new_text="".join(e.new_lines))
+        for e in change.edits
+    ]
+
+
+def uri_of(abs_path: str) -> str:
+    return from_fs_path(abs_path) or abs_path
+
+
+@dataclass(frozen=True)
+class Location:
+    """Where a plan path lives: its real absolute path (store and disk key) and the URI to send."""
+
+    abs_path: str
+    uri: str
+
+
+DocumentChange = t.TextDocumentEdit | t.CreateFile | t.RenameFile | t.DeleteFile
+
+
+def to_workspace_edit(
+    changes: list[FileChange], where: dict[str, Location], encoding: str
+) -> t.WorkspaceEdit:
+    """One WorkspaceEdit for the plan, with versioned TextDocumentEdits for open documents.
+
+    `where` locates each plan path (and move target). Versions
+    come from the snapshots the plan was computed on; null only for files the editor has not open.
+    Sent as `documentChanges` even to clients that do not advertise it (Neovim applies them).
+    """
+    out: list[DocumentChange] = []
+    for c in changes:
+        uri = where[c.path].uri
+        version = c.before.version if c.before.source == "buffer" else None
+        if c.change == "add":
+            out.append(
+                t.CreateFile(
+                    uri=uri, options=t.CreateFileOptions(overwrite=False, ignore_if_exists=False)
+                )
+            )
+            if c.new_text:
+                edit = t.TextEdit(
+                    range=t.Range(
+                        start=t.Position(line=0, character=0), end=t.Position(line=0, character=0)
+                    ),
+                    new_text=c.new_text,
+                )
+                out.append(
+                    t.TextDocumentEdit(
+                        text_document=t.OptionalVersionedTextDocumentIdentifier(
+                            uri=uri, version=None
+                        ),
+                        edits=[edit],
+                    )
+                )
+        elif c.change == "delete":
+            out.append(
+                t.DeleteFile(
+                    uri=uri,
+                    options=t.DeleteFileOptions(recursive=False, ignore_if_not_exists=False),
+                )
+            )
+        elif c.change == "move":
+            new_uri = where[c.target_path].uri
+            out.append(
+                t.RenameFile(
+                    old_uri=uri,
+                    new_uri=new_uri,
+                    options=t.RenameFileOptions(overwrite=False, ignore_if_exists=False),
+                )
+            )
+            if c.edits:
+                # After a rename the document's version is the editor's business: no version check.
+                out.append(
+                    t.TextDocumentEdit(
+                        text_document=t.OptionalVersionedTextDocumentIdentifier(
+                            uri=new_uri, version=None
+                        ),
+                        edits=_text_edits(c, encoding),
+                    )
+                )
+        elif c.edits:
+            out.append(
+                t.TextDocumentEdit(
+                    text_document=t.OptionalVersionedTextDocumentIdentifier(
+                        uri=uri, version=version
+                    ),
+                    edits=_text_edits(c, encoding),
+                )
+            )
+    return t.WorkspaceEdit(document_changes=out)
+
+
+FileState = str  # "new" | "old" | "other"
+
+
+@dataclass
+class Verifier:
+    """Pending expectations, re-checked whenever a document opens, changes or closes."""
+
+    store: DocumentStore
+    _waiters: list[tuple[Callable[[], bool], asyncio.Future[None]]] = field(default_factory=list)
+
+    def notify(self) -> None:
+        if not self._waiters:
+            return
+        still = []
+        for check, fut in self._waiters:
+            if fut.done():
+                continue
+            if check():
+                fut.set_result(None)
+            else:
+                still.append((check, fut))
+        self._waiters = still
+
+    async def wait(self, check: Callable[[], bool], timeout_s: float, poll: bool) -> bool:
+        if check():
+            return True
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[None] = loop.create_future()
+        self._waiters.append((check, fut))
+        deadline = loop.time() + timeout_s
+        try:
+            while True:
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    return check()
+                try:
+                    await asyncio.wait_for(asyncio.shield(fut), DISK_POLL_S if poll else remaining)
+                    return True
+                except TimeoutError:
+                    if poll and check():
+                        return True
+        finally:
+            if not fut.done():
+                fut.cancel()
+
+
+def file_state(
+    change: FileChange, where: dict[str, Location], store: DocumentStore
+) -> dict[str, FileState]:
+    """Per touched path: does the editor (or disk) show the new content, the old, or neither?"""
+    result: dict[str, FileState] = {}
+    src = where[change.path].abs_path
+    dst = where[change.target_path].abs_path
+    if change.change == "delete":
+        result[change.path] = (
+            "new"
+            if not _exists(src, store)
+            else ("old" if _shows(src, change.before.lines, change.before.text, store) else "other")
+        )
+        return result
+    if change.change == "move":
+        result[change.path] = "new" if not _exists(src, store) else "old"
+    if change.change == "add" and not _exists(dst, store):
+        result[change.target_path] = "old"
+        return result
+    if _shows(dst, change.new_lines, None, store):
+        result[change.target_path] = "new"
+    elif (
+        change.change != "add"
+        and change.change != "move"
+        and _shows(dst, change.before.lines, change.before.text, store)
+    ):
+        result[change.target_path] = "old"
+    elif change.change == "move" and not _exists(dst, store):
+        result[change.target_path] = "old"
+    else:
+        result[change.target_path] = "other"
+    return result
+
+
+def _exists(abs_path: str, store: DocumentStore) -> bool:
+    return store.by_path(abs_path) is not None or os.path.lexists(abs_path)
+
+
+def _shows(abs_path: str, lines: list[str], text: str | None, store: DocumentStore) -> bool:
+    doc = store.by_path(abs_path)
+    if doc is not None:
+        # Cheap length check first; list equality then skips the untouched lines by identity.
+        return len(doc.lines) == len(lines) and doc.lines == lines
+    try:
+        with open(abs_path, "rb") as f:
+            data = f.read()
+        disk = decode_file(abs_path, data, max_bytes=1 << 62)
+    except (OSError, EditError):
+        return False
+    return disk.text == (text if text is not None else "".join(lines))
+
+
+@dataclass
+class Outcome:
+    states: dict[str, FileState]
+    error: EditError | None = None
+
+
+async def apply_and_verify(
+    server: Any,
+    changes: list[FileChange],
+    where: dict[str, Location],
+    store: DocumentStore,
+    verifier: Verifier,
+    encoding: str,
+    label: str,
+    apply_timeout_s: float,
+    verify_timeout_s: float,
+) -> Outcome:
+    """Send the plan as one WorkspaceEdit and find out what really happened."""
+    edit = to_workspace_edit(changes, where, encoding)
+
+    def states() -> dict[str, FileState]:
+        out: dict[str, FileState] = {}
+        for c in changes:
+            out.update(file_state(c, where, store))
+        return out
+
+    def all_new() -> bool:
+        return all(s == "new" for s in states().values())
+
+    # Files the editor has not open may be changed on disk (or opened later): poll for those.
+    poll = any(store.by_path(where[c.target_path].abs_path) is None for c in changes)
+    try:
+        answer = await asyncio.wait_for(
+            server.workspace_apply_edit_async(t.ApplyWorkspaceEditParams(edit=edit, label=label)),
+            apply_timeout_s,
+        )
+    except TimeoutError:
+        st = states()
+        return Outcome(
+            st,
+            _failure(
+                Code.TIMEOUT,
+                f"The editor did not answer workspace/applyEdit within {apply_timeout_s:g} s.",
+                st,
+            ),
+        )
+    except JsonRpcException as exc:
+        st = await _settle(states)
+        return Outcome(
+            st,
+            _failure(Code.CLIENT_REJECTED, f"The editor refused the edit with an error: {exc}", st),
+        )
+    if not answer.applied:
+        st = await _settle(states)
+        reason = answer.failure_reason or "no reason given"
+        return Outcome(
+            st, _failure(Code.CLIENT_REJECTED, f"The editor refused the edit ({reason}).", st)
+        )
+    if await verifier.wait(all_new, verify_timeout_s, poll):
+        return Outcome(states())
+    st = states()
+    return Outcome(
+        st,
+        _failure(
+            Code.NOT_APPLIED,
+            "The editor answered that it applied the edit, but its buffers do not show it.",
+            st,
+        ),
+    )
+
+
+async def _settle(states: Callable[[], dict[str, FileState]]) -> dict[str, FileState]:
+    # Let any didChange already in flight arrive before judging what the editor did.
+    await asyncio.sleep(0)
+    return states()
+
+
+def _failure(code: Code, message: str, states: dict[str, FileState]) -> EditError:
+    landed = [p for p, s in states.items() if s == "new"]
+    differ = [p for p, s in states.items() if s != "new"]
+    files = [
+        {
+            "path": p,
+            "state": {"new": "applied", "old": "not-applied", "other": "changed-otherwise"}[s],
+        }
+        for p, s in states.items()
+    ]
+    if landed and code != Code.TIMEOUT:
+        return EditError(
+            Code.PARTIAL,
+            f"{message} Part of it landed: {', '.join(landed)}; not: {', '.join(differ)}.",
+            "Inspect the files listed in details.files (agentEdit.read), then fix or undo them; "
+            "do not resend the whole edit.",
+            {"files": files},
+            committed=[f for f in files if f["state"] == "applied"],
+        )
+    hints = {
+        Code.CLIENT_REJECTED: "Nothing was changed. The file probably changed in the editor: "
+        "read it again and recompute the edit.",
+        Code.NOT_APPLIED: "Nothing was changed. The editor likely skipped it because the buffer "
+        "changed: read the file again and recompute the edit.",
+        Code.TIMEOUT: "Check details.files for what the editor shows now; read the files again "
+        "before any new edit.",
+    }
+    return EditError(
+        code,
+        message,
+        hints.get(code, ""),
+        {"files": files},
+        committed=[f for f in files if f["state"] == "applied"],
+    )

@@ -1,0 +1,138 @@
+"""Validation of `workspace/executeCommand` arguments: malformed requests become InvalidParams.
+
+Each command takes one JSON object. Types are checked strictly (a number is not a path, `true` is
+not a number) and unknown fields are refused, so an agent's typo is reported instead of ignored.
+These are protocol errors (JSON-RPC -32602), unlike domain failures, which are result objects.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pygls.exceptions import JsonRpcInvalidParams
+
+# A generous cap: whole-file writes of the largest editable file (10 MiB) plus JSON overhead.
+MAX_STRING = 64 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Field:
+    types: tuple[type, ...]
+    required: bool = False
+
+
+STR = (str,)
+BOOL = (bool,)
+INT = (int,)
+OBJ = (dict,)
+
+SCHEMAS: dict[str, dict[str, Field]] = {
+    "agentEdit.read": {
+        "path": Field(STR, True),
+        "startLine": Field(INT),
+        "endLine": Field(INT),
+        "lineNumbers": Field(BOOL),
+    },
+    "agentEdit.replace": {
+        "path": Field(STR, True),
+        "oldText": Field(STR, True),
+        "newText": Field(STR, True),
+        "replaceAll": Field(BOOL),
+        "expect": Field(OBJ),
+        "dryRun": Field(BOOL),
+        "match": Field(STR),
+    },
+    "agentEdit.write": {
+        "path": Field(STR, True),
+        "text": Field(STR, True),
+        "expect": Field(OBJ),
+        "dryRun": Field(BOOL),
+    },
+    "agentEdit.applyPatch": {
+        "patch": Field(STR, True),
+        "expect": Field(OBJ),
+        "dryRun": Field(BOOL),
+    },
+    "agentEdit.history": {
+        "format": Field(STR),
+        "editId": Field(INT),
+    },
+    "agentEdit.undo": {
+        "editId": Field(INT, True),
+        "dryRun": Field(BOOL),
+    },
+}
+
+EXPECT_FIELDS: dict[str, Field] = {"version": Field(INT), "sha256": Field(STR)}
+CHOICES: dict[tuple[str, str], tuple[str, ...]] = {
+    ("agentEdit.replace", "match"): ("exact", "lenient"),
+    ("agentEdit.history", "format"): ("json", "diff"),
+}
+
+
+def invalid(message: str) -> JsonRpcInvalidParams:
+    return JsonRpcInvalidParams(message=f"Invalid Params: {message}")
+
+
+def _type_name(types: tuple[type, ...]) -> str:
+    return {str: "a string", bool: "true or false", int: "an integer", dict: "an object"}[types[0]]
+
+
+def _check_value(where: str, value: Any, spec: Field) -> None:
+    ok = isinstance(value, spec.types)
+    if spec.types == INT and isinstance(value, bool):
+        ok = False  # JSON true is not a number
+    if not ok:
+        raise invalid(f"{where} must be {_type_name(spec.types)}, got {type(value).__name__}")
+    if isinstance(value, str) and len(value) > MAX_STRING:
+        raise invalid(f"{where} is {len(value):,} characters, over the {MAX_STRING:,} limit")
+    if isinstance(value, int) and not isinstance(value, bool) and not -(2**53) < value < 2**53:
+        raise invalid(f"{where} is out of range")
+
+
+def parse(command: str, args: tuple[Any, ...]) -> dict[str, Any]:
+    """The validated argument object of `command`, or InvalidParams saying what is wrong."""
+    schema = SCHEMAS[command]
+    if len(args) != 1 or not isinstance(args[0], dict):
+        raise invalid(
+            f"{command} takes exactly one argument, a JSON object with fields {', '.join(schema)}"
+        )
+    obj: dict[str, Any] = args[0]
+    unknown = sorted(set(obj) - set(schema))
+    if unknown:
+        raise invalid(
+            f"{command} has no field {', '.join(map(repr, unknown))}; "
+            f"its fields are {', '.join(schema)}"
+        )
+    for name, spec in schema.items():
+        if name not in obj or obj[name] is None:
+            if spec.required:
+                raise invalid(f"{command} needs the field {name!r}")
+            continue
+        _check_value(name, obj[name], spec)
+        choices = CHOICES.get((command, name))
+        if choices and obj[name] not in choices:
+            raise invalid(f"{name} must be one of {', '.join(choices)}, got {obj[name]!r}")
+    expect = obj.get("expect")
+    if expect is not None and command != "agentEdit.applyPatch":
+        _check_expect("expect", expect)
+    elif expect is not None:
+        for path, token in expect.items():
+            if not isinstance(token, dict):
+                raise invalid(f"expect[{path!r}] must be an object with version or sha256")
+            _check_expect(f"expect[{path!r}]", token)
+    return obj
+
+
+def _check_expect(where: str, expect: dict[str, Any]) -> None:
+    unknown = sorted(set(expect) - set(EXPECT_FIELDS))
+    if unknown:
+        raise invalid(
+            f"{where} has no field {', '.join(map(repr, unknown))}; use version or sha256"
+        )
+    if expect.get("version") is None and expect.get("sha256") is None:
+        raise invalid(f"{where} needs version (a buffer version) or sha256 (from agentEdit.read)")
+    for name, spec in EXPECT_FIELDS.items():
+        if expect.get(name) is not None:
+            _check_value(f"{where}.{name}", expect[name], spec)

@@ -1,0 +1,314 @@
+"""The agent-edit language server: a factory wiring the document store, commands and verification.
+
+Handlers stay thin: validate arguments, take snapshots, call the pure engine, hand the plan to
+`apply.apply_and_verify`, and return the engine's result object.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from typing import Any
+
+from lsprotocol import types as t
+from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
+from pygls.protocol.language_server import lsp_method
+from pygls.uris import to_fs_path
+
+from lsp_server import __version__
+from lsp_server.engine.errors import Code, EditError
+from lsp_server.engine.model import FileChange
+from lsp_server.engine.planner import check_precondition, plan_replace, plan_write, require_exists
+from lsp_server.engine.results import success
+from lsp_server.engine.text import Snapshot, absent, decode_file, describe_eol
+from lsp_server.lsp import arguments
+from lsp_server.lsp.apply import Location, Verifier, apply_and_verify, uri_of
+from lsp_server.lsp.documents import DocumentStore
+from lsp_server.lsp.session import Session
+from lsp_server.lsp.settings import Settings
+from lsp_server.lsp.workspace_paths import Resolved, WorkspacePaths, real_path_of_uri
+
+log = logging.getLogger(__name__)
+
+
+class AgentEditProtocol(LanguageServerProtocol):
+    """Keeps open documents in our line store instead of pygls's whole-text documents."""
+
+    @lsp_method(t.TEXT_DOCUMENT_DID_OPEN)
+    def lsp_text_document__did_open(self, params: t.DidOpenTextDocumentParams) -> Any:
+        server: AgentEditServer = self._server  # type: ignore[assignment]
+        td = params.text_document
+        server.store.open(td.uri, td.language_id, td.version, td.text)
+        server.verifier.notify()
+        yield from ()
+
+    @lsp_method(t.TEXT_DOCUMENT_DID_CHANGE)
+    def lsp_text_document__did_change(self, params: t.DidChangeTextDocumentParams) -> Any:
+        server: AgentEditServer = self._server  # type: ignore[assignment]
+        doc = server.store.get(params.text_document.uri)
+        if doc is not None:
+            encoding = server.encoding
+            for change in params.content_changes:
+                if isinstance(change, t.TextDocumentContentChangePartial):
+                    r = change.range
+                    doc.replace_range(
+                        (r.start.line, r.start.character),
+                        (r.end.line, r.end.character),
+                        change.text,
+                        encoding,
+                    )
+                else:
+                    from lsp_server.engine.text import split_lines
+
+                    doc.lines = split_lines(change.text)
+                    doc.set_known_text(change.text)
+            doc.version = params.text_document.version
+            server.verifier.notify()
+        else:
+            log.warning("didChange for a document that is not open: %s", params.text_document.uri)
+        yield from ()
+
+    @lsp_method(t.TEXT_DOCUMENT_DID_CLOSE)
+    def lsp_text_document__did_close(self, params: t.DidCloseTextDocumentParams) -> Any:
+        server: AgentEditServer = self._server  # type: ignore[assignment]
+        server.store.close(params.text_document.uri)
+        server.verifier.notify()
+        yield from ()
+
+
+class AgentEditServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__("agent-edit", __version__, protocol_cls=AgentEditProtocol)
+        self.store = DocumentStore(real_path_of_uri)
+        self.verifier = Verifier(self.store)
+        self.session = Session()
+        self.settings = Settings()
+        self.paths = WorkspacePaths([])
+        self.edit_lock = asyncio.Lock()
+
+    @property
+    def encoding(self) -> str:
+        enc = self.workspace.position_encoding
+        return str(enc.value if hasattr(enc, "value") else enc or "utf-16")
+
+    # -- snapshots -------------------------------------------------------------------------
+
+    def snapshot(self, where: Resolved) -> Snapshot:
+        """The file as the editor shows it now: the open buffer, else the disk."""
+        doc = self.store.by_path(where.abs_path)
+        if doc is not None:
+            snap = doc.snapshot()
+            object.__setattr__(snap, "path", where.rel)
+            return snap
+        if os.path.isdir(where.abs_path):
+            raise EditError(
+                Code.NOT_FOUND,
+                f"{where.rel} is a directory, not a file.",
+                "Give the path of a file.",
+                {"path": where.rel},
+            )
+        try:
+            with open(where.abs_path, "rb") as f:
+                data = f.read(self.settings.max_file_bytes + 1)
+        except FileNotFoundError:
+            return absent(where.rel)
+        except OSError as exc:
+            raise EditError(
+                Code.NOT_FOUND,
+                f"{where.rel} cannot be read: {exc.strerror}.",
+                "Check the path and its permissions.",
+                {"path": where.rel},
+            ) from None
+        return decode_file(where.rel, data, self.settings.max_file_bytes)
+
+    def location(self, where: Resolved) -> Location:
+        doc = self.store.by_path(where.abs_path)
+        return Location(where.abs_path, doc.uri if doc else uri_of(where.abs_path))
+
+    # -- carrying out plans ----------------------------------------------------------------
+
+    async def carry_out(
+        self, action: str, changes: list[FileChange], where: dict[str, Resolved], dry_run: bool
+    ) -> dict[str, Any]:
+        edit_id = self.session.new_edit_id()
+        if dry_run:
+            return success(edit_id, "dry-run", changes)
+        locations = {p: self.location(r) for p, r in where.items()}
+        outcome = await apply_and_verify(
+            self,
+            changes,
+            locations,
+            self.store,
+            self.verifier,
+            self.encoding,
+            f"agent-edit: {action}",
+            self.settings.apply_timeout_ms / 1000,
+            self.settings.verify_timeout_ms / 1000,
+        )
+        if outcome.error is not None:
+            outcome.error.details.setdefault("editId", edit_id)
+            raise outcome.error
+        versions: dict[str, int | None] = {}
+        for c in changes:
+            doc = self.store.by_path(locations[c.target_path].abs_path)
+            if c.change == "delete":
+                self.session.forget(c.path)
+                continue
+            if doc is not None:
+                versions[c.target_path] = doc.version
+                doc.set_known_text(c.new_text, c.new_sha256)
+            if c.change == "move":
+                self.session.forget(c.path)
+            self.session.saw(c.target_path, versions.get(c.target_path), c.new_sha256)
+        return success(edit_id, "applied", changes, versions)
+
+
+def _result(fn):  # type: ignore[no-untyped-def]
+    """Domain failures become `{ok: false, ...}` results; protocol errors stay JSON-RPC errors."""
+
+    async def wrapper(ls: AgentEditServer, *args: Any) -> dict[str, Any]:
+        try:
+            return await fn(ls, *args)
+        except EditError as err:
+            return err.to_result()
+
+    wrapper.__name__ = fn.__name__
+    return wrapper
+
+
+def create_server() -> AgentEditServer:
+    server = AgentEditServer()
+
+    @server.feature(t.INITIALIZE)
+    def initialize(ls: AgentEditServer, params: t.InitializeParams) -> None:
+        roots: list[str] = []
+        for folder in params.workspace_folders or []:
+            path = to_fs_path(folder.uri)
+            if path:
+                roots.append(path)
+        if not roots and params.root_uri:
+            path = to_fs_path(params.root_uri)
+            if path:
+                roots.append(path)
+        if not roots and params.root_path:
+            roots.append(params.root_path)
+        ls.paths = WorkspacePaths(roots)
+        ls.settings = ls.settings.updated(params.initialization_options)
+
+    @server.feature(t.WORKSPACE_DID_CHANGE_CONFIGURATION)
+    def did_change_configuration(
+        ls: AgentEditServer, params: t.DidChangeConfigurationParams
+    ) -> None:
+        ls.settings = ls.settings.updated(params.settings)
+
+    @server.feature(t.TEXT_DOCUMENT_DID_SAVE)
+    def did_save(ls: AgentEditServer, params: t.DidSaveTextDocumentParams) -> None:
+        pass  # registered so clients send it; the buffer content already is the truth
+
+    @server.command("agentEdit.read")
+    @_result
+    async def read(ls: AgentEditServer, *args: Any) -> dict[str, Any]:
+        a = arguments.parse("agentEdit.read", args)
+        where = ls.paths.resolve(a["path"])
+        snap = ls.snapshot(where)
+        require_exists(snap)
+        lines = snap.lines
+        total = len(lines) - (1 if lines[-1] == "" else 0)
+        start = a.get("startLine") or 1
+        end = a.get("endLine") or total
+        if start < 1 or end < start - 1:
+            raise EditError(
+                Code.INVALID_ARGUMENT,
+                f"The line range {start}-{end} is not valid.",
+                f"Lines are 1-based; {where.rel} has {total} lines.",
+                {"argument": "startLine", "lines": total},
+            )
+        ranged = "startLine" in a or "endLine" in a
+        if ranged:
+            chosen = lines[start - 1 : end]
+            numbered = a.get("lineNumbers", True)
+        else:
+            chosen = lines
+            numbered = a.get("lineNumbers", False)
+        if numbered:
+            text = "".join(
+                f"{start + i:6d}\t{line}"
+                for i, line in enumerate(chosen)
+                if line or i < len(chosen) - 1
+            )
+        else:
+            text = snap.text if not ranged else "".join(chosen)
+        ls.session.saw(where.rel, snap.version if snap.source == "buffer" else None, snap.sha256)
+        return {
+            "ok": True,
+            "path": where.rel,
+            "text": text,
+            "version": snap.version,
+            "sha256": snap.sha256,
+            "source": snap.source,
+            "eol": describe_eol(snap.text),
+            "bom": snap.bom,
+            "lines": total,
+            "startLine": start,
+            "endLine": min(end, total),
+        }
+
+    @server.command("agentEdit.replace")
+    @_result
+    async def replace(ls: AgentEditServer, *args: Any) -> dict[str, Any]:
+        a = arguments.parse("agentEdit.replace", args)
+        where = ls.paths.resolve(a["path"])
+        # What the agent knew when it sent this request: a racing edit must not inherit the
+        # token refreshed by the edit it raced with.
+        known = a.get("expect") or ls.session.reads.get(where.rel)
+        async with ls.edit_lock:
+            snap = ls.snapshot(where)
+            require_exists(snap)
+            check_precondition(snap, known, None, required=ls.settings.require_read)
+            change = plan_replace(
+                snap,
+                a["oldText"],
+                a["newText"],
+                replace_all=a.get("replaceAll", False),
+                match=a.get("match", "exact"),
+            )
+            return await ls.carry_out(
+                "replace", [change], {where.rel: where}, a.get("dryRun", False)
+            )
+
+    @server.command("agentEdit.write")
+    @_result
+    async def write(ls: AgentEditServer, *args: Any) -> dict[str, Any]:
+        a = arguments.parse("agentEdit.write", args)
+        where = ls.paths.resolve(a["path"])
+        known = a.get("expect") or ls.session.reads.get(where.rel)
+        async with ls.edit_lock:
+            snap = ls.snapshot(where)
+            if snap.exists:
+                # Overwriting always needs proof the agent saw the current content.
+                check_precondition(snap, known, None, required=True)
+            elif a.get("expect"):
+                raise EditError(
+                    Code.NOT_FOUND,
+                    f"{where.rel} does not exist, but expect was given for it.",
+                    "Drop expect to create the file, or check the path.",
+                    {"path": where.rel},
+                )
+            change = plan_write(snap, a["text"])
+            if change.change == "update" and not change.edits:
+                raise EditError(
+                    Code.INVALID_ARGUMENT,
+                    f"NO_CHANGE: {where.rel} already has exactly this text.",
+                    "Nothing to do; send different text to change it.",
+                    {"argument": "text", "reason": "NO_CHANGE"},
+                )
+            return await ls.carry_out("write", [change], {where.rel: where}, a.get("dryRun", False))
+
+    return server
+
+
+def serve() -> None:
+    logging.basicConfig(level=logging.WARNING)
+    create_server().start_io()

@@ -1,0 +1,31 @@
+"""Shared fixtures: a real agent-edit server over stdio with an editor-like client.
+
+`client` is a fresh server process per test; `editor` starts an LSP session on it in a temporary
+workspace, parametrised over the VS Code / Neovim / Emacs presets (each answers a stale edit its
+own way); `vscode` is the same with only the VS Code preset.
+"""
+
+from __future__ import annotations
+
+import pytest
+import pytest_asyncio
+import pytest_lsp
+from pytest_lsp import LanguageClient
+
+from tests.editor_client import EDITORS, Editor, server_config, start_session
+
+
+@pytest_lsp.fixture(config=server_config())
+async def client(lsp_client: LanguageClient):
+    yield lsp_client
+    await lsp_client.shutdown_session()
+
+
+@pytest_asyncio.fixture(params=EDITORS)
+async def editor(client: LanguageClient, request: pytest.FixtureRequest, tmp_path) -> Editor:
+    return await start_session(client, request.param, tmp_path)
+
+
+@pytest_asyncio.fixture
+async def vscode(client: LanguageClient, tmp_path) -> Editor:
+    return await start_session(client, "visual-studio-code", tmp_path)

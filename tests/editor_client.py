@@ -1,0 +1,276 @@
+"""An editor-like LSP test client: a document store, an applyEdit handler, didOpen/didChange.
+
+It models how real editors answer a stale versioned edit (editors.md): VS Code answers
+`applied: false`; Neovim checks only the first TextDocumentEdit, skips it silently and answers
+`applied: true`; Emacs/eglot answers with a JSON-RPC error. Positions are converted here with an
+implementation independent of the server's, so a conversion bug on either side shows up.
+
+Fault injection for tests: `reject_all`, `never_answer`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest_lsp
+from lsprotocol import types as t
+from pygls.exceptions import JsonRpcInternalError
+from pygls.uris import from_fs_path, to_fs_path
+from pytest_lsp import ClientServerConfig, LanguageClient
+
+REPO = Path(__file__).resolve().parents[1]
+EDITORS = ["visual-studio-code", "neovim", "emacs"]
+_CAPS = {"visual-studio-code": "visual-studio-code", "neovim": "neovim@0.11.0", "emacs": "emacs"}
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n|$)")
+
+
+def server_config() -> ClientServerConfig:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+    return ClientServerConfig(
+        server_command=[sys.executable, "-m", "lsp_server", "serve"], server_env=env
+    )
+
+
+def offset_of(text: str, line: int, character: int, encoding: str) -> int:
+    """Offset of an LSP position in `text` (reference implementation for the tests)."""
+    pos = 0
+    for i, m in enumerate(_LINE.finditer(text)):
+        if i == line:
+            body = m.group(0).rstrip("\r\n")
+            units = 0
+            for j, ch in enumerate(body):
+                if units >= character:
+                    return pos + j
+                units += (
+                    len(ch.encode("utf-16-le")) // 2
+                    if encoding == "utf-16"
+                    else len(ch.encode("utf-8"))
+                    if encoding == "utf-8"
+                    else 1
+                )
+            return pos + len(body)
+        pos = m.end()
+        if m.end() == len(text):
+            break
+    return len(text)
+
+
+class EditorRefusal(JsonRpcInternalError):
+    """An error answer the modelled editor gives on purpose (eglot refuses stale edits this way)."""
+
+
+@dataclass
+class Doc:
+    uri: str
+    text: str
+    version: int
+
+
+class Editor:
+    """The client side of a session: what the user sees, plus how this editor answers applyEdit."""
+
+    def __init__(self, client: LanguageClient, kind: str, root: Path) -> None:
+        self.client = client
+        self.kind = kind
+        self.root = root
+        self.docs: dict[str, Doc] = {}
+        self.encoding = "utf-16"
+        self.reject_all = False
+        self.never_answer = False
+        self.apply_requests: list[t.ApplyWorkspaceEditParams] = []
+
+        # pytest-lsp fails a test on any exception in a client handler; a deliberate error answer
+        # is the editor's behaviour being modelled, not a failure.
+        report = client.report_server_error
+
+        def report_server_error(error: Exception, source: Any) -> None:
+            if not isinstance(error, EditorRefusal):
+                report(error, source)
+
+        client.report_server_error = report_server_error  # type: ignore[method-assign]
+
+        @client.feature(t.WORKSPACE_APPLY_EDIT)
+        async def apply_edit(params: t.ApplyWorkspaceEditParams) -> t.ApplyWorkspaceEditResult:
+            return await self._apply(params)
+
+    # -- the user's side ---------------------------------------------------------------------
+
+    def uri(self, rel: str) -> str:
+        return from_fs_path(str(self.root / rel)) or ""
+
+    def write_file(self, rel: str, data: str | bytes) -> Path:
+        p = self.root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(data, str):
+            p.write_bytes(data.encode("utf-8"))
+        else:
+            p.write_bytes(data)
+        return p
+
+    def open(self, rel: str, text: str | None = None, language_id: str = "plaintext") -> Doc:
+        uri = self.uri(rel)
+        if text is None:
+            text = (self.root / rel).read_bytes().decode("utf-8").lstrip("\ufeff")
+        doc = Doc(uri, text, 0 if self.kind == "neovim" else 1)
+        self.docs[uri] = doc
+        self.client.text_document_did_open(
+            t.DidOpenTextDocumentParams(
+                text_document=t.TextDocumentItem(
+                    uri=uri, language_id=language_id, version=doc.version, text=text
+                )
+            )
+        )
+        return doc
+
+    def text(self, rel: str) -> str:
+        return self.docs[self.uri(rel)].text
+
+    def type(
+        self, rel: str, line: int, character: int, new_text: str, end: tuple[int, int] | None = None
+    ) -> None:
+        """The user types `new_text` at a position (replacing up to `end`)."""
+        doc = self.docs[self.uri(rel)]
+        self._change(
+            doc,
+            [
+                (
+                    t.Range(
+                        start=t.Position(line=line, character=character),
+                        end=t.Position(
+                            line=(end or (line, character))[0],
+                            character=(end or (line, character))[1],
+                        ),
+                    ),
+                    new_text,
+                )
+            ],
+        )
+
+    def _change(self, doc: Doc, edits: list[tuple[t.Range, str]]) -> None:
+        changes = []
+        for rng, new in edits:
+            a = offset_of(doc.text, rng.start.line, rng.start.character, self.encoding)
+            b = offset_of(doc.text, rng.end.line, rng.end.character, self.encoding)
+            doc.text = doc.text[:a] + new + doc.text[b:]
+            changes.append(t.TextDocumentContentChangePartial(range=rng, text=new))
+        doc.version += 1
+        self.client.text_document_did_change(
+            t.DidChangeTextDocumentParams(
+                text_document=t.VersionedTextDocumentIdentifier(uri=doc.uri, version=doc.version),
+                content_changes=changes,
+            )
+        )
+
+    async def command(self, name: str, *args: Any) -> Any:
+        return await self.client.workspace_execute_command_async(
+            t.ExecuteCommandParams(command=name, arguments=list(args))
+        )
+
+    # -- the editor's side of workspace/applyEdit ---------------------------------------------
+
+    def _stale(self, tde: t.TextDocumentEdit) -> bool:
+        v = tde.text_document.version
+        if v is None or (self.kind == "neovim" and v == 0):
+            return False
+        doc = self.docs.get(tde.text_document.uri)
+        return doc is not None and doc.version != v
+
+    async def _apply(self, params: t.ApplyWorkspaceEditParams) -> t.ApplyWorkspaceEditResult:
+        self.apply_requests.append(params)
+        if self.never_answer:
+            await asyncio.sleep(3600)
+        if self.reject_all:
+            return t.ApplyWorkspaceEditResult(applied=False, failure_reason="rejected by test")
+        changes = params.edit.document_changes or []
+        tdes = [c for c in changes if isinstance(c, t.TextDocumentEdit)]
+        if self.kind == "visual-studio-code" and any(self._stale(c) for c in tdes):
+            return t.ApplyWorkspaceEditResult(applied=False)
+        if self.kind == "emacs":
+            for c in tdes:
+                if self._stale(c):
+                    doc = self.docs[c.text_document.uri]
+                    raise EditorRefusal(
+                        message=f"Edits on '{c.text_document.uri}' require version "
+                        f"{c.text_document.version}, you have {doc.version}"
+                    )
+        first = True
+        for c in changes:
+            if isinstance(c, t.TextDocumentEdit):
+                if self.kind == "neovim" and first and self._stale(c):
+                    first = False
+                    continue  # "Buffer ... newer than edits": skipped, yet applied: true
+                first = False
+                doc = self.docs.get(c.text_document.uri) or self._load(c.text_document.uri)
+                edits = sorted(
+                    c.edits,
+                    key=lambda e: (e.range.start.line, e.range.start.character),
+                    reverse=True,
+                )
+                self._change(doc, [(e.range, e.new_text) for e in edits])
+            elif isinstance(c, t.CreateFile):
+                p = Path(to_fs_path(c.uri) or "")
+                p.parent.mkdir(parents=True, exist_ok=True)
+                p.touch()
+            elif isinstance(c, t.DeleteFile):
+                p = Path(to_fs_path(c.uri) or "")
+                if c.uri in self.docs:
+                    self._close(c.uri)
+                p.unlink()
+            elif isinstance(c, t.RenameFile):
+                old, new = Path(to_fs_path(c.old_uri) or ""), Path(to_fs_path(c.new_uri) or "")
+                new.parent.mkdir(parents=True, exist_ok=True)
+                was_open = c.old_uri in self.docs
+                text = self.docs[c.old_uri].text if was_open else None
+                if was_open:
+                    self._close(c.old_uri)
+                old.rename(new)
+                if was_open:
+                    self.open(str(new.relative_to(self.root)), text)
+        return t.ApplyWorkspaceEditResult(applied=True)
+
+    def _load(self, uri: str) -> Doc:
+        # Like VS Code: a file the edit touches is opened (didOpen from disk), then changed.
+        rel = str(Path(to_fs_path(uri) or "").relative_to(self.root))
+        return self.open(rel)
+
+    def _close(self, uri: str) -> None:
+        del self.docs[uri]
+        self.client.text_document_did_close(
+            t.DidCloseTextDocumentParams(text_document=t.TextDocumentIdentifier(uri=uri))
+        )
+
+
+def capabilities(kind: str) -> t.ClientCapabilities:
+    return pytest_lsp.client_capabilities(_CAPS[kind])
+
+
+async def start_session(
+    client: LanguageClient,
+    kind: str,
+    root: Path,
+    encoding: str | None = None,
+    options: dict[str, Any] | None = None,
+) -> Editor:
+    caps = capabilities(kind)
+    if encoding is not None:
+        caps.general = caps.general or t.GeneralClientCapabilities()
+        caps.general.position_encodings = [t.PositionEncodingKind(encoding)]
+    editor = Editor(client, kind, root)
+    result = await client.initialize_session(
+        t.InitializeParams(
+            capabilities=caps,
+            root_uri=from_fs_path(str(root)),
+            workspace_folders=[t.WorkspaceFolder(uri=from_fs_path(str(root)) or "", name="ws")],
+            initialization_options=options or {"verifyTimeoutMs": 1000},
+        )
+    )
+    enc = result.capabilities.position_encoding
+    editor.encoding = str(enc.value if hasattr(enc, "value") else enc or "utf-16")
+    return editor
