@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Sequence
 
-from lsp_server.engine.model import FileChange, LineEdit
+from lsp_server.engine.model import EditedLines, FileChange, LineEdit
 from lsp_server.engine.text import terminator
 
 CONTEXT = 3
@@ -98,7 +98,12 @@ def file_diff(change: FileChange, with_index: bool = False) -> str:
     new_path = change.target_path
     head = [f"diff --git a/{old_path} b/{new_path}\n"]
     old_lines = change.before.lines if change.before.exists else [""]
-    new_lines = change.new_lines
+    new_lines: Sequence[str]
+    if change.change in ("update", "move") and change.new_text_override is None:
+        # Only the lines around the edits are printed: do not rebuild the whole file for them.
+        new_lines = EditedLines(old_lines, change.edits)
+    else:
+        new_lines = change.new_lines
     if change.change == "add":
         edits: list[LineEdit] = [LineEdit(0, 1, tuple(new_lines))]
         head.append("new file mode 100644\n")

@@ -7,9 +7,11 @@ text it must have afterwards (what verification compares against).
 
 from __future__ import annotations
 
+from bisect import bisect_right
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Literal
+from typing import Literal, overload
 
 from lsp_server.engine.text import Snapshot, sha256_text
 
@@ -27,6 +29,9 @@ class LineEdit:
     start: int
     end: int
     new_lines: tuple[str, ...]
+    # Character offsets of lines[start] and lines[end] in the old text, when the planner knows
+    # them: the new text is then built by slicing instead of joining every line.
+    offsets: tuple[int, int] | None = None
 
 
 def apply_line_edits(lines: list[str], edits: list[LineEdit]) -> list[str]:
@@ -42,6 +47,56 @@ def apply_line_edits(lines: list[str], edits: list[LineEdit]) -> list[str]:
     if not out or out[-1].endswith(("\n", "\r")):
         out.append("")
     return out
+
+
+class EditedLines(Sequence[str]):
+    """The line list after `edits`, read lazily: indexing costs O(log edits), not O(file).
+
+    Diffs and checks only look at the lines around the edits, so a 100k-line file need not be
+    rebuilt for them.
+    """
+
+    def __init__(self, lines: Sequence[str], edits: Sequence[LineEdit]) -> None:
+        self._old = lines
+        self._edits = list(edits)
+        # Start of each edit's new lines in new coordinates.
+        self._starts: list[int] = []
+        delta = 0
+        for e in self._edits:
+            self._starts.append(e.start + delta)
+            delta += len(e.new_lines) - (e.end - e.start)
+        n = len(lines) + delta
+        last = self._raw(n - 1) if n else ""
+        # Keep the representation invariant: a terminated last line is followed by "".
+        self._len = n + (1 if n == 0 or last.endswith(("\n", "\r")) else 0)
+        self._n = n
+
+    def _raw(self, i: int) -> str:
+        k = bisect_right(self._starts, i) - 1
+        if k >= 0:
+            e = self._edits[k]
+            offset = i - self._starts[k]
+            if offset < len(e.new_lines):
+                return e.new_lines[offset]
+            # Past this edit: map back through its size change.
+            return self._old[e.end + offset - len(e.new_lines)]
+        return self._old[i]
+
+    def __len__(self) -> int:
+        return self._len
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[str]: ...
+    def __getitem__(self, i: int | slice) -> str | list[str]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(self._len))]
+        if i < 0:
+            i += self._len
+        if not 0 <= i < self._len:
+            raise IndexError(i)
+        return "" if i >= self._n else self._raw(i)
 
 
 def minimal_edit(old: list[str], new: list[str], offset: int = 0) -> LineEdit | None:
@@ -94,6 +149,17 @@ class FileChange:
             return ""
         if self.new_text_override is not None:
             return self.new_text_override
+        if self.edits and all(e.offsets is not None for e in self.edits):
+            old = self.before.text
+            pieces: list[str] = []
+            pos = 0
+            for e in self.edits:
+                assert e.offsets is not None
+                pieces.append(old[pos : e.offsets[0]])
+                pieces.extend(e.new_lines)
+                pos = e.offsets[1]
+            pieces.append(old[pos:])
+            return "".join(pieces)
         return "".join(self.new_lines)
 
     @cached_property

@@ -6,6 +6,7 @@ out. Nothing here reads a disk or talks to an editor.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Literal
 
 from lsp_server.engine.errors import Code, EditError
@@ -168,8 +169,10 @@ def _edits_for_matches(
         else:
             base = norm.rfind("\n", 0, m.start) + 1
             groups.append((m.line, end_line, base, [(m.start - base, m.end - base)]))
+    # Offsets in `norm` are offsets in the text only when no terminator was rewritten.
+    same = norm is snap.text
     edits: list[LineEdit] = []
-    for first, last, _base, spans in groups:
+    for first, last, base, spans in groups:
         region = lines[first : last + 1]
         text = "\n".join(content(x) for x in region)
         pieces = []
@@ -191,6 +194,10 @@ def _edits_for_matches(
             new_region.append(c + term)
         edit = minimal_edit(region, new_region, first)
         if edit is not None:
+            if same:
+                start = base + sum(len(x) for x in region[: edit.start - first])
+                end = start + sum(len(x) for x in region[edit.start - first : edit.end - first])
+                edit = replace(edit, offsets=(start, end))
             edits.append(edit)
     return tuple(edits)
 

@@ -26,6 +26,7 @@ def success(
     versions: Mapping[str, int | None] | None = None,
     diagnostics: list[dict[str, Any]] | None = None,
     saved: bool | None = False,
+    diff: str | None = None,
 ) -> dict[str, Any]:
     changes = list(changes)
     versions = versions or {}
@@ -34,7 +35,7 @@ def success(
         "editId": edit_id,
         "status": status,
         "files": [file_entry(c, versions.get(c.target_path)) for c in changes],
-        "diff": plan_diff(changes),
+        "diff": plan_diff(changes) if diff is None else diff,
         "diagnostics": diagnostics or [],
         "saved": saved,
     }

@@ -110,6 +110,15 @@ class Snapshot:
         """The terminator new lines take: the file's first one (Codex's rule), else `\\n`."""
         return first_terminator(self.text) or "\n"
 
+    def release_lines(self) -> None:
+        """Stop using a line list lent by a document store (it will change under us).
+
+        Later uses of `lines` split `text` again. Call it before anything awaits the editor.
+        """
+        if self.given_lines is not None:
+            object.__setattr__(self, "given_lines", None)
+            self.__dict__.pop("lines", None)
+
     def token(self) -> dict[str, object]:
         return {"version": self.version, "sha256": self.sha256}
 

@@ -20,9 +20,9 @@ from pygls.exceptions import JsonRpcException
 from pygls.uris import from_fs_path
 
 from lsp_server.engine.errors import Code, EditError
-from lsp_server.engine.model import FileChange, LineEdit
-from lsp_server.engine.text import decode_file
-from lsp_server.lsp.documents import DocumentStore
+from lsp_server.engine.model import EditedLines, FileChange, LineEdit
+from lsp_server.engine.text import decode_file, sha256_text
+from lsp_server.lsp.documents import ChangeWatch, Document, DocumentStore
 from lsp_server.lsp.positions import to_column
 
 # How often files the editor has not opened are looked at on disk while verifying.
@@ -182,6 +182,52 @@ class Verifier:
                 fut.cancel()
 
 
+@dataclass
+class LineCheck:
+    """Verifies an update of an open document from the lines that changed: O(edit), not O(file).
+
+    Valid when the editor applied the edits as sent (the usual case): the document's watch then
+    shows exactly the plan's edit runs, and every other line is untouched by construction. Any
+    other shape answers None, and the caller compares whole texts instead.
+    """
+
+    doc: Document
+    watch: ChangeWatch
+    runs: list[tuple[int, int, int, list[str]]]  # orig start, orig end, new start, new lines
+    expected_len: int
+
+    @classmethod
+    def start(cls, doc: Document, change: FileChange) -> LineCheck:
+        runs: list[tuple[int, int, int, list[str]]] = []
+        delta = 0
+        for e in change.edits:
+            if runs and runs[-1][1] == e.start:
+                s0, _e0, n0, lines0 = runs[-1]
+                runs[-1] = (s0, e.end, n0, lines0 + list(e.new_lines))
+            else:
+                runs.append((e.start, e.end, e.start + delta, list(e.new_lines)))
+            delta += len(e.new_lines) - (e.end - e.start)
+        expected = len(EditedLines(change.before.lines, change.edits))
+        return cls(doc, doc.watch(), runs, expected)
+
+    def result(self) -> bool | None:
+        if self.watch.whole:
+            return None
+        if len(self.doc.lines) != self.expected_len or not self.watch.ranges:
+            return False
+        if len(self.watch.ranges) != len(self.runs):
+            return None
+        for (cs, ce, os_, oe), (rs, re_, ns, new) in zip(self.watch.ranges, self.runs, strict=True):
+            if (os_, oe, cs, ce - cs) != (rs, re_, ns, len(new)):
+                return None
+            if self.doc.lines[cs:ce] != new:
+                return False
+        return True
+
+    def stop(self) -> None:
+        self.doc.unwatch(self.watch)
+
+
 def file_state(
     change: FileChange, where: dict[str, Location], store: DocumentStore
 ) -> dict[str, FileState]:
@@ -193,7 +239,7 @@ def file_state(
         result[change.path] = (
             "new"
             if not _exists(src, store)
-            else ("old" if _shows(src, change.before.lines, change.before.text, store) else "other")
+            else ("old" if _shows(src, change.before.text, store) else "other")
         )
         return result
     if change.change == "move":
@@ -201,13 +247,9 @@ def file_state(
     if change.change == "add" and not _exists(dst, store):
         result[change.target_path] = "old"
         return result
-    if _shows(dst, change.new_lines, None, store):
+    if _exists(dst, store) and _shows(dst, change.new_text, store):
         result[change.target_path] = "new"
-    elif (
-        change.change != "add"
-        and change.change != "move"
-        and _shows(dst, change.before.lines, change.before.text, store)
-    ):
+    elif change.change == "update" and _shows(dst, change.before.text, store):
         result[change.target_path] = "old"
     elif change.change == "move" and not _exists(dst, store):
         result[change.target_path] = "old"
@@ -216,22 +258,37 @@ def file_state(
     return result
 
 
+def _is_new(
+    change: FileChange, where: dict[str, Location], store: DocumentStore, fast: LineCheck | None
+) -> bool:
+    src = where[change.path].abs_path
+    dst = where[change.target_path].abs_path
+    if change.change == "delete":
+        return not _exists(src, store)
+    if change.change == "move" and _exists(src, store):
+        return False
+    if fast is not None and store.by_path(dst) is fast.doc:
+        verdict = fast.result()
+        if verdict is not None:
+            return verdict
+    return _exists(dst, store) and _shows(dst, change.new_text, store)
+
+
 def _exists(abs_path: str, store: DocumentStore) -> bool:
     return store.by_path(abs_path) is not None or os.path.lexists(abs_path)
 
 
-def _shows(abs_path: str, lines: list[str], text: str | None, store: DocumentStore) -> bool:
+def _shows(abs_path: str, text: str, store: DocumentStore) -> bool:
     doc = store.by_path(abs_path)
     if doc is not None:
-        # Cheap length check first; list equality then skips the untouched lines by identity.
-        return len(doc.lines) == len(lines) and doc.lines == lines
+        return doc.text == text
     try:
         with open(abs_path, "rb") as f:
             data = f.read()
         disk = decode_file(abs_path, data, max_bytes=1 << 62)
     except (OSError, EditError):
         return False
-    return disk.text == (text if text is not None else "".join(lines))
+    return disk.text == text
 
 
 @dataclass
@@ -260,16 +317,64 @@ async def apply_and_verify(
             out.update(file_state(c, where, store))
         return out
 
+    # Open documents being updated are checked line by line from a watch on their changes.
+    fast: list[LineCheck | None] = []
+    for c in changes:
+        doc = store.by_path(where[c.path].abs_path)
+        ok = c.change == "update" and doc is not None and c.before.source == "buffer"
+        fast.append(LineCheck.start(doc, c) if ok and doc is not None else None)
+
     def all_new() -> bool:
-        return all(s == "new" for s in states().values())
+        # Runs on every didChange while waiting: look only for the promised content.
+        return all(_is_new(c, where, store, f) for c, f in zip(changes, fast, strict=True))
 
     # Files the editor has not open may be changed on disk (or opened later): poll for those.
     poll = any(store.by_path(where[c.target_path].abs_path) is None for c in changes)
+    # Everything that needs the snapshots' lent line lists happens before the editor is asked.
+    for c in changes:
+        if c.change != "update":
+            c.new_lines  # noqa: B018 - computed now, while the old lines are still valid
+        c.before.release_lines()
+    request = server.protocol.send_request(
+        "workspace/applyEdit", t.ApplyWorkspaceEditParams(edit=edit, label=label)
+    )
+    # While the editor works (another process), hash the new contents on a thread: hashlib
+    # releases the GIL, and the result needs every file's sha256.
+    loop = asyncio.get_running_loop()
+    hashes = [
+        loop.run_in_executor(None, sha256_text, c.new_text) for c in changes if c.change != "delete"
+    ]
     try:
-        answer = await asyncio.wait_for(
-            server.workspace_apply_edit_async(t.ApplyWorkspaceEditParams(edit=edit, label=label)),
+        return await _await_outcome(
+            request,
+            hashes,
+            changes,
+            states,
+            all_new,
+            verifier,
             apply_timeout_s,
+            verify_timeout_s,
+            poll,
         )
+    finally:
+        for f in fast:
+            if f is not None:
+                f.stop()
+
+
+async def _await_outcome(
+    request: Any,
+    hashes: list[asyncio.Future[str]],
+    changes: list[FileChange],
+    states: Callable[[], dict[str, FileState]],
+    all_new: Callable[[], bool],
+    verifier: Verifier,
+    apply_timeout_s: float,
+    verify_timeout_s: float,
+    poll: bool,
+) -> Outcome:
+    try:
+        answer = await asyncio.wait_for(asyncio.wrap_future(request), apply_timeout_s)
     except TimeoutError:
         st = states()
         return Outcome(
@@ -293,7 +398,11 @@ async def apply_and_verify(
             st, _failure(Code.CLIENT_REJECTED, f"The editor refused the edit ({reason}).", st)
         )
     if await verifier.wait(all_new, verify_timeout_s, poll):
-        return Outcome(states())
+        for c, h in zip([c for c in changes if c.change != "delete"], hashes, strict=True):
+            c.__dict__["new_sha256"] = await h
+        landed = {c.target_path: "new" for c in changes}
+        landed.update({c.path: "new" for c in changes})
+        return Outcome(landed)
     st = states()
     return Outcome(
         st,

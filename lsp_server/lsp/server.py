@@ -18,6 +18,7 @@ from pygls.protocol.language_server import lsp_method
 from pygls.uris import to_fs_path
 
 from lsp_server import __version__
+from lsp_server.engine.diffing import plan_diff
 from lsp_server.engine.errors import Code, EditError
 from lsp_server.engine.model import FileChange
 from lsp_server.engine.planner import check_precondition, plan_replace, plan_write, require_exists
@@ -60,10 +61,7 @@ class AgentEditProtocol(LanguageServerProtocol):
                         encoding,
                     )
                 else:
-                    from lsp_server.engine.text import split_lines
-
-                    doc.lines = split_lines(change.text)
-                    doc.set_known_text(change.text)
+                    doc.replace_all(change.text)
             doc.version = params.text_document.version
             server.verifier.notify()
         else:
@@ -133,8 +131,10 @@ class AgentEditServer(LanguageServer):
         self, action: str, changes: list[FileChange], where: dict[str, Resolved], dry_run: bool
     ) -> dict[str, Any]:
         edit_id = self.session.new_edit_id()
+        # The diff is made now, from the lent line lists, before anything awaits the editor.
+        diff = plan_diff(changes)
         if dry_run:
-            return success(edit_id, "dry-run", changes)
+            return success(edit_id, "dry-run", changes, diff=diff)
         locations = {p: self.location(r) for p, r in where.items()}
         outcome = await apply_and_verify(
             self,
@@ -162,7 +162,7 @@ class AgentEditServer(LanguageServer):
             if c.change == "move":
                 self.session.forget(c.path)
             self.session.saw(c.target_path, versions.get(c.target_path), c.new_sha256)
-        return success(edit_id, "applied", changes, versions)
+        return success(edit_id, "applied", changes, versions, diff=diff)
 
 
 def _result(fn):  # type: ignore[no-untyped-def]
