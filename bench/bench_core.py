@@ -85,7 +85,9 @@ def main() -> None:
     print("(a) didChange, one character, server document store (median)")
     print(f"    100 lines:     {small:.4f} ms")
     print(f"    100k lines:    {big:.4f} ms   ratio {big / small:.2f}x")
-    print(f"    pygls TextDocument at 100k lines, for scale: {bench_pygls_did_change(100_000):.2f} ms")
+    print(
+        f"    pygls TextDocument at 100k lines, for scale: {bench_pygls_did_change(100_000):.2f} ms"
+    )
     small_rt = asyncio.run(bench_round_trip(100, 60))
     big_rt = asyncio.run(bench_round_trip(100_000, 30))
     print("(b) replace round trip over stdio: executeCommand -> applyEdit -> verified (median)")

@@ -39,24 +39,30 @@ async def main() -> int:
         await editor.start()
         try:
             editor.open("app.py", "python")
-            show("agent reads app.py (the open buffer)", await editor.command("agentEdit.read", {"path": "app.py"}))
+            show(
+                "agent reads app.py (the open buffer)",
+                await editor.command("agentEdit.read", {"path": "app.py"}),
+            )
             show(
                 "agent replaces the port",
                 await editor.command(
-                    "agentEdit.replace", {"path": "app.py", "oldText": "PORT = 8080", "newText": "PORT = 9090"}
+                    "agentEdit.replace",
+                    {"path": "app.py", "oldText": "PORT = 8080", "newText": "PORT = 9090"},
                 ),
             )
             show(
                 "agent replaces text that occurs twice",
                 await editor.command(
-                    "agentEdit.replace", {"path": "app.py", "oldText": "return f\"", "newText": "return f'"}
+                    "agentEdit.replace",
+                    {"path": "app.py", "oldText": 'return f"', "newText": "return f'"},
                 ),
             )
             editor.type("app.py", 4, 0, "# the user typed this line\n")
             show(
                 "the user typed in the buffer; the agent edits from its old view",
                 await editor.command(
-                    "agentEdit.replace", {"path": "app.py", "oldText": "\"localhost\"", "newText": "\"0.0.0.0\""}
+                    "agentEdit.replace",
+                    {"path": "app.py", "oldText": '"localhost"', "newText": '"0.0.0.0"'},
                 ),
             )
             print("\n== the buffer now (the user's line is intact):")

@@ -10,6 +10,7 @@ import re
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 
+
 def apply_unified_diff(old: str, diff: str) -> str:
     """Apply a one-file diff (lines with their own terminators, git's no-newline marker)."""
     src = re.findall(r"[^\n]*\n|[^\n]+$", old)

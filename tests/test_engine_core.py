@@ -34,7 +34,14 @@ def test_lsp_line_splitting(text, lines):
 
 
 @pytest.mark.parametrize(
-    "text,style", [("a\nb\n", "lf"), ("a\r\nb\r\n", "crlf"), ("a\rb", "cr"), ("a\r\nb\n", "mixed"), ("x", "none")]
+    "text,style",
+    [
+        ("a\nb\n", "lf"),
+        ("a\r\nb\r\n", "crlf"),
+        ("a\rb", "cr"),
+        ("a\r\nb\n", "mixed"),
+        ("x", "none"),
+    ],
 )
 def test_eol_detection(text, style):
     assert describe_eol(text) == style
@@ -128,7 +135,9 @@ def test_lenient_is_opt_in_and_still_unique():
 def test_write_create_overwrite_keeps_style():
     add = plan_write(absent("new.txt"), "hello\n")
     assert add.change == "add" and add.new_text == "hello\n"
-    assert file_diff(add).startswith("diff --git a/new.txt b/new.txt\nnew file mode 100644\n--- /dev/null\n+++ b/new.txt\n")
+    assert file_diff(add).startswith(
+        "diff --git a/new.txt b/new.txt\nnew file mode 100644\n--- /dev/null\n+++ b/new.txt\n"
+    )
     over = plan_write(snap("a\r\nb\r\n"), "a\nc\n")
     assert over.new_text == "a\r\nc\r\n"
     assert [(e.start, e.end) for e in over.edits] == [(1, 2)]
@@ -156,7 +165,9 @@ texts = st.lists(st.sampled_from(list("ab \t\n") + ["é", "😀", "ab\n"]), max_
 
 
 @settings(max_examples=400, deadline=None)
-@given(texts, st.text(alphabet="ab\n😀", min_size=1, max_size=6), st.text(alphabet="xyz\n", max_size=6))
+@given(
+    texts, st.text(alphabet="ab\n😀", min_size=1, max_size=6), st.text(alphabet="xyz\n", max_size=6)
+)
 def test_unique_replace_equals_str_replace_once(text, old, new):
     assume(old != new and "\r" not in text)
     count = text.count(old)
