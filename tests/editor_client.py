@@ -85,6 +85,7 @@ class Editor:
         self.reject_all = False
         self.never_answer = False
         self.apply_requests: list[t.ApplyWorkspaceEditParams] = []
+        self._held = asyncio.Event()
 
         # pytest-lsp fails a test on any exception in a client handler; a deliberate error answer
         # is the editor's behaviour being modelled, not a failure.
@@ -173,6 +174,10 @@ class Editor:
             t.ExecuteCommandParams(command=name, arguments=list(args))
         )
 
+    def release(self) -> None:
+        self.never_answer = False
+        self._held.set()
+
     # -- the editor's side of workspace/applyEdit ---------------------------------------------
 
     def _stale(self, tde: t.TextDocumentEdit) -> bool:
@@ -185,7 +190,9 @@ class Editor:
     async def _apply(self, params: t.ApplyWorkspaceEditParams) -> t.ApplyWorkspaceEditResult:
         self.apply_requests.append(params)
         if self.never_answer:
-            await asyncio.sleep(3600)
+            # Silent until the test lets go (`release()`), then a late answer.
+            await self._held.wait()
+            return t.ApplyWorkspaceEditResult(applied=False, failure_reason="too late")
         if self.reject_all:
             return t.ApplyWorkspaceEditResult(applied=False, failure_reason="rejected by test")
         changes = params.edit.document_changes or []

@@ -1,0 +1,110 @@
+"""How each outcome is told apart: files not open, creates, refusals, silence, racing edits."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+from lsprotocol import types as t
+from pytest_lsp import LanguageClient
+
+from tests.editor_client import Editor, start_session
+
+
+def sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@pytest.mark.asyncio
+async def test_file_not_open_is_sent_unversioned_and_verified(editor: Editor):
+    editor.write_file("closed.txt", "alpha\nbeta\n")
+    await editor.command("agentEdit.read", {"path": "closed.txt"})
+    result = await editor.command(
+        "agentEdit.replace", {"path": "closed.txt", "oldText": "beta", "newText": "gamma"}
+    )
+    assert result["ok"], result
+    (tde,) = editor.apply_requests[0].edit.document_changes
+    assert isinstance(tde, t.TextDocumentEdit) and tde.text_document.version is None
+    # The editor opened it to apply the edit (as VS Code does): the buffer shows the change.
+    assert editor.text("closed.txt") == "alpha\ngamma\n"
+    assert result["files"][0]["sha256"] == sha("alpha\ngamma\n")
+
+
+@pytest.mark.asyncio
+async def test_write_creates_then_overwrite_needs_a_read(editor: Editor):
+    created = await editor.command("agentEdit.write", {"path": "pkg/new.py", "text": "x = 1\n"})
+    assert created["ok"], created
+    assert created["files"][0]["change"] == "add"
+    assert "new file mode" in created["diff"]
+    kinds = [type(c).__name__ for c in editor.apply_requests[0].edit.document_changes]
+    assert kinds == ["CreateFile", "TextDocumentEdit"]
+    assert editor.text("pkg/new.py") == "x = 1\n"
+    again = await editor.command("agentEdit.write", {"path": "pkg/new.py", "text": "x = 2\n"})
+    assert again["ok"], again  # the agent knows what it wrote
+    editor.write_file("other.py", "old\n")
+    refused = await editor.command("agentEdit.write", {"path": "other.py", "text": "new\n"})
+    assert refused["code"] == "STALE" and "read" in refused["hint"]
+    exists = await editor.command(
+        "agentEdit.write", {"path": "other.py", "text": "new\n", "expect": {"sha256": sha("x")}}
+    )
+    assert exists["code"] == "STALE"
+
+
+@pytest.mark.asyncio
+async def test_rejection_and_silence(client: LanguageClient, tmp_path):
+    ed = await start_session(
+        client, "visual-studio-code", tmp_path, options={"applyTimeoutMs": 300}
+    )
+    ed.write_file("a.txt", "one\n")
+    ed.open("a.txt")
+    await ed.command("agentEdit.read", {"path": "a.txt"})
+    ed.reject_all = True
+    rejected = await ed.command(
+        "agentEdit.replace", {"path": "a.txt", "oldText": "one", "newText": "1"}
+    )
+    assert rejected["code"] == "CLIENT_REJECTED" and "rejected by test" in rejected["message"]
+    assert rejected["committed"] == []
+    ed.reject_all = False
+    ed.never_answer = True
+    silent = await ed.command(
+        "agentEdit.replace", {"path": "a.txt", "oldText": "one", "newText": "1"}
+    )
+    assert silent["code"] == "TIMEOUT"
+    assert silent["details"]["files"] == [{"path": "a.txt", "state": "not-applied"}]
+    assert ed.text("a.txt") == "one\n"
+    ed.release()
+    after = await ed.command(
+        "agentEdit.replace", {"path": "a.txt", "oldText": "one", "newText": "1"}
+    )
+    assert after["ok"] and ed.text("a.txt") == "1\n"
+
+
+@pytest.mark.asyncio
+async def test_dry_run_changes_nothing(vscode: Editor):
+    vscode.write_file("d.txt", "keep\n")
+    vscode.open("d.txt")
+    await vscode.command("agentEdit.read", {"path": "d.txt"})
+    result = await vscode.command(
+        "agentEdit.replace", {"path": "d.txt", "oldText": "keep", "newText": "drop", "dryRun": True}
+    )
+    assert result["ok"] and result["status"] == "dry-run" and "+drop" in result["diff"]
+    assert vscode.apply_requests == [] and vscode.text("d.txt") == "keep\n"
+
+
+@pytest.mark.asyncio
+async def test_outside_workspace_and_missing_files(vscode: Editor, tmp_path_factory):
+    outside = tmp_path_factory.mktemp("outside") / "secret.txt"
+    outside.write_text("s\n")
+    for path in [str(outside), "../" + outside.parent.name + "/secret.txt"]:
+        r = await vscode.command("agentEdit.read", {"path": path})
+        assert r["code"] == "OUTSIDE_WORKSPACE", r
+    missing = await vscode.command("agentEdit.read", {"path": "nope.txt"})
+    assert missing["code"] == "NOT_FOUND" and "nope.txt" in missing["message"]
+
+
+@pytest.mark.asyncio
+async def test_read_range_with_line_numbers(vscode: Editor):
+    vscode.write_file("r.txt", "a\nb\nc\nd\n")
+    r = await vscode.command("agentEdit.read", {"path": "r.txt", "startLine": 2, "endLine": 3})
+    assert r["text"] == "     2\tb\n     3\tc\n"
+    assert r["sha256"] == sha("a\nb\nc\nd\n") and r["lines"] == 4 and r["source"] == "disk"
