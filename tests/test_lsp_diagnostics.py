@@ -1,0 +1,228 @@
+"""Syntax diagnostics end to end: edit results, publishDiagnostics and refresh, through the server.
+
+The server runs with the diagnostics hooks wired (tests/diagnostics_server.py) and an
+editor-like client per editor preset.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+import pytest_lsp
+from lsprotocol import types as t
+from pygls.uris import from_fs_path
+from pytest_lsp import ClientServerConfig, LanguageClient
+
+from tests.editor_client import EDITORS, REPO, Editor, capabilities, start_session
+
+PUBLISH = t.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS
+
+
+def _config() -> ClientServerConfig:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+    return ClientServerConfig(
+        server_command=[sys.executable, "-m", "tests.diagnostics_server"], server_env=env
+    )
+
+
+@pytest_lsp.fixture(config=_config())
+async def dclient(lsp_client: LanguageClient):
+    yield lsp_client
+    await lsp_client.shutdown_session()
+
+
+@pytest_asyncio.fixture(params=EDITORS)
+async def editor(dclient: LanguageClient, request: pytest.FixtureRequest, tmp_path) -> Editor:
+    return await start_session(dclient, request.param, tmp_path)
+
+
+async def _session_with_refresh(client: LanguageClient, root: Path) -> Editor:
+    caps = capabilities("visual-studio-code")
+    caps.workspace = caps.workspace or t.WorkspaceClientCapabilities()
+    caps.workspace.diagnostics = t.DiagnosticWorkspaceClientCapabilities(refresh_support=True)
+    ed = Editor(client, "visual-studio-code", root)
+    await client.initialize_session(
+        t.InitializeParams(
+            capabilities=caps,
+            root_uri=from_fs_path(str(root)),
+            workspace_folders=[t.WorkspaceFolder(uri=from_fs_path(str(root)) or "", name="ws")],
+            initialization_options={"verifyTimeoutMs": 1000},
+        )
+    )
+    return ed
+
+
+async def edit_and_collect(
+    editor: Editor, rel: str, old: str, new: str
+) -> tuple[dict[str, Any], t.PublishDiagnosticsParams]:
+    """Run a replace; the result and the publishDiagnostics it produced for `rel`."""
+    uri = editor.uri(rel)
+    waiting = asyncio.ensure_future(_next_publish(editor.client, uri))
+    await editor.command("agentEdit.read", {"path": rel})
+    result = await editor.command(
+        "agentEdit.replace", {"path": rel, "oldText": old, "newText": new}
+    )
+    assert result["ok"], result
+    return result, await asyncio.wait_for(waiting, 10)
+
+
+async def _next_publish(client: LanguageClient, uri: str) -> t.PublishDiagnosticsParams:
+    while True:
+        params: t.PublishDiagnosticsParams = await client.wait_for_notification(PUBLISH)
+        if params.uri == uri:
+            return params
+
+
+CASES = [
+    (
+        "python",
+        "app.py",
+        "def f(a):\n    return g(a)\n\n\ndef h():\n    pass\n",
+        "    return g(a)\n",
+        "    return g(a\n",
+        2,
+        "missing ')' to close '(' opened at 2:13",
+    ),
+    (
+        "typescript",
+        "app.ts",
+        "export function f(a: number): number {\n  return g(a);\n}\n",
+        "f(a: number)",
+        "f(a: number",
+        1,
+        "missing ')' to close '(' opened at 1:18",
+    ),
+    (
+        "rust",
+        "main.rs",
+        'fn main() {\n    let x = (1 + 2);\n    println!("{}", x);\n}\n',
+        "(1 + 2);",
+        "(1 + 2;",
+        2,
+        "missing ')' to close '(' opened at 2:13",
+    ),
+]
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    ("language_id", "rel", "text", "good", "bad", "line", "message"),
+    CASES,
+    ids=[c[0] for c in CASES],
+)
+async def test_breaking_edit_is_reported_and_published_and_the_fix_clears_it(
+    editor: Editor,
+    language_id: str,
+    rel: str,
+    text: str,
+    good: str,
+    bad: str,
+    line: int,
+    message: str,
+):
+    editor.write_file(rel, text)
+    editor.open(rel, language_id=language_id)
+
+    result, published = await edit_and_collect(editor, rel, good, bad)
+    assert result["diagnostics"] == [
+        {
+            "path": rel,
+            "line": line,
+            "column": result["diagnostics"][0]["column"],
+            "endLine": line,
+            "endColumn": result["diagnostics"][0]["endColumn"],
+            "message": message,
+            "kind": result["diagnostics"][0]["kind"],
+        }
+    ]
+    assert published.version == result["files"][0]["version"] == editor.docs[published.uri].version
+    assert len(published.diagnostics) == 1
+    d = published.diagnostics[0]
+    assert d.source == "agent-edit"
+    assert d.severity == t.DiagnosticSeverity.Error
+    assert d.message == message
+    assert d.range.start.line == line - 1
+
+    result, published = await edit_and_collect(editor, rel, bad, good)
+    assert result["diagnostics"] == []
+    assert list(published.diagnostics) == []
+    assert published.version == editor.docs[published.uri].version
+
+
+@pytest.mark.asyncio
+async def test_plain_text_and_unknown_languages_get_no_diagnostics(editor: Editor):
+    editor.write_file("notes.txt", "a\nb\n")
+    editor.open("notes.txt")  # languageId plaintext
+    result, published = await edit_and_collect(editor, "notes.txt", "b", "def f(:\n  (((")
+    assert result["diagnostics"] == []
+    assert list(published.diagnostics) == []
+    editor.write_file("data.zzz", "a\n")
+    editor.open("data.zzz", language_id="zzz")
+    result, published = await edit_and_collect(editor, "data.zzz", "a", "{{{")
+    assert result["diagnostics"] == [] and list(published.diagnostics) == []
+
+
+@pytest.mark.asyncio
+async def test_already_broken_file_does_not_blame_the_edit(editor: Editor):
+    body = "x = [1, 2\n" + "".join(f"def f{i}():\n    return {i}\n\n" for i in range(40))
+    editor.write_file("broken.py", body)
+    editor.open("broken.py", language_id="python")
+    result, published = await edit_and_collect(editor, "broken.py", "return 30", "return 31")
+    assert result["diagnostics"] == []
+    # The editor still shows the file's existing error.
+    assert [d.range.start.line for d in published.diagnostics] == [0]
+    assert published.diagnostics[0].message == "missing ']' to close '[' opened at 1:5"
+
+
+@pytest.mark.asyncio
+async def test_positions_follow_the_negotiated_encoding(dclient: LanguageClient, tmp_path):
+    editor = await start_session(dclient, "neovim", tmp_path, encoding="utf-8")
+    assert editor.encoding == "utf-8"
+    editor.write_file("u.py", "s = 'é😀' + (1)\n")
+    editor.open("u.py", language_id="python")
+    result, published = await edit_and_collect(editor, "u.py", "(1)", "(1")
+    # '(' is the 12th code point, at UTF-8 byte 15.
+    assert result["diagnostics"][0]["column"] == 12
+    assert published.diagnostics[0].range.start.character == 15
+
+
+@pytest.mark.asyncio
+async def test_refresh_is_requested_only_when_supported(dclient: LanguageClient, tmp_path):
+    editor = await _session_with_refresh(dclient, tmp_path)
+    editor.write_file("a.py", "x = 1\n")
+    editor.open("a.py", language_id="python")
+    await edit_and_collect(editor, "a.py", "x = 1", "x = 2")
+    for _ in range(100):
+        if dclient.diagnostic_refresh_count:
+            break
+        await asyncio.sleep(0.02)
+    assert dclient.diagnostic_refresh_count == 1
+
+
+@pytest.mark.asyncio
+async def test_no_refresh_request_without_support(editor: Editor):
+    editor.write_file("a.py", "x = 1\n")
+    editor.open("a.py", language_id="python")
+    await edit_and_collect(editor, "a.py", "x = 1", "x = 2")
+    await editor.command("agentEdit.read", {"path": "a.py"})  # a round trip after the edit
+    assert editor.client.diagnostic_refresh_count == 0
+
+
+@pytest.mark.asyncio
+async def test_the_users_typed_fix_clears_published_errors(editor: Editor):
+    editor.write_file("t.py", "def f(a):\n    return g(a)\n")
+    editor.open("t.py", language_id="python")
+    _, published = await edit_and_collect(editor, "t.py", "g(a)", "g(a")
+    assert published.diagnostics
+    waiting = asyncio.ensure_future(_next_publish(editor.client, editor.uri("t.py")))
+    editor.type("t.py", 1, 14, ")")  # the user closes the parenthesis
+    published = await asyncio.wait_for(waiting, 10)
+    assert list(published.diagnostics) == []
+    assert published.version == editor.docs[editor.uri("t.py")].version
