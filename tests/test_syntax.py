@@ -434,3 +434,16 @@ def test_incremental_reparse_matches_a_full_parse(
         text = "".join(lines)
         assert syntax.source == text.encode()
         assert _fields(syntax.problems()) == _fields(syntax_problems("python", text)), text
+
+
+@given(st.binary(max_size=300), st.binary(max_size=300), st.binary(max_size=9000))
+def test_common_prefix_and_suffix(a: bytes, b: bytes, shared: bytes) -> None:
+    from lsp_server.engine.syntax import _common_prefix, _common_suffix
+
+    for x, y in ((shared + a + shared, shared + b + shared), (a, b), (a + shared, shared + b)):
+        p = _common_prefix(x, y)
+        s = _common_suffix(x, y, p)
+        assert x[:p] == y[:p] and (p == min(len(x), len(y)) or x[p] != y[p])
+        assert p + s <= min(len(x), len(y))
+        assert x[len(x) - s :] == y[len(y) - s :]
+        assert p + s == min(len(x), len(y)) or x[len(x) - s - 1] != y[len(y) - s - 1]

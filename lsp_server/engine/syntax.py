@@ -299,13 +299,17 @@ _CHUNK = 4096
 
 
 def _common_prefix(a: bytes, b: bytes) -> int:
-    """Length of the common prefix of `a` and `b` (chunked compares run at memcmp speed)."""
+    """Length of the common prefix of `a` and `b`.
+
+    Compares whole chunks (memcmp speed), then halves the chunk: ~n/4096 + 12 compares.
+    """
     n = min(len(a), len(b))
     i = 0
-    while i + _CHUNK <= n and a.startswith(b[i : i + _CHUNK], i):
-        i += _CHUNK
-    while i < n and a[i] == b[i]:
-        i += 1
+    step = _CHUNK
+    while step:
+        while i + step <= n and a.startswith(b[i : i + step], i):
+            i += step
+        step //= 2
     return i
 
 
@@ -314,10 +318,11 @@ def _common_suffix(a: bytes, b: bytes, prefix: int) -> int:
     n = min(len(a), len(b)) - prefix
     la, lb = len(a), len(b)
     i = 0
-    while i + _CHUNK <= n and a.endswith(b[lb - i - _CHUNK : lb - i], 0, la - i):
-        i += _CHUNK
-    while i < n and a[la - i - 1] == b[lb - i - 1]:
-        i += 1
+    step = _CHUNK
+    while step:
+        while i + step <= n and a.endswith(b[lb - i - step : lb - i], 0, la - i):
+            i += step
+        step //= 2
     return i
 
 
