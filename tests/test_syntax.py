@@ -408,6 +408,7 @@ edit_strategy = st.tuples(
     st.integers(min_value=0, max_value=10_000),
     st.integers(min_value=0, max_value=3),
     st.lists(st.sampled_from(PY_FRAGMENTS), max_size=3),
+    st.booleans(),  # hand over the whole new text (set_text) instead of the LineEdit
 )
 
 
@@ -418,18 +419,21 @@ def _fields(problems: list[SyntaxProblem]) -> list[tuple[object, ...]]:
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(edit_strategy, min_size=1, max_size=6))
 def test_incremental_reparse_matches_a_full_parse(
-    edits: list[tuple[int, int, list[str]]],
+    edits: list[tuple[int, int, list[str], bool]],
 ) -> None:
     base = PY[: PY.index("def f12")]
     lines = split_lines(base)
     # exact_below=0: always the incremental reparse, never the small-file fresh parse.
     syntax = DocumentSyntax("python", base, exact_below=0)
     syntax.problems()
-    for start_seed, length, new_lines in edits:
+    for start_seed, length, new_lines, whole in edits:
         start = start_seed % len(lines)
         end = min(len(lines), start + length)
         edit = LineEdit(start, end, tuple(new_lines))
-        syntax.apply_line_edits(lines, [edit])
+        if whole:
+            syntax.set_text("".join(apply_line_edits(lines, [edit])))
+        else:
+            syntax.apply_line_edits(lines, [edit])
         lines = apply_line_edits(lines, [edit])
         text = "".join(lines)
         assert syntax.source == text.encode()
@@ -447,3 +451,39 @@ def test_common_prefix_and_suffix(a: bytes, b: bytes, shared: bytes) -> None:
         assert p + s <= min(len(x), len(y))
         assert x[len(x) - s :] == y[len(y) - s :]
         assert p + s == min(len(x), len(y)) or x[len(x) - s - 1] != y[len(y) - s - 1]
+
+
+@given(
+    st.lists(st.sampled_from(["a", "é", "😀", "\n", "\r", "\r\n", " "]), max_size=60),
+    st.lists(st.integers(min_value=0, max_value=10_000), max_size=12),
+)
+def test_positions_match_a_naive_count(pieces: list[str], seeds: list[int]) -> None:
+    import re
+
+    from lsp_server.engine.syntax import _Positions
+
+    text = "".join(pieces)
+    src = text.encode()
+    # Offsets at character starts, never between the two bytes of a "\r\n".
+    starts = [len(text[:i].encode()) for i in range(len(text) + 1)]
+    offsets = [o for o in starts if not (src[o - 1 : o + 1] == b"\r\n")]
+    conv = _Positions(src)
+    for seed in seeds:
+        o = offsets[seed % len(offsets)]
+        before = src[:o].decode()
+        line = len(re.findall(r"\r\n|\r|\n", before))
+        col_text = re.split(r"\r\n|\r|\n", before)[-1]
+        p = conv.at(o)
+        assert (p.line, p.char, p.byte) == (line, len(col_text), len(col_text.encode())), (o, text)
+
+
+def test_set_text_diff_inside_a_multibyte_character() -> None:
+    # 'é' (c3 a9) -> 'è' (c3 a8): the byte diff starts inside the character.
+    syntax = DocumentSyntax("python", "s = 'é'\nt = (1,\n", exact_below=0)
+    first = syntax.problems()
+    syntax.set_text("s = 'è'\nt = (1,\n")
+    assert _fields(syntax.problems()) == _fields(first)
+    syntax.set_text("s = 'è'\nt = (1,)\n")
+    assert syntax.problems() == []
+    syntax.set_text("s = 'è\nt = (1,)\n")
+    assert _fields(syntax.problems()) == _fields(syntax_problems("python", "s = 'è\nt = (1,)\n"))

@@ -45,6 +45,7 @@ here are always LSP lines (computed from byte offsets when the text has a lone `
 
 from __future__ import annotations
 
+import bisect
 import importlib
 import re
 import threading
@@ -350,8 +351,8 @@ def line_edit_to_byte_edit(lines: Sequence[str], edit: LineEdit, source: bytes) 
 class DocumentSyntax:
     """One document's parse tree, kept current by incremental edits and reparsed lazily.
 
-    Not thread-safe on its own: a lock serialises edits and reparses, so a front end may call
-    `problems()` from a worker thread while its event loop records edits.
+    Thread-safe: a lock serialises edits and reparses, so a front end may call `problems()` from a
+    worker thread while its event loop records edits.
     """
 
     def __init__(
@@ -557,20 +558,39 @@ def syntax_problems(
 
 
 class _Positions:
-    """Byte offsets to LSP positions for one source."""
+    """Byte offsets to LSP positions for one source.
+
+    Line numbers are counted from the nearest offset already converted (anchors), so the few
+    dozen conversions of one extraction cost about one pass over the text, not one each.
+    """
 
     def __init__(self, source: bytes) -> None:
         self.source = source
-        self.lone_cr = b"\r" in source and _LONE_CR.search(source) is not None
+        self.has_cr = b"\r" in source
+        self.lone_cr = self.has_cr and _LONE_CR.search(source) is not None
+        self._anchor_offsets: list[int] = [0]
+        self._anchor_lines: list[int] = [0]
+
+    def _line(self, offset: int) -> int:
+        i = bisect.bisect_right(self._anchor_offsets, offset) - 1
+        base, line = self._anchor_offsets[i], self._anchor_lines[i]
+        if self.lone_cr:
+            # Never split a "\r\n" between anchor and offset: count from the anchor's line start.
+            line += len(_TERMINATOR.findall(self.source, base, offset))
+            if offset > base > 0 and self.source[base - 1 : base + 1] == b"\r\n":
+                line -= 1
+        else:
+            line += self.source.count(b"\n", base, offset)
+        self._anchor_offsets.insert(i + 1, offset)
+        self._anchor_lines.insert(i + 1, line)
+        return line
 
     def at(self, offset: int) -> TextPosition:
         src = self.source
-        if self.lone_cr:
-            line = len(_TERMINATOR.findall(src, 0, offset))
-            line_start = max(src.rfind(b"\n", 0, offset), src.rfind(b"\r", 0, offset)) + 1
-        else:
-            line = src.count(b"\n", 0, offset)
-            line_start = src.rfind(b"\n", 0, offset) + 1
+        line = self._line(offset)
+        line_start = src.rfind(b"\n", 0, offset) + 1
+        if self.has_cr:
+            line_start = max(line_start, src.rfind(b"\r", 0, offset) + 1)
         prefix = src[line_start:offset].decode("utf-8", "surrogatepass")
         utf16 = len(prefix.encode("utf-16-le", "surrogatepass")) // 2
         return TextPosition(line, offset - line_start, utf16, len(prefix))
@@ -578,8 +598,12 @@ class _Positions:
     def line_end(self, offset: int) -> int:
         """The offset of the end of the line holding `offset` (before its terminator)."""
         src = self.source
-        ends = [i for i in (src.find(b"\n", offset), src.find(b"\r", offset)) if i >= 0]
-        return min(ends) if ends else len(src)
+        end = src.find(b"\n", offset)
+        end = len(src) if end < 0 else end
+        if self.has_cr:
+            cr = src.find(b"\r", offset, end)
+            end = cr if cr >= 0 else end
+        return end
 
     def label(self, offset: int) -> str:
         p = self.at(offset)
