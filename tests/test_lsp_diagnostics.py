@@ -73,6 +73,15 @@ async def edit_and_collect(
     return result, await asyncio.wait_for(waiting, 10)
 
 
+async def edit(editor: Editor, rel: str, old: str, new: str) -> dict[str, Any]:
+    await editor.command("agentEdit.read", {"path": rel})
+    result = await editor.command(
+        "agentEdit.replace", {"path": rel, "oldText": old, "newText": new}
+    )
+    assert result["ok"], result
+    return result
+
+
 async def _next_publish(client: LanguageClient, uri: str) -> t.PublishDiagnosticsParams:
     while True:
         params: t.PublishDiagnosticsParams = await client.wait_for_notification(PUBLISH)
@@ -160,13 +169,25 @@ async def test_breaking_edit_is_reported_and_published_and_the_fix_clears_it(
 async def test_plain_text_and_unknown_languages_get_no_diagnostics(editor: Editor):
     editor.write_file("notes.txt", "a\nb\n")
     editor.open("notes.txt")  # languageId plaintext
-    result, published = await edit_and_collect(editor, "notes.txt", "b", "def f(:\n  (((")
+    result = await edit(editor, "notes.txt", "b", "def f(:\n  (((")
     assert result["diagnostics"] == []
-    assert list(published.diagnostics) == []
     editor.write_file("data.zzz", "a\n")
     editor.open("data.zzz", language_id="zzz")
-    result, published = await edit_and_collect(editor, "data.zzz", "a", "{{{")
-    assert result["diagnostics"] == [] and list(published.diagnostics) == []
+    result = await edit(editor, "data.zzz", "a", "{{{")
+    assert result["diagnostics"] == []
+    await editor.command("agentEdit.read", {"path": "notes.txt"})  # a round trip after the edits
+    assert not editor.client.diagnostics.get(editor.uri("notes.txt"))
+    assert not editor.client.diagnostics.get(editor.uri("data.zzz"))
+
+
+@pytest.mark.asyncio
+async def test_clean_edit_of_a_clean_file_sends_nothing_to_clear(editor: Editor):
+    editor.write_file("ok.py", "x = 1\n")
+    editor.open("ok.py", language_id="python")
+    result = await edit(editor, "ok.py", "x = 1", "x = 2")
+    assert result["diagnostics"] == []
+    await editor.command("agentEdit.read", {"path": "ok.py"})
+    assert editor.uri("ok.py") not in editor.client.diagnostics
 
 
 @pytest.mark.asyncio
@@ -198,7 +219,7 @@ async def test_refresh_is_requested_only_when_supported(dclient: LanguageClient,
     editor = await _session_with_refresh(dclient, tmp_path)
     editor.write_file("a.py", "x = 1\n")
     editor.open("a.py", language_id="python")
-    await edit_and_collect(editor, "a.py", "x = 1", "x = 2")
+    await edit(editor, "a.py", "x = 1", "x = 2")
     for _ in range(100):
         if dclient.diagnostic_refresh_count:
             break
@@ -210,7 +231,7 @@ async def test_refresh_is_requested_only_when_supported(dclient: LanguageClient,
 async def test_no_refresh_request_without_support(editor: Editor):
     editor.write_file("a.py", "x = 1\n")
     editor.open("a.py", language_id="python")
-    await edit_and_collect(editor, "a.py", "x = 1", "x = 2")
+    await edit(editor, "a.py", "x = 1", "x = 2")
     await editor.command("agentEdit.read", {"path": "a.py"})  # a round trip after the edit
     assert editor.client.diagnostic_refresh_count == 0
 

@@ -2,8 +2,9 @@
 
 Owns, per server, one incremental `DocumentSyntax` per recently touched file (LRU-capped), and:
 - publishes `textDocument/publishDiagnostics` (source `agent-edit`, with the document version) for
-  every file an applied edit touched: all its current syntax errors (an empty list clears them; a
-  deleted or moved-away file gets an empty list);
+  every file an applied edit touched: all its current syntax errors; an empty list clears errors
+  published before (also for a deleted or moved-away file), and is not sent when there is nothing
+  to clear (it would cost every clean edit a notification and change nothing in the editor);
 - asks the client to re-pull (`workspace/diagnostic/refresh`) when it advertises support;
 - gives the edit result its `diagnostics`: the syntax errors the edit introduced, as
   `{path, line, column, endLine, endColumn, message, kind}` (1-based, columns in code points).
@@ -116,12 +117,14 @@ class SyntaxDiagnostics:
     def publish(
         self, server: Any, uri: str, problems: list[SyntaxProblem], version: int | None
     ) -> None:
+        self._published_version[uri] = version
+        if not problems and uri not in self._with_errors:
+            return  # the editor shows no errors of ours for it already: nothing to clear
         encoding = _encoding(server)
         diagnostics = [to_lsp_diagnostic(p, encoding) for p in problems]
         server.text_document_publish_diagnostics(
             t.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=version)
         )
-        self._published_version[uri] = version
         if problems:
             self._with_errors.add(uri)
         else:
