@@ -908,7 +908,7 @@ class _Extractor:
                     f"unclosed {first.type}",
                     first.start_byte,
                     first.end_byte,
-                    node.end_byte,
+                    max(node.end_byte, ancestor.end_byte),
                 )
                 return True
             ancestor = ancestor.parent
@@ -922,7 +922,17 @@ def extract_problems(
     ex = _Extractor(source, max_problems)
     ex.python = tree.language.name == "python"
     ex.walk(tree.root_node)
-    return sorted(ex.problems, key=lambda p: (p.start.line, p.start.byte))
+    out: list[SyntaxProblem] = []
+    swallowed_until = -1
+    for p in sorted(ex.problems, key=lambda p: (p.start.line, p.start.byte)):
+        # What an unclosed bracket or string swallowed fails to parse as a consequence: those
+        # errors go away with the one fix, so only the cause is reported.
+        if p.start.line <= swallowed_until:
+            continue
+        out.append(p)
+        if p.kind == "unclosed":
+            swallowed_until = max(swallowed_until, p.span_end_line)
+    return out
 
 
 # ---- which errors an edit introduced -----------------------------------------------------------
