@@ -19,13 +19,19 @@ API (everything an LSP or CLI front end needs):
       which the document store already has), or
     * `syntax.replace(start_byte, old_end_byte, new_text)` for a byte range of the UTF-8 text, or
     * `syntax.edit(start_byte, old_end_byte, new_end_byte, start_point, old_end_point,
-      new_end_point, new_source)`, tree-sitter's own form plus the whole new UTF-8 source.
+      new_end_point, new_source)`, tree-sitter's own form plus the whole new UTF-8 source, or
+    * `syntax.set_text(text)` with the whole new text (full-document sync, or a front end that
+      only has texts): the byte difference to the current text becomes one edit (~1 ms at 100k
+      lines), so this is incremental too.
   `syntax.problems()` reparses incrementally if anything changed (~66 ms for 100k lines), then
   walks only into subtrees that contain errors. The result is cached until the next edit. Keep
   parsing off the keystroke path: call the edit methods in didChange, `problems()` when
-  diagnostics are due.
+  diagnostics are due. While the document is broken, reparses start from the last clean tree
+  (tree-sitter reparses an error-bearing tree slowly); documents under `exact_below` bytes
+  (64 KiB) that have errors get a fresh parse, so their errors never depend on the edit history.
 - `syntax_problems(language, text)`: a one-shot full parse for files that are not open.
-- `SyntaxProblem`: one error, capped per document (`max_problems`, default 20): `message`
+- `SyntaxProblem`: one error, capped per document (`max_problems`, default 20; what an unclosed
+  bracket or string swallowed is not reported again, only its cause): `message`
   ("missing ')' to close '(' opened at 12:8", "unclosed string starting at 3:9",
   "unexpected 'foo'"), `kind` ("missing" | "unclosed" | "unexpected"), `line` / `column` (1-based,
   column in Unicode code points, as an agent counts characters), `start` / `end`
@@ -36,11 +42,12 @@ API (everything an LSP or CLI front end needs):
   Every new problem counts when the file was clean before; otherwise only new problems in or
   near (`near` lines) the edited ranges, with line shifts from the edits taken into account, so
   an already broken file does not blame an unrelated edit.
-- `line_edit_to_byte_edit(lines, edit)`: a `LineEdit` as tree-sitter's byte/point edit
+- `line_edit_to_byte_edit(lines, edit, source)`: a `LineEdit` as tree-sitter's byte/point edit
   (`ByteEdit`). Tree-sitter points are (row, UTF-8 byte column) with rows counted at `\\n` only.
 
 Positions: rows in tree-sitter count `\\n`; LSP lines also end at a lone `\\r`. Positions reported
-here are always LSP lines (computed from byte offsets when the text has a lone `\\r`).
+here are always LSP lines, computed from byte offsets. (The Python grammar itself does not end a
+line at a lone `\\r`, so old-Mac Python files parse badly; other grammars take it as whitespace.)
 """
 
 from __future__ import annotations
@@ -703,9 +710,13 @@ def _later_siblings(node: Node) -> list[Node]:
 
 
 class _Extractor:
-    def __init__(self, source: bytes, limit: int) -> None:
+    """Walks the error-bearing subtrees and words one problem per ERROR / MISSING node."""
+
+    def __init__(self, source: bytes, limit: int, python: bool) -> None:
         self.pos = _Positions(source)
         self.limit = limit
+        # Python-only wording (the missing colon of a block header).
+        self.python = python
         self.problems: list[SyntaxProblem] = []
         self._seen: set[tuple[int, str]] = set()
 
@@ -857,8 +868,6 @@ class _Extractor:
             end,
         )
 
-    python = False
-
     def _python_colon(self, node: Node) -> bool:
         """`if x` / `def f(a)` without the colon: say so at the end of that line."""
         if not self.python:
@@ -919,8 +928,7 @@ def extract_problems(
     tree: Tree, source: bytes, max_problems: int = DEFAULT_MAX_PROBLEMS
 ) -> list[SyntaxProblem]:
     """The syntax errors of a parsed tree, at most `max_problems`, sorted by position."""
-    ex = _Extractor(source, max_problems)
-    ex.python = tree.language.name == "python"
+    ex = _Extractor(source, max_problems, python=tree.language.name == "python")
     ex.walk(tree.root_node)
     out: list[SyntaxProblem] = []
     swallowed_until = -1
