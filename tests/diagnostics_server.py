@@ -2,13 +2,14 @@
 
 Until `lsp_server/lsp/server.py` calls the hooks itself, this wires them the way the server will:
 `publish_after_edit` after a verified edit (its list becomes the result's `diagnostics`),
-`document_opened` in didOpen and `document_changed` in didChange. Once the server calls them,
-they run twice here, which is harmless (the same lists are computed and published again).
+`document_opened` in didOpen and `document_changed` in didChange. Each hook is wired here only
+if the server's source does not call it already, so this becomes the plain server once it does.
 Run as `python -m tests.diagnostics_server` with the repository root on PYTHONPATH.
 """
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 from lsprotocol import types as t
@@ -34,8 +35,11 @@ def _change(self: Any, params: t.DidChangeTextDocumentParams) -> Any:
     document_changed(self._server, params.text_document.uri)
 
 
-Protocol.lsp_text_document__did_open = _open  # type: ignore[method-assign]
-Protocol.lsp_text_document__did_change = _change  # type: ignore[method-assign]
+_SERVER_SOURCE = inspect.getsource(server_module)
+if "document_opened(" not in _SERVER_SOURCE:
+    Protocol.lsp_text_document__did_open = _open  # type: ignore[method-assign]
+if "document_changed(" not in _SERVER_SOURCE:
+    Protocol.lsp_text_document__did_change = _change  # type: ignore[method-assign]
 
 
 def main() -> None:
@@ -52,7 +56,8 @@ def main() -> None:
             result["diagnostics"] = await publish_after_edit(server, changes, locations, versions)
         return result
 
-    server.carry_out = carry_out_with_diagnostics  # type: ignore[method-assign]
+    if "publish_after_edit(" not in _SERVER_SOURCE:
+        server.carry_out = carry_out_with_diagnostics  # type: ignore[method-assign]
     server.start_io()
 
 
