@@ -179,8 +179,9 @@ def test_broken_snippet_is_reported_helpfully(
         (None, "README", None),
         (None, "data.unknownext", None),
         (None, None, None),
-        ("jsonc", "settings.json", "json"),  # unknown id: the extension decides
+        ("jsonc", "settings.json", None),  # comments and trailing commas allowed there
         ("jsonc", "tsconfig.jsonc", None),
+        ("vue", "App.js", "javascript"),  # an id we do not know: the extension decides
         ("typescriptreact", "a.tsx", "tsx"),
         ("sh", "x", "bash"),
         ("c++", "x.cc", "cpp"),

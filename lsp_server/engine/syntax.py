@@ -11,7 +11,7 @@ API (everything an LSP or CLI front end needs):
 
 - `language_for(language_id, path) -> str | None`: our language name ("python", "tsx", ...) or
   None when the document gets no syntax diagnostics (plain text, unknown languages). An explicit
-  languageId we know wins; "plaintext" means none; otherwise the file extension decides.
+  languageId we know wins; "plaintext" and "jsonc" mean none; otherwise the extension decides.
 - `DocumentSyntax(language, text)`: parses once, in full (~630 ms for 100k Python lines). Then per
   change, cheaply and without parsing:
     * `syntax.apply_line_edits(lines_before, edits)` with our `LineEdit`s (old line coordinates,
@@ -85,8 +85,7 @@ GRAMMARS: dict[str, tuple[str, str]] = {
 }
 
 # LSP languageIds as VS Code, Neovim (its filetype) and Emacs eglot (major mode minus "-mode")
-# send them. JSON with comments and trailing commas ("jsonc") is deliberately absent: the JSON
-# grammar would flag every trailing comma in a VS Code settings file.
+# send them.
 LANGUAGE_IDS: dict[str, str] = {
     "python": "python",
     "javascript": "javascript",
@@ -116,8 +115,10 @@ LANGUAGE_IDS: dict[str, str] = {
     "css": "css",
 }
 
-# An editor that says the document is plain text is believed, whatever the file is called.
-PLAIN_TEXT_IDS = frozenset({"plaintext", "text", "txt"})
+# Ids that mean "no syntax diagnostics", whatever the file is called: an editor that says plain
+# text is believed, and JSON with comments and trailing commas (VS Code's settings.json) must not
+# meet the strict JSON grammar through its .json extension.
+NO_SYNTAX_IDS = frozenset({"plaintext", "text", "txt", "jsonc", "json5"})
 
 EXTENSIONS: dict[str, str] = {
     ".py": "python",
@@ -188,7 +189,7 @@ def language_for(language_id: str | None, path: str | None = None) -> str | None
         lid = language_id.lower()
         if lid in LANGUAGE_IDS:
             return LANGUAGE_IDS[lid]
-        if lid in PLAIN_TEXT_IDS:
+        if lid in NO_SYNTAX_IDS:
             return None
     if not path:
         return None
