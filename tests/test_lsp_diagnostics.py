@@ -1,46 +1,22 @@
 """Syntax diagnostics end to end: edit results, publishDiagnostics and refresh, through the server.
 
-The server runs with the diagnostics hooks wired (tests/diagnostics_server.py) and an
-editor-like client per editor preset.
+The real server (the shared `client` fixture) with an editor-like client per editor preset.
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
-import pytest_lsp
 from lsprotocol import types as t
 from pygls.uris import from_fs_path
-from pytest_lsp import ClientServerConfig, LanguageClient
+from pytest_lsp import LanguageClient
 
-from tests.editor_client import EDITORS, REPO, Editor, capabilities, start_session
+from tests.editor_client import Editor, capabilities, start_session
 
 PUBLISH = t.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS
-
-
-def _config() -> ClientServerConfig:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
-    return ClientServerConfig(
-        server_command=[sys.executable, "-m", "tests.diagnostics_server"], server_env=env
-    )
-
-
-@pytest_lsp.fixture(config=_config())
-async def dclient(lsp_client: LanguageClient):
-    yield lsp_client
-    await lsp_client.shutdown_session()
-
-
-@pytest_asyncio.fixture(params=EDITORS)
-async def editor(dclient: LanguageClient, request: pytest.FixtureRequest, tmp_path) -> Editor:
-    return await start_session(dclient, request.param, tmp_path)
 
 
 async def _session_with_refresh(client: LanguageClient, root: Path) -> Editor:
@@ -203,8 +179,8 @@ async def test_already_broken_file_does_not_blame_the_edit(editor: Editor):
 
 
 @pytest.mark.asyncio
-async def test_positions_follow_the_negotiated_encoding(dclient: LanguageClient, tmp_path):
-    editor = await start_session(dclient, "neovim", tmp_path, encoding="utf-8")
+async def test_positions_follow_the_negotiated_encoding(client: LanguageClient, tmp_path):
+    editor = await start_session(client, "neovim", tmp_path, encoding="utf-8")
     assert editor.encoding == "utf-8"
     editor.write_file("u.py", "s = 'é😀' + (1)\n")
     editor.open("u.py", language_id="python")
@@ -215,16 +191,16 @@ async def test_positions_follow_the_negotiated_encoding(dclient: LanguageClient,
 
 
 @pytest.mark.asyncio
-async def test_refresh_is_requested_only_when_supported(dclient: LanguageClient, tmp_path):
-    editor = await _session_with_refresh(dclient, tmp_path)
+async def test_refresh_is_requested_only_when_supported(client: LanguageClient, tmp_path):
+    editor = await _session_with_refresh(client, tmp_path)
     editor.write_file("a.py", "x = 1\n")
     editor.open("a.py", language_id="python")
     await edit(editor, "a.py", "x = 1", "x = 2")
     for _ in range(100):
-        if dclient.diagnostic_refresh_count:
+        if client.diagnostic_refresh_count:
             break
         await asyncio.sleep(0.02)
-    assert dclient.diagnostic_refresh_count == 1
+    assert client.diagnostic_refresh_count == 1
 
 
 @pytest.mark.asyncio

@@ -26,6 +26,7 @@ from lsp_server.engine.results import success
 from lsp_server.engine.text import Snapshot, absent, decode_file, describe_eol
 from lsp_server.lsp import arguments
 from lsp_server.lsp.apply import Location, Verifier, apply_and_verify, uri_of
+from lsp_server.lsp.diagnostics import document_changed, document_opened, publish_after_edit
 from lsp_server.lsp.documents import DocumentStore
 from lsp_server.lsp.session import Session
 from lsp_server.lsp.settings import Settings
@@ -43,6 +44,7 @@ class AgentEditProtocol(LanguageServerProtocol):
         td = params.text_document
         server.store.open(td.uri, td.language_id, td.version, td.text)
         server.verifier.notify()
+        document_opened(server, td.uri)
         yield from ()
 
     @lsp_method(t.TEXT_DOCUMENT_DID_CHANGE)
@@ -64,6 +66,7 @@ class AgentEditProtocol(LanguageServerProtocol):
                     doc.replace_all(change.text)
             doc.version = params.text_document.version
             server.verifier.notify()
+            document_changed(server, params.text_document.uri)
         else:
             log.warning("didChange for a document that is not open: %s", params.text_document.uri)
         yield from ()
@@ -162,7 +165,8 @@ class AgentEditServer(LanguageServer):
             if c.change == "move":
                 self.session.forget(c.path)
             self.session.saw(c.target_path, versions.get(c.target_path), c.new_sha256)
-        return success(edit_id, "applied", changes, versions, diff=diff)
+        diagnostics = await publish_after_edit(self, changes, locations, versions)
+        return success(edit_id, "applied", changes, versions, diagnostics, diff=diff)
 
 
 def _result(fn):  # type: ignore[no-untyped-def]
