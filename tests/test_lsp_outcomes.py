@@ -108,3 +108,24 @@ async def test_read_range_with_line_numbers(vscode: Editor):
     r = await vscode.command("agentEdit.read", {"path": "r.txt", "startLine": 2, "endLine": 3})
     assert r["text"] == "     2\tb\n     3\tc\n"
     assert r["sha256"] == sha("a\nb\nc\nd\n") and r["lines"] == 4 and r["source"] == "disk"
+
+
+@pytest.mark.asyncio
+async def test_save_after_edit_asks_the_editor(client: LanguageClient, tmp_path):
+    asked: list[list[str]] = []
+
+    @client.feature("agentEdit/saveDocuments")
+    def save_documents(params):
+        uris = list(params.uris)
+        asked.append(uris)
+        return {"saved": uris[:1], "skipped": uris[1:]}
+
+    ed = await start_session(
+        client, "visual-studio-code", tmp_path, options={"saveAfterEdit": True}
+    )
+    ed.write_file("s.txt", "a\n")
+    ed.open("s.txt")
+    await ed.command("agentEdit.read", {"path": "s.txt"})
+    r = await ed.command("agentEdit.replace", {"path": "s.txt", "oldText": "a", "newText": "b"})
+    assert r["ok"] and asked == [[ed.uri("s.txt")]]
+    assert r["saved"] is True and r["files"][0]["saved"] is True

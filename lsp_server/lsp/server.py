@@ -166,7 +166,42 @@ class AgentEditServer(LanguageServer):
                 self.session.forget(c.path)
             self.session.saw(c.target_path, versions.get(c.target_path), c.new_sha256)
         diagnostics = await publish_after_edit(self, changes, locations, versions)
-        return success(edit_id, "applied", changes, versions, diagnostics, diff=diff)
+        result = success(edit_id, "applied", changes, versions, diagnostics, diff=diff)
+        if self.settings.save_after_edit:
+            await self.save_touched(changes, locations, result)
+        return result
+
+    async def save_touched(
+        self, changes: list[FileChange], locations: dict[str, Location], result: dict[str, Any]
+    ) -> None:
+        """Ask the editor to save what the edit touched (`agentEdit/saveDocuments`).
+
+        The client decides what is safe to save (VS Code's extension skips documents that were
+        dirty before the edit, so the user's own unsaved text is never persisted); the result
+        tells the agent, per file, what is now on disk.
+        """
+        uris = {
+            c.target_path: locations[c.target_path].uri for c in changes if c.change != "delete"
+        }
+        saved: set[str] = set()
+        try:
+            answer = await asyncio.wait_for(
+                self.protocol.send_request_async(
+                    "agentEdit/saveDocuments", {"uris": list(uris.values())}
+                ),
+                self.settings.apply_timeout_ms / 1000,
+            )
+            listed = getattr(answer, "saved", None)
+            if listed is None and isinstance(answer, dict):
+                listed = answer.get("saved")
+            saved = {str(u) for u in listed or []}
+        except Exception as exc:  # noqa: BLE001 - a client without the request: nothing saved
+            log.info("agentEdit/saveDocuments failed: %s", exc)
+        for entry in result["files"]:
+            uri = uris.get(entry.get("movedTo") or entry["path"])
+            if uri is not None:
+                entry["saved"] = uri in saved
+        result["saved"] = bool(uris) and all(u in saved for u in uris.values())
 
 
 def _result(fn):  # type: ignore[no-untyped-def]
