@@ -1,0 +1,1080 @@
+"""The edit history of a workspace: every action's entry, and the agent's net diff per file.
+
+Every action gets an entry (id, time, action, argument summary, files, outcome, its own diff, and
+for failures the committed list). Actions that reach the editor or the disk are journaled in two
+steps: `begin` writes the plan with its pre-images (fsynced) *before* anything is sent, `finish`
+writes the outcome. Refused actions are one `record`.
+
+The history is event-sourced: the in-memory state is what replaying the journal gives, so the
+server, a restarted server and the CLI (which all read the same journal) agree. Other writers'
+records are picked up whenever this process writes or calls `refresh()`.
+
+The net diff compares, per file, the content before the agent first touched it (the baseline) with
+the content after the agent's latest edit. It is kept as a list of changed regions over the
+baseline and composed with each edit, so showing it costs what the changes cost, not a diff of two
+100k-line files. User edits made between agent edits are folded into the baseline (not the agent's
+doing) unless they land inside lines the agent changed, which is said in a note. A file whose live
+content moved on after the agent's last edit is flagged, never diffed as if the agent did it.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+from bisect import bisect_left, bisect_right
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from itertools import accumulate
+from typing import Any
+
+from lsp_server.engine.diffing import blob_sha1, file_diff
+from lsp_server.engine.errors import Code, EditError
+from lsp_server.engine.journal import Batch, Journal
+from lsp_server.engine.model import FileChange, LineEdit, Plan, apply_line_edits, minimal_edit
+from lsp_server.engine.text import Snapshot, absent, content, sha256_text, split_lines
+from lsp_server.engine.undo import (
+    ChangeRecord,
+    line_diff,
+    plan_undo,
+    record_change,
+    rollback_records,
+    undo_paths,
+)
+
+ARG_STRING_CAP = 200
+ARG_LIST_CAP = 20
+ENTRY_DIFF_CAP = 256 * 1024
+DEFAULT_UNDO_WINDOW = 100
+# In-memory budgets (characters), so a long session stays small: oldest first are dropped.
+PREIMAGE_BUDGET = 32 * 1024 * 1024
+DIFF_BUDGET = 16 * 1024 * 1024
+LIVE_CHANGED = "the buffer has changed since the agent's last edit"
+
+Live = Mapping[str, Snapshot] | Callable[[str], Snapshot | None]
+
+
+def now_iso() -> str:
+    return datetime.datetime.now(datetime.UTC).isoformat(timespec="milliseconds")
+
+
+def summarize_args(value: Any, depth: int = 0) -> Any:
+    """The arguments as an entry shows them: big strings and lists cut, with their size said."""
+    if isinstance(value, str):
+        if len(value) <= ARG_STRING_CAP:
+            return value
+        return value[:ARG_STRING_CAP] + f"... ({len(value)} chars)"
+    if isinstance(value, Mapping):
+        if depth > 4:
+            return "{...}"
+        return {str(k): summarize_args(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        items = [summarize_args(v, depth + 1) for v in value[:ARG_LIST_CAP]]
+        if len(value) > ARG_LIST_CAP:
+            items.append(f"... ({len(value)} items)")
+        return items
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    return summarize_args(str(value), depth)
+
+
+def _edits_json(edits: Sequence[LineEdit]) -> list[list[Any]]:
+    return [[e.start, e.end, list(e.new_lines)] for e in edits]
+
+
+def _edits_from(data: Sequence[Sequence[Any]]) -> list[LineEdit]:
+    return [LineEdit(int(a), int(b), tuple(c)) for a, b, c in data]
+
+
+# -- the net diff of one file --------------------------------------------------------------------
+
+
+def compose(
+    base: list[str],
+    net: Sequence[LineEdit],
+    last: list[str],
+    edits: Sequence[LineEdit],
+    *,
+    fold: bool,
+) -> tuple[list[str], list[LineEdit], list[str], bool]:
+    """Compose `edits` (on `last`) into the net regions `net` (on `base`, giving `last`).
+
+    Returns (new base, new net, new last, mixed). With `fold` (user edits) a change that does not
+    overlap the agent's regions goes into the base instead, so it is not shown as the agent's;
+    `mixed` says some did overlap and are now shown as part of the agent's change.
+    """
+    if not edits:
+        return base, list(net), last, False
+    # Only regions near the edits can change; find them by bisection over last-coordinates so an
+    # edit costs O(regions) in C-speed list work, not Python work per region.
+    cum = list(accumulate((len(r.new_lines) - (r.end - r.start) for r in net), initial=0))
+    lstarts = [r.start + c for r, c in zip(net, cum, strict=False)]
+    lends = [ls + len(r.new_lines) for ls, r in zip(lstarts, net, strict=True)]
+    lo = min(e.start for e in edits)
+    hi = max(e.end for e in edits)
+    i0 = bisect_left(lends, lo)
+    i1 = bisect_right(lstarts, hi)
+    items: list[tuple[int, int, int, LineEdit]] = [
+        (lstarts[i], lends[i], 0, net[i]) for i in range(i0, i1)
+    ]
+    items.extend((e.start, e.end, 1, e) for e in edits)
+    items.sort(key=lambda x: (x[0], x[1], x[2]))
+    clusters: list[list[tuple[int, int, int, LineEdit]]] = []
+    cluster_end = -1
+    for it in items:
+        s, end = it[0], it[1]
+        joins = clusters and (s < cluster_end or (not fold and s <= cluster_end))
+        if joins:
+            clusters[-1].append(it)
+            cluster_end = max(cluster_end, end)
+        else:
+            clusters.append([it])
+            cluster_end = end
+    new_net: list[LineEdit] = list(net[:i0])
+    base_edits: list[LineEdit] = []
+    d_before = cum[i0]
+    bshift = 0
+    mixed = False
+    for cl in clusters:
+        ls = cl[0][0]
+        le = max(x[1] for x in cl)
+        regions = [x[3] for x in cl if x[2] == 0]
+        eds = [x[3] for x in cl if x[2] == 1]
+        dsum = sum(len(r.new_lines) - (r.end - r.start) for r in regions)
+        bs = ls - d_before
+        be = le - d_before - dsum
+        parts: list[str] = []
+        pos = ls
+        for e in eds:
+            parts.extend(last[pos : e.start])
+            parts.extend(e.new_lines)
+            pos = e.end
+        parts.extend(last[pos:le])
+        if not eds:
+            new_net.extend(regions)  # untouched, and the base has not moved before them
+            d_before += dsum
+            continue
+        if fold and not regions:
+            base_edits.append(LineEdit(bs, be, tuple(parts)))
+            bshift += len(parts) - (be - bs)
+        else:
+            if fold and eds:
+                mixed = True
+            m = minimal_edit(base[bs:be], parts, bs)
+            if m is not None:
+                new_net.append(LineEdit(m.start + bshift, m.end + bshift, m.new_lines))
+        d_before += dsum
+    if bshift:
+        new_net.extend(LineEdit(r.start + bshift, r.end + bshift, r.new_lines) for r in net[i1:])
+    else:
+        new_net.extend(net[i1:])
+    new_base = apply_line_edits(base, base_edits) if base_edits else base
+    new_last = apply_line_edits(last, list(edits))
+    return new_base, new_net, new_last, mixed
+
+
+@dataclass
+class Tracked:
+    """One file the agent touched: its baseline, the agent's net regions, its last-written state."""
+
+    origin: str
+    path: str
+    base: list[str]
+    base_exists: bool
+    base_bom: bool
+    net: list[LineEdit] = field(default_factory=list)
+    last: list[str] = field(default_factory=lambda: [""])
+    last_exists: bool = False
+    last_bom: bool = False
+    last_sha: str | None = None
+    notes: list[str] = field(default_factory=list)
+    uncertain: bool = False
+    _rendered: dict[str, Any] | None = field(default=None, repr=False)
+
+    @classmethod
+    def start(cls, path: str, text: str | None, bom: bool, exists: bool) -> Tracked:
+        lines = split_lines(text or "")
+        return cls(
+            origin=path,
+            path=path,
+            base=lines,
+            base_exists=exists,
+            base_bom=bom,
+            last=lines,
+            last_exists=exists,
+            last_bom=bom,
+            last_sha=sha256_text(text or "") if exists else None,
+        )
+
+    def _note(self, note: str) -> None:
+        if note not in self.notes:
+            self.notes.append(note)
+
+    def user_edits(self, edits: Sequence[LineEdit], sha: str | None, entry_id: int) -> None:
+        self.base, self.net, self.last, mixed = compose(
+            self.base, self.net, self.last, edits, fold=True
+        )
+        if mixed:
+            self._note(
+                f"lines the agent had changed were edited by someone else before edit "
+                f"#{entry_id}; those edits are shown as part of the agent's change"
+            )
+        self.last_sha = sha
+        self.uncertain = False
+        self._rendered = None
+
+    def rebase(self, text: str | None, bom: bool, exists: bool, entry_id: int) -> None:
+        """The file appeared or vanished outside the agent: start its net diff over from here."""
+        self.origin = self.path
+        self.base = self.last = split_lines(text or "")
+        self.base_exists = self.last_exists = exists
+        self.base_bom = self.last_bom = bom
+        self.net = []
+        self.last_sha = sha256_text(text or "") if exists else None
+        self._note(
+            f"the file was {'created' if exists else 'deleted'} outside the agent before edit "
+            f"#{entry_id}; its net diff starts there"
+        )
+        self._rendered = None
+
+    def agent_change(self, rec: ChangeRecord) -> None:
+        if rec.change == "add":
+            new = split_lines(rec.after_text or "")
+            edits = [LineEdit(0, len(self.last), tuple(new))]
+        elif rec.change == "delete":
+            edits = [LineEdit(0, len(self.last), ("",))]
+        else:
+            edits = rec.edits()
+        self.base, self.net, self.last, _ = compose(
+            self.base, self.net, self.last, edits, fold=False
+        )
+        self.last_exists = rec.change != "delete"
+        self.last_sha = rec.after_sha256
+        self.last_bom = rec.new_bom
+        if rec.moved_to:
+            self.path = rec.moved_to
+        self._rendered = None
+
+    def kind(self) -> str | None:
+        if self.base_exists and self.last_exists:
+            return "move" if self.path != self.origin else "update"
+        if self.last_exists:
+            return "add"
+        if self.base_exists:
+            return "delete"
+        return None
+
+    def render(self) -> dict[str, Any] | None:
+        """This file's net change: kind, paths, blob ids and the git-style diff (cached)."""
+        if self._rendered is not None:
+            return self._rendered
+        kind = self.kind()
+        if kind is None or (kind == "update" and not self.net and self.base_bom == self.last_bom):
+            return None
+        base_text = "".join(self.base)
+        before = Snapshot(
+            self.origin,
+            base_text,
+            source="disk" if self.base_exists else "absent",
+            bom=self.base_bom,
+            given_lines=self.base,
+        )
+        if kind == "add":
+            fc = FileChange(
+                "add",
+                absent(self.path),
+                new_text_override="".join(self.last),
+                new_bom=self.last_bom,
+            )
+        elif kind == "delete":
+            fc = FileChange("delete", before)
+        else:
+            fc = FileChange(
+                kind,  # type: ignore[arg-type]
+                before,
+                tuple(self.net),
+                moved_to=self.path if kind == "move" else None,
+                new_bom=self.last_bom,
+            )
+        out: dict[str, Any] = {"path": self.path, "change": kind}
+        if kind == "move":
+            out["movedFrom"] = self.origin
+        out["baseBlob"] = blob_sha1(base_text, self.base_bom) if self.base_exists else None
+        out["agentBlob"] = blob_sha1(fc.new_text, self.last_bom) if self.last_exists else None
+        out["diff"] = file_diff(fc, with_index=True)
+        self._rendered = out
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "origin": self.origin,
+            "path": self.path,
+            "base": "".join(self.base) if self.base_exists else None,
+            "baseBom": self.base_bom,
+            "net": _edits_json(self.net),
+            "lastExists": self.last_exists,
+            "lastBom": self.last_bom,
+            "lastSha256": self.last_sha,
+            "notes": self.notes,
+            "uncertain": self.uncertain,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Tracked:
+        base_text = data.get("base")
+        base = split_lines(base_text or "")
+        net = _edits_from(data.get("net", []))
+        last_exists = bool(data.get("lastExists"))
+        return cls(
+            origin=str(data["origin"]),
+            path=str(data["path"]),
+            base=base,
+            base_exists=base_text is not None,
+            base_bom=bool(data.get("baseBom")),
+            net=net,
+            last=apply_line_edits(base, net) if net else base,
+            last_exists=last_exists,
+            last_bom=bool(data.get("lastBom")),
+            last_sha=data.get("lastSha256"),
+            notes=list(data.get("notes", [])),
+            uncertain=bool(data.get("uncertain")),
+        )
+
+
+# -- entries -------------------------------------------------------------------------------------
+
+
+@dataclass
+class Entry:
+    """One action in the history."""
+
+    id: int
+    time: str
+    action: str
+    args: dict[str, Any]
+    files: list[dict[str, Any]]
+    outcome: str = "pending"
+    ok: bool = False
+    diff: str | None = ""
+    committed: list[dict[str, Any]] = field(default_factory=list)
+    error: dict[str, Any] | None = None
+    undoes: int | None = None
+    undone_by: int | None = None
+    changes: tuple[ChangeRecord, ...] = ()
+    finished: bool = False
+    finish_time: str | None = None
+    # Between begin and finish only: what the net diff needs to take the edit in.
+    _user: dict[str, Any] = field(default_factory=dict, repr=False)
+    _baselines: dict[str, Any] = field(default_factory=dict, repr=False)
+    _diffs: dict[str, str] = field(default_factory=dict, repr=False)
+
+    @property
+    def paths(self) -> list[str]:
+        return undo_paths(self.changes)
+
+    @property
+    def undoable(self) -> bool:
+        return (
+            self.finished
+            and bool(self.changes)
+            and all(c.preimage for c in self.changes)
+            and self.undone_by is None
+            and any(c.get("state") != "not-applied" for c in self.committed or [{}])
+            and self.outcome not in ("dry-run", "PARTIAL_ROLLED_BACK", "CLIENT_REJECTED")
+        )
+
+    def to_json(self, with_diff: bool = True) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "id": self.id,
+            "time": self.time,
+            "action": self.action,
+            "args": self.args,
+            "files": self.files,
+            "outcome": self.outcome,
+            "ok": self.ok,
+        }
+        if with_diff:
+            out["diff"] = self.diff
+            if self.diff is None:
+                out["diffDropped"] = True
+        if self.error:
+            out["error"] = self.error
+        if self.committed:
+            out["committed"] = self.committed
+        if self.undoes is not None:
+            out["undoes"] = self.undoes
+        if self.undone_by is not None:
+            out["undoneBy"] = self.undone_by
+        out["undoable"] = self.undoable
+        if not self.finished:
+            out["unfinished"] = True
+        return out
+
+
+def _record_diff(rec: ChangeRecord) -> str:
+    """A diff from a record alone (for plans recovered after a crash, whose snapshots are gone)."""
+    old_p, new_p = rec.path, rec.target_path
+    head = f"diff --git a/{old_p} b/{new_p}\n"
+    if rec.change == "add":
+        lines = split_lines(rec.after_text or "")
+        n = len(lines) - 1 if lines[-1] == "" else len(lines)
+        body = "".join("+" + content(x) + "\n" for x in lines[:n])
+        return (
+            head + f"new file mode 100644\n--- /dev/null\n+++ b/{new_p}\n@@ -0,0 +1,{n} @@\n" + body
+        )
+    if rec.change == "delete":
+        lines = split_lines(rec.before_text or "")
+        n = len(lines) - 1 if lines[-1] == "" else len(lines)
+        body = "".join("-" + content(x) + "\n" for x in lines[:n])
+        return (
+            head
+            + f"deleted file mode 100644\n--- a/{old_p}\n+++ /dev/null\n@@ -1,{n} +0,0 @@\n"
+            + body
+        )
+    if rec.change == "move":
+        head += f"rename from {old_p}\nrename to {new_p}\n"
+    if not rec.hunks:
+        return head if rec.change == "move" else ""
+    out = [head, f"--- a/{old_p}\n+++ b/{new_p}\n"]
+    for h in rec.hunks:
+        before = [x for x in h.before if x]
+        after = [x for x in h.after if x]
+        c1, c2 = list(h.ctx_before), [x for x in h.ctx_after if x]
+        o_start = h.start - len(c1)
+        n_start = h.after_start - len(c1)
+        o_len = len(c1) + len(before) + len(c2)
+        n_len = len(c1) + len(after) + len(c2)
+        out.append(f"@@ -{o_start + 1},{o_len} +{n_start + 1},{n_len} @@\n")
+        out.extend(" " + content(x) + "\n" for x in c1)
+        out.extend("-" + content(x) + "\n" for x in before)
+        out.extend("+" + content(x) + "\n" for x in after)
+        out.extend(" " + content(x) + "\n" for x in c2)
+    return "".join(out)
+
+
+def _cap_diff(parts: Sequence[str], cap: int = ENTRY_DIFF_CAP) -> str:
+    out: list[str] = []
+    size = 0
+    for d in parts:
+        if size + len(d) > cap:
+            first = d.split("\n", 1)[0]
+            plus = sum(1 for x in d.splitlines() if x.startswith("+") and not x.startswith("+++"))
+            minus = sum(1 for x in d.splitlines() if x.startswith("-") and not x.startswith("---"))
+            d = f"{first}\n# diff cut: +{plus} -{minus} lines\n"
+        size += len(d)
+        out.append(d)
+    return "".join(out)
+
+
+def _landed(entry: Entry, outcome: str, committed: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The paths whose change is in effect after the action."""
+    if outcome == "applied":
+        return [c.path for c in entry.changes]
+    states = {c.get("path"): c.get("state") for c in committed}
+    return [c.path for c in entry.changes if states.get(c.path) == "applied"]
+
+
+# -- the history ---------------------------------------------------------------------------------
+
+
+class History:
+    """A workspace's edit history, kept in memory and (with a journal) on disk.
+
+    From the server, after each action:
+      - refused before anything was sent (or a dry run): `record(action, args, error=e)` /
+        `record(action, args, plan=plan, outcome="dry-run")`;
+      - about to send a plan (applyEdit or disk write): `entry_id = begin(plan, args)` first,
+        then after verification `finish(entry_id, "applied")` or
+        `finish(entry_id, error.code, error=error, committed=committed)`.
+    On start: `History.load(journal)`, then for each of `unfinished()` snapshot its `paths` and
+    call `recover(entry.id, snapshots)`; report it and offer `plan_undo`.
+    """
+
+    def __init__(
+        self,
+        journal: Journal | None = None,
+        *,
+        undo_window: int = DEFAULT_UNDO_WINDOW,
+        clock: Callable[[], str] = now_iso,
+    ) -> None:
+        self.journal = journal
+        self.undo_window = undo_window
+        self.clock = clock
+        self._own: set[int] = set()
+        self.listeners: list[Callable[[Entry], None]] = []
+        self._reset()
+
+    def _reset(self) -> None:
+        self._entries: dict[int, Entry] = {}
+        self._by_path: dict[str, Tracked] = {}
+        self._retired: list[Tracked] = []
+        self._next_id = 1
+        self._with_preimages: deque[int] = deque()
+        self._preimage_size = 0
+        self._diff_size = 0
+        self._diff_queue: deque[int] = deque()
+
+    @classmethod
+    def load(cls, journal: Journal, **kwargs: Any) -> History:
+        """The history as the journal has it (entries, net diff state, unfinished plans)."""
+        history = cls(journal, **kwargs)
+        history.refresh()
+        return history
+
+    # -- journal plumbing ---------------------------------------------------------------------
+
+    @contextmanager
+    def _txn(self) -> Iterator[Callable[[dict[str, Any]], None]]:
+        if self.journal is None:
+            yield self._apply
+            return
+        with self.journal.transaction() as (batch, writer):
+            self._ingest(batch)
+
+            def write(rec: dict[str, Any]) -> None:
+                writer.append(rec)
+                self._apply(rec)
+
+            yield write
+            if self.journal.size() > self.journal.max_bytes:
+                writer.rewrite(self._compacted(self.journal.max_bytes // 2))
+
+    def refresh(self) -> bool:
+        """Take in what other processes journaled since; True when anything was new."""
+        if self.journal is None:
+            return False
+        with self.journal.transaction() as (batch, _writer):
+            self._ingest(batch)
+        return bool(batch.records) or batch.reset
+
+    def _ingest(self, batch: Batch) -> None:
+        if batch.reset:
+            self._reset()
+        for rec in batch.records:
+            self._apply(rec)
+
+    def _apply(self, rec: dict[str, Any]) -> None:
+        t = rec.get("t")
+        if t == "checkpoint":
+            self._next_id = max(self._next_id, int(rec.get("nextId", 1)))
+            self._by_path, self._retired = {}, []
+            for data in rec.get("tracked", []):
+                tr = Tracked.from_json(data)
+                self._key(tr)
+            return
+        entry_id = int(rec["id"])
+        self._next_id = max(self._next_id, entry_id + 1)
+        if t == "begin":
+            self._apply_begin(rec)
+        elif t == "finish":
+            entry = self._entries.get(entry_id)
+            if entry is not None and not entry.finished:
+                self._apply_finish(entry, rec)
+        elif t == "record":
+            self._apply_begin(rec)
+            self._apply_finish(self._entries[entry_id], rec)
+
+    def _apply_begin(self, rec: Mapping[str, Any]) -> None:
+        changes = tuple(ChangeRecord.from_json(c) for c in rec.get("changes", []))
+        entry = Entry(
+            id=int(rec["id"]),
+            time=str(rec.get("time", "")),
+            action=str(rec.get("action", "")),
+            args=dict(rec.get("args", {})),
+            files=[c.file_entry() for c in changes] or list(rec.get("files", [])),
+            undoes=rec.get("undoes"),
+            changes=changes,
+            _user=dict(rec.get("user", {})),
+            _baselines=dict(rec.get("baselines", {})),
+        )
+        self._entries[entry.id] = entry
+
+    def _apply_finish(self, entry: Entry, rec: Mapping[str, Any]) -> None:
+        entry.outcome = str(rec.get("outcome", ""))
+        entry.ok = bool(rec.get("ok", entry.outcome in ("applied", "dry-run")))
+        entry.error = rec.get("error")
+        entry.committed = list(rec.get("committed", []))
+        entry.finished = True
+        entry.finish_time = rec.get("time")
+        if "undoneBy" in rec:
+            entry.undone_by = rec["undoneBy"]
+        if "diff" in rec:
+            entry.diff = rec["diff"]
+        elif entry._diffs:
+            landed = set(_landed(entry, entry.outcome, entry.committed))
+            entry.diff = _cap_diff([d for p, d in entry._diffs.items() if p in landed])
+        else:
+            landed = set(_landed(entry, entry.outcome, entry.committed))
+            entry.diff = _cap_diff([_record_diff(c) for c in entry.changes if c.path in landed])
+        if not rec.get("compacted"):
+            self._track(entry)
+        entry._user, entry._baselines, entry._diffs = {}, {}, {}
+        if entry.undoes is not None and _landed(entry, entry.outcome, entry.committed):
+            target = self._entries.get(entry.undoes)
+            if target is not None:
+                target.undone_by = entry.id
+        self._budget(entry)
+
+    def _key(self, tr: Tracked) -> None:
+        old = self._by_path.get(tr.path)
+        if old is not None and old is not tr:
+            self._retired.append(old)
+        self._by_path[tr.path] = tr
+
+    def _track(self, entry: Entry) -> None:
+        """Take the entry's effect into the net diff: user edits seen at begin, then what landed."""
+        for path, data in entry._baselines.items():
+            if path not in self._by_path:
+                self._key(
+                    Tracked.start(
+                        path, data.get("text"), bool(data.get("bom")), bool(data.get("exists"))
+                    )
+                )
+        for path, data in entry._user.items():
+            tr = self._by_path.get(path)
+            if tr is None:
+                continue
+            if "rebase" in data:
+                r = data["rebase"]
+                tr.rebase(r.get("text"), bool(r.get("bom")), bool(r.get("exists")), entry.id)
+            else:
+                tr.user_edits(_edits_from(data["edits"]), data.get("sha256"), entry.id)
+                if "bom" in data:
+                    tr.last_bom = bool(data["bom"])
+        if entry.outcome == "dry-run":
+            return
+        landed = set(_landed(entry, entry.outcome, entry.committed))
+        states = {c.get("path"): c.get("state") for c in entry.committed}
+        for rec in entry.changes:
+            tr = self._by_path.get(rec.path)
+            if tr is None:
+                continue
+            if rec.path in landed:
+                tr.agent_change(rec)
+                if rec.moved_to and rec.moved_to != rec.path:
+                    del self._by_path[rec.path]
+                    self._key(tr)
+            elif states.get(rec.path) == "unknown":
+                tr.uncertain = True
+                tr._note(
+                    f"edit #{entry.id} may have partly landed here; later changes are compared "
+                    "with what the agent last knew"
+                )
+
+    def _budget(self, entry: Entry) -> None:
+        if entry.changes and all(c.preimage for c in entry.changes):
+            self._with_preimages.append(entry.id)
+            self._preimage_size += sum(c.size() for c in entry.changes)
+        while self._with_preimages and (
+            len(self._with_preimages) > self.undo_window or self._preimage_size > PREIMAGE_BUDGET
+        ):
+            old = self._entries.get(self._with_preimages.popleft())
+            if old is not None:
+                self._preimage_size -= sum(c.size() for c in old.changes)
+                old.changes = tuple(c.stripped() for c in old.changes)
+        if entry.diff:
+            self._diff_queue.append(entry.id)
+            self._diff_size += len(entry.diff)
+        while self._diff_queue and self._diff_size > DIFF_BUDGET:
+            old = self._entries.get(self._diff_queue.popleft())
+            if old is not None and old.diff:
+                self._diff_size -= len(old.diff)
+                old.diff = None
+
+    def _compacted(self, target: int) -> list[dict[str, Any]]:
+        """The journal rewritten: entries (pre-images only inside the undo window), unfinished
+        plans as they are, and a checkpoint of the net diff state. Oldest diffs and then oldest
+        entries go first when it would still not fit in `target` bytes."""
+        keep_pre = set(list(self._with_preimages)[-self.undo_window :])
+        records: list[dict[str, Any]] = []
+        for e in self._entries.values():
+            if not e.finished:
+                records.append(self._begin_json(e))
+                continue
+            rec = {
+                "t": "record",
+                "compacted": True,
+                "id": e.id,
+                "time": e.time,
+                "action": e.action,
+                "args": e.args,
+                "files": e.files,
+                "outcome": e.outcome,
+                "ok": e.ok,
+                "committed": e.committed,
+                "diff": e.diff,
+                "changes": [(c if e.id in keep_pre else c.stripped()).to_json() for c in e.changes],
+            }
+            if e.error:
+                rec["error"] = e.error
+            if e.undoes is not None:
+                rec["undoes"] = e.undoes
+            if e.undone_by is not None:
+                rec["undoneBy"] = e.undone_by
+            records.append(rec)
+        checkpoint = {
+            "t": "checkpoint",
+            "time": self.clock(),
+            "nextId": self._next_id,
+            "tracked": [t.to_json() for t in [*self._retired, *self._by_path.values()]],
+        }
+
+        def size(r: dict[str, Any]) -> int:
+            return len(json.dumps(r, ensure_ascii=False))
+
+        sizes = [size(r) for r in records]
+        total = sum(sizes) + size(checkpoint)
+        for i, r in enumerate(records):  # oldest diffs first
+            if total <= target:
+                break
+            if r.get("t") == "record" and r.get("diff"):
+                r["diff"] = None
+                new = size(r)
+                total += new - sizes[i]
+                sizes[i] = new
+        for i, r in enumerate(records):  # then oldest entries outside the undo window
+            if total <= target:
+                break
+            if r.get("t") == "record" and r["id"] not in keep_pre:
+                total -= sizes[i]
+                sizes[i] = 0
+        return [r for r, s in zip(records, sizes, strict=True) if s] + [checkpoint]
+
+    def _begin_json(self, e: Entry) -> dict[str, Any]:
+        rec: dict[str, Any] = {
+            "t": "begin",
+            "id": e.id,
+            "time": e.time,
+            "action": e.action,
+            "args": e.args,
+            "changes": [c.to_json() for c in e.changes],
+        }
+        if e._user:
+            rec["user"] = e._user
+        if e._baselines:
+            rec["baselines"] = e._baselines
+        if e.undoes is not None:
+            rec["undoes"] = e.undoes
+        return rec
+
+    def _notify(self, entry: Entry) -> None:
+        for listener in list(self.listeners):
+            listener(entry)
+
+    # -- the actions --------------------------------------------------------------------------
+
+    def _prepare(self, plan: Plan) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Baselines of files touched for the first time, and user edits since the agent's last."""
+        user: dict[str, Any] = {}
+        baselines: dict[str, Any] = {}
+        for c in plan.changes:
+            snap = c.before
+            tr = self._by_path.get(c.path)
+            if tr is None:
+                baselines[c.path] = {
+                    "text": snap.text if snap.exists else None,
+                    "bom": snap.bom,
+                    "exists": snap.exists,
+                }
+                continue
+            sha = snap.sha256 if snap.exists else None
+            if sha == tr.last_sha and snap.exists == tr.last_exists:
+                if snap.exists and snap.bom != tr.last_bom:
+                    user[c.path] = {"edits": [], "sha256": sha, "bom": snap.bom}
+                continue
+            if snap.exists != tr.last_exists:
+                user[c.path] = {
+                    "rebase": {
+                        "text": snap.text if snap.exists else None,
+                        "bom": snap.bom,
+                        "exists": snap.exists,
+                    }
+                }
+                continue
+            edits = line_diff(tr.last, snap.lines)
+            user[c.path] = {"edits": _edits_json(edits), "sha256": sha, "bom": snap.bom}
+        return user, baselines
+
+    def begin(
+        self,
+        plan: Plan,
+        args: Mapping[str, Any] | None = None,
+        *,
+        undoes: int | None = None,
+        action: str | None = None,
+    ) -> int:
+        """Journal `plan` with its pre-images (fsynced) before it is sent; returns the entry id."""
+        records = [record_change(c) for c in plan.changes]
+        diffs = {c.path: file_diff(c) for c in plan.changes}
+        with self._txn() as write:
+            user, baselines = self._prepare(plan)
+            entry_id = self._next_id
+            e = Entry(
+                id=entry_id,
+                time=self.clock(),
+                action=action or plan.action,
+                args=summarize_args(dict(args or {})),
+                files=[r.file_entry() for r in records],
+                undoes=undoes if undoes is not None else _undoes(plan),
+                changes=tuple(records),
+                _user=user,
+                _baselines=baselines,
+            )
+            write(self._begin_json(e))
+            self._own.add(entry_id)
+            self._entries[entry_id]._diffs = diffs
+        return entry_id
+
+    def finish(
+        self,
+        entry_id: int,
+        outcome: str,
+        *,
+        error: EditError | None = None,
+        committed: list[dict[str, Any]] | None = None,
+    ) -> Entry:
+        """Record how a begun plan ended: "applied", or the error code (with the committed list
+        from `plan_rollback` for partial outcomes). Returns the finished entry."""
+        entry = self._entries.get(entry_id)
+        if entry is None:
+            raise EditError(
+                Code.INVALID_ARGUMENT,
+                f"There is no edit #{entry_id} to finish.",
+                "Finish only ids returned by begin().",
+                {"argument": "editId"},
+            )
+        if entry.finished:
+            return entry
+        rec: dict[str, Any] = {
+            "t": "finish",
+            "id": entry_id,
+            "time": self.clock(),
+            "outcome": str(outcome),
+            "ok": str(outcome) in ("applied", "dry-run"),
+            "committed": committed or [],
+        }
+        if error is not None:
+            rec["error"] = _error_json(error)
+        landed = set(_landed(entry, str(outcome), committed or []))
+        if entry._diffs:
+            rec["diff"] = _cap_diff([d for p, d in entry._diffs.items() if p in landed])
+        with self._txn() as write:
+            write(rec)
+        self._own.discard(entry_id)
+        self._notify(entry)
+        return entry
+
+    def record(
+        self,
+        action: str,
+        args: Mapping[str, Any] | None = None,
+        *,
+        plan: Plan | None = None,
+        outcome: str | None = None,
+        error: EditError | None = None,
+        committed: list[dict[str, Any]] | None = None,
+    ) -> Entry:
+        """One-step entry for an action that never reached the editor or disk (refused, dry run),
+        or whose outcome is known at once (a front end without a crash window)."""
+        if outcome is None:
+            outcome = str(error.code) if error is not None else "applied"
+        with self._txn() as write:
+            entry_id = self._next_id
+            rec: dict[str, Any] = {
+                "t": "record",
+                "id": entry_id,
+                "time": self.clock(),
+                "action": action,
+                "args": summarize_args(dict(args or {})),
+                "outcome": outcome,
+                "ok": outcome in ("applied", "dry-run"),
+                "committed": committed or [],
+                "files": [],
+            }
+            if error is not None:
+                rec["error"] = _error_json(error)
+                path = error.details.get("path") if isinstance(error.details, dict) else None
+                if path:
+                    rec["files"] = [{"path": path}]
+            if plan is not None:
+                records = [record_change(c) for c in plan.changes]
+                rec["changes"] = [r.to_json() for r in records]
+                landed = {r.path for r in records} if outcome in ("applied", "dry-run") else set()
+                if committed:
+                    landed = {str(c["path"]) for c in committed if c.get("state") == "applied"}
+                rec["diff"] = _cap_diff([file_diff(c) for c in plan.changes if c.path in landed])
+                if outcome != "dry-run":
+                    user, baselines = self._prepare(plan)
+                    if user:
+                        rec["user"] = user
+                    if baselines:
+                        rec["baselines"] = baselines
+                if _undoes(plan) is not None:
+                    rec["undoes"] = _undoes(plan)
+            else:
+                rec["diff"] = ""
+            write(rec)
+        entry = self._entries[entry_id]
+        self._notify(entry)
+        return entry
+
+    # -- reading ------------------------------------------------------------------------------
+
+    @property
+    def entries(self) -> list[Entry]:
+        return list(self._entries.values())
+
+    def entry(self, entry_id: int) -> Entry:
+        entry = self._entries.get(entry_id)
+        if entry is None:
+            raise EditError(
+                Code.INVALID_ARGUMENT,
+                f"There is no edit #{entry_id} in the history.",
+                "List the history (agentEdit.history) and use one of its ids.",
+                {"argument": "editId", "editId": entry_id},
+            )
+        return entry
+
+    def unfinished(self) -> list[Entry]:
+        """Plans begun (journaled) but never finished, by a process that is gone."""
+        return [e for e in self._entries.values() if not e.finished and e.id not in self._own]
+
+    def recover(self, entry_id: int, observed: Mapping[str, Snapshot]) -> Entry:
+        """Settle an unfinished plan from what is observed now (snapshots of `entry.paths`):
+        all landed -> "applied"; none -> NOT_APPLIED; some -> PARTIAL with the committed list.
+        Undo stays available through `plan_undo` for what landed."""
+        entry = self.entry(entry_id)
+        committed, _ = rollback_records(entry.changes, observed)
+        states = {c["state"] for c in committed}
+        if states == {"applied"}:
+            outcome = "applied"
+            error = None
+        elif states <= {"not-applied"}:
+            outcome = str(Code.NOT_APPLIED)
+            error = EditError(
+                Code.NOT_APPLIED,
+                f"Edit #{entry_id} was interrupted (the process stopped before confirming it); "
+                "none of it landed.",
+                "Read the files again and redo the edit if it is still wanted.",
+                {"files": committed},
+                committed,
+            )
+        else:
+            outcome = str(Code.PARTIAL)
+            error = EditError(
+                Code.PARTIAL,
+                f"Edit #{entry_id} was interrupted (the process stopped before confirming it); "
+                "part of it landed.",
+                f"Inspect it with agentEdit.history {{editId: {entry_id}}} and undo it with "
+                f"agentEdit.undo {{editId: {entry_id}}}, or finish it by hand after reading "
+                "the files again.",
+                {"files": committed},
+                committed,
+            )
+        self._own.add(entry_id)
+        return self.finish(entry_id, outcome, error=error, committed=committed)
+
+    def undo_paths(self, entry_id: int) -> list[str]:
+        """The paths to snapshot for `plan_undo(entry_id, ...)`."""
+        return self.entry(entry_id).paths
+
+    def plan_undo(self, entry_id: int, current: Mapping[str, Snapshot]) -> Plan:
+        """The undo plan for an entry (three-way checked); send it, then `begin`/`finish` it as
+        any plan (its action is "undo" and it names the entry it undoes)."""
+        entry = self.entry(entry_id)
+        if entry.undone_by is not None:
+            raise EditError(
+                Code.INVALID_ARGUMENT,
+                f"Edit #{entry_id} was already undone by edit #{entry.undone_by}.",
+                f"Undo #{entry.undone_by} instead to redo it.",
+                {"argument": "editId", "editId": entry_id},
+            )
+        if not entry.finished:
+            raise EditError(
+                Code.INVALID_ARGUMENT,
+                f"Edit #{entry_id} has not finished.",
+                "Wait for it to finish, then undo it.",
+                {"argument": "editId", "editId": entry_id},
+            )
+        if not entry.changes or entry.outcome in ("dry-run", "PARTIAL_ROLLED_BACK"):
+            raise EditError(
+                Code.INVALID_ARGUMENT,
+                f"Edit #{entry_id} changed nothing ({entry.outcome}), so there is nothing to undo.",
+                "Check agentEdit.history for the edit you meant.",
+                {"argument": "editId", "editId": entry_id},
+            )
+        return plan_undo(entry, current)
+
+    def net(self, live: Live | None = None) -> list[dict[str, Any]]:
+        """Per file: the agent's net change since it first touched it, git-style, with notes."""
+        out: list[dict[str, Any]] = []
+        for tr in [*self._retired, *self._by_path.values()]:
+            rendered = tr.render()
+            if rendered is None:
+                continue
+            item = dict(rendered)
+            notes = list(tr.notes)
+            changed = self._live_changed(tr, live)
+            if changed:
+                notes.append(LIVE_CHANGED)
+            item["liveChanged"] = changed
+            item["notes"] = notes
+            out.append(item)
+        return out
+
+    def _live_changed(self, tr: Tracked, live: Live | None) -> bool:
+        if live is None:
+            return False
+        snap = live.get(tr.path) if isinstance(live, Mapping) else live(tr.path)
+        if snap is None:
+            return False
+        if not snap.exists:
+            return tr.last_exists
+        return not tr.last_exists or snap.sha256 != tr.last_sha
+
+    def to_json(
+        self,
+        live: Live | None = None,
+        edit_id: int | None = None,
+        limit: int | None = None,
+    ) -> dict[str, Any]:
+        """The `agentEdit.history` result (`format: json`)."""
+        if edit_id is not None:
+            return {"ok": True, "entries": [self.entry(edit_id).to_json()]}
+        entries = self.entries if limit is None else self.entries[-limit:]
+        net = self.net(live)
+        return {
+            "ok": True,
+            "entries": [e.to_json() for e in entries],
+            "net": net,
+            "diff": "".join(n["diff"] for n in net),
+        }
+
+    def to_diff_text(self, live: Live | None = None, edit_id: int | None = None) -> str:
+        """The `agentEdit.history` result text for `format: diff`: one entry's diff, or the
+        session's net diff with notes as `#` lines (which `git apply` skips)."""
+        if edit_id is not None:
+            e = self.entry(edit_id)
+            head = f"# agent edit #{e.id} {e.action} {e.outcome} {e.time}\n"
+            return head + (e.diff or "")
+        parts: list[str] = []
+        for item in self.net(live):
+            for note in item["notes"]:
+                parts.append(f"# {item['path']}: {note}\n")
+            parts.append(item["diff"])
+        return "".join(parts)
+
+
+def _undoes(plan: Plan) -> int | None:
+    value = plan.summary.get("undoes")
+    return value if isinstance(value, int) else None
+
+
+def _error_json(error: EditError) -> dict[str, Any]:
+    return {
+        "code": str(error.code),
+        "message": error.message,
+        "hint": error.hint,
+        "details": summarize_args(error.details),
+    }
