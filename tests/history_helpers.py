@@ -37,7 +37,7 @@ _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 
 def apply_unified(old: str, diff: str) -> str:
     """Apply one file's unified diff (as `file_diff` prints it, `\\n` files) to `old`."""
-    old_lines = old.split("\n")
+    old_lines = old.split("\n") if old else []
     trailing = old.endswith("\n")
     if trailing:
         old_lines.pop()
@@ -57,14 +57,13 @@ def apply_unified(old: str, diff: str) -> str:
         out.extend(old_lines[pos:first])
         pos = first
         i += 1
+        last_new_marked = False
         last_kind = ""
         while i < len(lines) and lines[i] and not lines[i].startswith(("@@", "diff --git")):
             line = lines[i]
             if line.startswith("\\"):
-                if last_kind in (" ", "+"):
-                    new_trailing = False
-                if last_kind == "-":
-                    new_trailing = True
+                if last_kind in " +":
+                    last_new_marked = True
                 i += 1
                 continue
             kind, text = line[0], line[1:]
@@ -73,8 +72,12 @@ def apply_unified(old: str, diff: str) -> str:
                 pos += 1
             if kind in " +":
                 out.append(text)
+                last_new_marked = False
             last_kind = kind
             i += 1
+        if pos == len(old_lines):
+            # The hunk reached the end: the new text ends with a newline unless marked otherwise.
+            new_trailing = not last_new_marked
     out.extend(old_lines[pos:])
     if not out:
         return ""

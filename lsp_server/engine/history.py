@@ -152,7 +152,8 @@ def compose(
             pos = e.end
         parts.extend(last[pos:le])
         if not eds:
-            new_net.extend(regions)  # untouched, and the base has not moved before them
+            # Untouched; only user edits folded into the base before them move them.
+            new_net.extend(LineEdit(r.start + bshift, r.end + bshift, r.new_lines) for r in regions)
             d_before += dsum
             continue
         if fold and not regions:
