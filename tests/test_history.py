@@ -17,7 +17,7 @@ from lsp_server.engine.history import LIVE_CHANGED, History, compose, summarize_
 from lsp_server.engine.model import FileChange, LineEdit, Plan, apply_line_edits
 from lsp_server.engine.planner import plan_replace, plan_write
 from lsp_server.engine.text import Snapshot, absent, split_lines
-from lsp_server.engine.undo import line_diff
+from lsp_server.engine.undo import line_diff, plan_rollback
 from tests.history_helpers import FS, apply_plan, apply_unified, snap, snaps
 
 ORIGINAL = "".join(f"line {i}\n" for i in range(1, 31))
@@ -309,9 +309,10 @@ def test_property_compose_keeps_base_plus_net_equal_to_last(
     for is_user, at, length, new in steps:
         at = min(at, len(last) - 1)
         end = min(at + length, len(last))
-        new_lines = tuple(new)
-        if end == len(last) and new_lines and not new_lines[-1].endswith("\n"):
-            new_lines = (*new_lines[:-1], new_lines[-1] + "\n")
+        # A valid line list: only the final element may lack a terminator.
+        new_lines = tuple(x if x.endswith("\n") else x + "\n" for x in new)
+        if end == len(last) and new and not new[-1].endswith("\n"):
+            new_lines = (*new_lines[:-1], new[-1])
         target = apply_line_edits(last, [LineEdit(at, end, new_lines)])
         edits = line_diff(last, target)
         base, net, last, _ = compose(base, net, last, edits, fold=is_user)
@@ -335,3 +336,53 @@ def test_absent_live_file_is_changed_when_the_agent_left_it() -> None:
     s = Session({"f": "a\n"})
     s.write("f", "b\n")
     assert s.history.net({"f": absent("f")})[0]["liveChanged"] is True
+
+
+# -- partial outcomes ------------------------------------------------------------------------------
+
+
+def partial_setup() -> tuple[Session, Plan, FS, list[dict[str, Any]]]:
+    from tests.test_undo import ALL_PATHS, BEFORE, apply_subset, five_file_plan
+
+    s = Session(BEFORE)
+    plan = five_file_plan()
+    entry_id = s.history.begin(plan, {"patch": "*** Begin Patch ..."})
+    assert entry_id == 1
+    observed = apply_subset(BEFORE, plan, {1, 3})  # the update of up1.py and the move landed
+    committed, _ = plan_rollback(plan, snaps(observed, ALL_PATHS))
+    return s, plan, observed, committed
+
+
+def test_partial_entry_shows_only_what_landed_and_undoes_only_that() -> None:
+    s, plan, observed, committed = partial_setup()
+    err = EditError(Code.PARTIAL, "part landed", "inspect", {"files": committed}, committed)
+    s.history.finish(1, str(Code.PARTIAL), error=err, committed=committed)
+    s.fs = observed
+    entry = s.history.to_json()["entries"][0]
+    assert entry["outcome"] == "PARTIAL" and entry["undoable"] is True
+    assert [c["state"] for c in entry["committed"]] == [
+        "not-applied",
+        "applied",
+        "not-applied",
+        "applied",
+        "not-applied",
+    ]
+    assert sorted(n["path"] for n in s.history.net()) == ["new/name.py", "up1.py"]
+    assert "+++ b/new.py" not in entry["diff"] and "+++ b/up1.py" in entry["diff"]
+    s.undo(1)
+    from tests.test_undo import BEFORE
+
+    assert s.fs == BEFORE
+    assert s.history.net() == []
+
+
+def test_rolled_back_entry_changes_nothing_and_is_not_undoable() -> None:
+    s, plan, observed, committed = partial_setup()
+    err = EditError(Code.PARTIAL_ROLLED_BACK, "undone", "retry", {"files": committed}, committed)
+    s.history.finish(1, str(Code.PARTIAL_ROLLED_BACK), error=err, committed=committed)
+    entry = s.history.entry(1)
+    assert entry.undoable is False and entry.diff == ""
+    assert s.history.net() == []
+    with pytest.raises(EditError) as exc:
+        s.undo(1)
+    assert exc.value.code == Code.INVALID_ARGUMENT

@@ -378,11 +378,9 @@ class Entry:
     def undoable(self) -> bool:
         return (
             self.finished
-            and bool(self.changes)
-            and all(c.preimage for c in self.changes)
             and self.undone_by is None
-            and any(c.get("state") != "not-applied" for c in self.committed or [{}])
-            and self.outcome not in ("dry-run", "PARTIAL_ROLLED_BACK", "CLIENT_REJECTED")
+            and all(c.preimage for c in self.changes)
+            and bool(_landed(self, self.outcome, self.committed, unknown=True))
         )
 
     def to_json(self, with_diff: bool = True) -> dict[str, Any]:
@@ -468,12 +466,21 @@ def _cap_diff(parts: Sequence[str], cap: int = ENTRY_DIFF_CAP) -> str:
     return "".join(out)
 
 
-def _landed(entry: Entry, outcome: str, committed: Sequence[Mapping[str, Any]]) -> list[str]:
-    """The paths whose change is in effect after the action."""
+def _landed(
+    entry: Entry, outcome: str, committed: Sequence[Mapping[str, Any]], *, unknown: bool = False
+) -> list[str]:
+    """The paths whose change is in effect after the action (with `unknown`: or may be).
+
+    For partial outcomes the committed list says it, as it stands after any rollback; a
+    PARTIAL_ROLLED_BACK action left nothing in effect whatever its list says landed for a while.
+    """
     if outcome == "applied":
         return [c.path for c in entry.changes]
+    if outcome in ("dry-run", "PARTIAL_ROLLED_BACK"):
+        return []
+    wanted = ("applied", "unknown") if unknown else ("applied",)
     states = {c.get("path"): c.get("state") for c in committed}
-    return [c.path for c in entry.changes if states.get(c.path) == "applied"]
+    return [c.path for c in entry.changes if states.get(c.path) in wanted]
 
 
 # -- the history ---------------------------------------------------------------------------------
@@ -998,7 +1005,7 @@ class History:
                 "Wait for it to finish, then undo it.",
                 {"argument": "editId", "editId": entry_id},
             )
-        if not entry.changes or entry.outcome in ("dry-run", "PARTIAL_ROLLED_BACK"):
+        if not _landed(entry, entry.outcome, entry.committed, unknown=True):
             raise EditError(
                 Code.INVALID_ARGUMENT,
                 f"Edit #{entry_id} changed nothing ({entry.outcome}), so there is nothing to undo.",
