@@ -8,12 +8,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from lsp_server.engine.diffing import blob_sha1
 from lsp_server.engine.errors import Code, EditError
-from lsp_server.engine.history import LIVE_CHANGED, History, compose, summarize_args
+from lsp_server.engine.history import (
+    LIVE_CHANGED,
+    History,
+    NetIndex,
+    compose,
+    summarize_args,
+)
 from lsp_server.engine.model import FileChange, LineEdit, Plan, apply_line_edits
 from lsp_server.engine.planner import plan_replace, plan_write
 from lsp_server.engine.text import Snapshot, absent, split_lines
@@ -275,6 +281,7 @@ texts = st.lists(line, max_size=25).map("".join)
 
 
 @settings(max_examples=200, deadline=None)
+@example(start="a\na\nb\na\nb\n", writes=["b\n", "a\na\nb\n", "a\na\nb\na\nb\n"])
 @given(start=texts, writes=st.lists(texts, min_size=1, max_size=6))
 def test_property_net_diff_equals_baseline_to_final(start: str, writes: list[str]) -> None:
     s = Session({"f": start})
@@ -305,6 +312,7 @@ def test_property_compose_keeps_base_plus_net_equal_to_last(
     up in the net regions unless they touch them."""
     base = split_lines("".join(start))
     net: list[LineEdit] = []
+    index = NetIndex.build(net)
     last = base
     for is_user, at, length, new in steps:
         at = min(at, len(last) - 1)
@@ -315,9 +323,10 @@ def test_property_compose_keeps_base_plus_net_equal_to_last(
             new_lines = (*new_lines[:-1], new[-1])
         target = apply_line_edits(last, [LineEdit(at, end, new_lines)])
         edits = line_diff(last, target)
-        base, net, last, _ = compose(base, net, last, edits, fold=is_user)
+        base, net, _, index = compose(base, net, edits, fold=is_user, index=index)
+        last = target
         assert apply_line_edits(base, net) == last
-        assert last == target
+        assert index == NetIndex.build(net)
     if not net:
         assert base == last
 

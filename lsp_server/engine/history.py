@@ -33,7 +33,7 @@ from lsp_server.engine.diffing import blob_sha1, file_diff
 from lsp_server.engine.errors import Code, EditError
 from lsp_server.engine.journal import Batch, Journal
 from lsp_server.engine.model import FileChange, LineEdit, Plan, apply_line_edits, minimal_edit
-from lsp_server.engine.text import Snapshot, absent, content, sha256_text, split_lines
+from lsp_server.engine.text import Snapshot, absent, content, split_lines
 from lsp_server.engine.undo import (
     ChangeRecord,
     line_diff,
@@ -90,27 +90,90 @@ def _edits_from(data: Sequence[Sequence[Any]]) -> list[LineEdit]:
 # -- the net diff of one file --------------------------------------------------------------------
 
 
+def _last_lines(
+    base: Sequence[str],
+    regions: Sequence[tuple[int, int, LineEdit]],
+    d_before: int,
+    start: int,
+    edits: Sequence[LineEdit],
+    end: int,
+) -> list[str]:
+    """Lines [start, end) of the agent's last text with `edits` applied, read from the base and
+    the net regions (sorted, with their last-coordinates) alone: the last text is never built."""
+    out: list[str] = []
+    pos = start
+    d = d_before  # base index = last index - d, for unchanged lines
+    ri = 0
+
+    def walk(target: int, keep: bool) -> None:
+        nonlocal pos, d, ri
+        while True:
+            # Regions that end at or before `pos` (pure deletions at `pos` included) are behind.
+            while ri < len(regions) and regions[ri][1] <= pos:
+                r = regions[ri][2]
+                d += len(r.new_lines) - (r.end - r.start)
+                ri += 1
+            if pos >= target:
+                return
+            if ri < len(regions) and regions[ri][0] <= pos:
+                rls, rle, r = regions[ri]
+                take = min(target, rle)
+                if keep:
+                    out.extend(r.new_lines[pos - rls : take - rls])
+                pos = take
+            else:
+                nxt = regions[ri][0] if ri < len(regions) else target
+                take = min(target, nxt)
+                if keep:
+                    out.extend(base[pos - d : take - d])
+                pos = take
+
+    for e in edits:
+        walk(e.start, True)
+        out.extend(e.new_lines)
+        walk(e.end, False)
+    walk(end, True)
+    return out
+
+
+@dataclass(frozen=True)
+class NetIndex:
+    """Where each net region is in the last text: `cum[i]` is the line-count change of regions
+    before i (so region i starts at `net[i].start + cum[i]`), `lstarts`/`lends` its span."""
+
+    cum: list[int]
+    lstarts: list[int]
+    lends: list[int]
+
+    @classmethod
+    def build(cls, net: Sequence[LineEdit]) -> NetIndex:
+        cum = list(accumulate((len(r.new_lines) - (r.end - r.start) for r in net), initial=0))
+        lstarts = [r.start + c for r, c in zip(net, cum, strict=False)]
+        lends = [ls + len(r.new_lines) for ls, r in zip(lstarts, net, strict=True)]
+        return cls(cum, lstarts, lends)
+
+
 def compose(
     base: list[str],
     net: Sequence[LineEdit],
-    last: list[str],
     edits: Sequence[LineEdit],
     *,
     fold: bool,
-) -> tuple[list[str], list[LineEdit], list[str], bool]:
-    """Compose `edits` (on `last`) into the net regions `net` (on `base`, giving `last`).
+    index: NetIndex | None = None,
+) -> tuple[list[str], list[LineEdit], bool, NetIndex]:
+    """Compose `edits` (on the last text, which is `base` with `net` applied) into `net`.
 
-    Returns (new base, new net, new last, mixed). With `fold` (user edits) a change that does not
-    overlap the agent's regions goes into the base instead, so it is not shown as the agent's;
-    `mixed` says some did overlap and are now shown as part of the agent's change.
+    Returns (new base, new net, mixed, new index). With `fold` (user edits) a change that does
+    not overlap the agent's regions goes into the base instead, so it is not shown as the
+    agent's; `mixed` says some did overlap and are now shown as part of the agent's change. With
+    the previous `index` it costs O(log regions) plus the touched regions plus a shift of the
+    later regions' positions (list work); the last text is never built.
     """
+    if index is None:
+        index = NetIndex.build(net)
     if not edits:
-        return base, list(net), last, False
-    # Only regions near the edits can change; find them by bisection over last-coordinates so an
-    # edit costs O(regions) in C-speed list work, not Python work per region.
-    cum = list(accumulate((len(r.new_lines) - (r.end - r.start) for r in net), initial=0))
-    lstarts = [r.start + c for r, c in zip(net, cum, strict=False)]
-    lends = [ls + len(r.new_lines) for ls, r in zip(lstarts, net, strict=True)]
+        return base, list(net), False, index
+    cum, lstarts, lends = index.cum, index.lstarts, index.lends
     lo = min(e.start for e in edits)
     hi = max(e.end for e in edits)
     i0 = bisect_left(lends, lo)
@@ -142,42 +205,49 @@ def compose(
         regions = [x[3] for x in cl if x[2] == 0]
         eds = [x[3] for x in cl if x[2] == 1]
         dsum = sum(len(r.new_lines) - (r.end - r.start) for r in regions)
-        bs = ls - d_before
-        be = le - d_before - dsum
-        parts: list[str] = []
-        pos = ls
-        for e in eds:
-            parts.extend(last[pos : e.start])
-            parts.extend(e.new_lines)
-            pos = e.end
-        parts.extend(last[pos:le])
         if not eds:
             # Untouched; only user edits folded into the base before them move them.
             new_net.extend(LineEdit(r.start + bshift, r.end + bshift, r.new_lines) for r in regions)
             d_before += dsum
             continue
+        bs = ls - d_before
+        be = le - d_before - dsum
+        placed = [(x[0], x[1], x[3]) for x in cl if x[2] == 0]
+        parts = _last_lines(base, placed, d_before, ls, eds, le)
         if fold and not regions:
             base_edits.append(LineEdit(bs, be, tuple(parts)))
             bshift += len(parts) - (be - bs)
         else:
-            if fold and eds:
+            if fold:
                 mixed = True
             m = minimal_edit(base[bs:be], parts, bs)
             if m is not None:
                 new_net.append(LineEdit(m.start + bshift, m.end + bshift, m.new_lines))
         d_before += dsum
+    mid = new_net[i0:]
     if bshift:
         new_net.extend(LineEdit(r.start + bshift, r.end + bshift, r.new_lines) for r in net[i1:])
     else:
         new_net.extend(net[i1:])
     new_base = apply_line_edits(base, base_edits) if base_edits else base
-    new_last = apply_line_edits(last, list(edits))
-    return new_base, new_net, new_last, mixed
+    # The index: unchanged before the window, rebuilt inside it, shifted after it.
+    shift = sum(len(e.new_lines) - (e.end - e.start) for e in edits)
+    mid_cum = list(accumulate((len(r.new_lines) - (r.end - r.start) for r in mid), initial=cum[i0]))
+    mid_starts = [r.start + c for r, c in zip(mid, mid_cum, strict=False)]
+    mid_ends = [ls + len(r.new_lines) for ls, r in zip(mid_starts, mid, strict=True)]
+    cum_shift = mid_cum[-1] - cum[i1]
+    new_index = NetIndex(
+        cum[:i0] + mid_cum + [c + cum_shift for c in cum[i1 + 1 :]],
+        lstarts[:i0] + mid_starts + [x + shift for x in lstarts[i1:]],
+        lends[:i0] + mid_ends + [x + shift for x in lends[i1:]],
+    )
+    return new_base, new_net, mixed, new_index
 
 
 @dataclass
 class Tracked:
-    """One file the agent touched: its baseline, the agent's net regions, its last-written state."""
+    """One file the agent touched: its baseline, the agent's net regions over it, and what the
+    agent last wrote (the baseline with the regions applied, built only when asked for)."""
 
     origin: str
     path: str
@@ -185,77 +255,112 @@ class Tracked:
     base_exists: bool
     base_bom: bool
     net: list[LineEdit] = field(default_factory=list)
-    last: list[str] = field(default_factory=lambda: [""])
     last_exists: bool = False
     last_bom: bool = False
-    last_sha: str | None = None
+    # The buffer version the editor reported after the agent's last edit: when the next edit's
+    # snapshot has it, nobody else changed the file and no comparison is needed.
+    last_version: int | None = None
     notes: list[str] = field(default_factory=list)
     uncertain: bool = False
+    _last: list[str] | None = field(default=None, repr=False)
+    _index: NetIndex | None = field(default=None, repr=False)
     _rendered: dict[str, Any] | None = field(default=None, repr=False)
 
     @classmethod
-    def start(cls, path: str, text: str | None, bom: bool, exists: bool) -> Tracked:
-        lines = split_lines(text or "")
+    def start(
+        cls, path: str, text: str | None, bom: bool, exists: bool, lines: list[str] | None = None
+    ) -> Tracked:
         return cls(
             origin=path,
             path=path,
-            base=lines,
+            base=lines if lines is not None else split_lines(text or ""),
             base_exists=exists,
             base_bom=bom,
-            last=lines,
             last_exists=exists,
             last_bom=bom,
-            last_sha=sha256_text(text or "") if exists else None,
         )
+
+    @property
+    def last(self) -> list[str]:
+        if self._last is None:
+            self._last = apply_line_edits(self.base, self.net) if self.net else self.base
+        return self._last
+
+    def last_len(self) -> int:
+        if self._index is None:
+            self._index = NetIndex.build(self.net)
+        return len(self.base) + self._index.cum[-1]
+
+    def _changed(self) -> None:
+        self._last = None
+        self._rendered = None
 
     def _note(self, note: str) -> None:
         if note not in self.notes:
             self.notes.append(note)
 
-    def user_edits(self, edits: Sequence[LineEdit], sha: str | None, entry_id: int) -> None:
-        self.base, self.net, self.last, mixed = compose(
-            self.base, self.net, self.last, edits, fold=True
+    def shows(self, snap: Snapshot) -> bool:
+        """Whether `snap` is exactly what the agent last wrote."""
+        if snap.exists != self.last_exists:
+            return False
+        if not snap.exists:
+            return True
+        if snap.bom != self.last_bom:
+            return False
+        if (
+            snap.source == "buffer"
+            and snap.version is not None
+            and snap.version == self.last_version
+            and len(snap.lines) == self.last_len()
+        ):
+            return True
+        return snap.lines == self.last
+
+    def user_edits(self, edits: Sequence[LineEdit], entry_id: int) -> None:
+        self.base, self.net, mixed, self._index = compose(
+            self.base, self.net, edits, fold=True, index=self._index
         )
         if mixed:
             self._note(
                 f"lines the agent had changed were edited by someone else before edit "
                 f"#{entry_id}; those edits are shown as part of the agent's change"
             )
-        self.last_sha = sha
         self.uncertain = False
-        self._rendered = None
+        self.last_version = None
+        self._changed()
 
     def rebase(self, text: str | None, bom: bool, exists: bool, entry_id: int) -> None:
         """The file appeared or vanished outside the agent: start its net diff over from here."""
         self.origin = self.path
-        self.base = self.last = split_lines(text or "")
+        self.base = split_lines(text or "")
         self.base_exists = self.last_exists = exists
         self.base_bom = self.last_bom = bom
         self.net = []
-        self.last_sha = sha256_text(text or "") if exists else None
+        self._index = None
+        self.last_version = None
         self._note(
             f"the file was {'created' if exists else 'deleted'} outside the agent before edit "
             f"#{entry_id}; its net diff starts there"
         )
-        self._rendered = None
+        self._changed()
 
-    def agent_change(self, rec: ChangeRecord) -> None:
+    def agent_change(self, rec: ChangeRecord, version: int | None) -> None:
+        n = self.last_len()
         if rec.change == "add":
-            new = split_lines(rec.after_text or "")
-            edits = [LineEdit(0, len(self.last), tuple(new))]
+            edits = [LineEdit(0, n, tuple(split_lines(rec.after_text or "")))]
         elif rec.change == "delete":
-            edits = [LineEdit(0, len(self.last), ("",))]
+            edits = [LineEdit(0, n, ("",))]
         else:
             edits = rec.edits()
-        self.base, self.net, self.last, _ = compose(
-            self.base, self.net, self.last, edits, fold=False
+        self.base, self.net, _, self._index = compose(
+            self.base, self.net, edits, fold=False, index=self._index
         )
         self.last_exists = rec.change != "delete"
-        self.last_sha = rec.after_sha256
         self.last_bom = rec.new_bom
+        self.last_version = version
         if rec.moved_to:
             self.path = rec.moved_to
-        self._rendered = None
+        self._changed()
 
     def kind(self) -> str | None:
         if self.base_exists and self.last_exists:
@@ -271,8 +376,13 @@ class Tracked:
         if self._rendered is not None:
             return self._rendered
         kind = self.kind()
-        if kind is None or (kind == "update" and not self.net and self.base_bom == self.last_bom):
+        if kind is None:
             return None
+        if kind == "update" and self.base_bom == self.last_bom:
+            # Regions can cancel out across each other (lines deleted here, the same added next
+            # to it): the content is what counts.
+            if not self.net or self.last == self.base:
+                return None
         base_text = "".join(self.base)
         before = Snapshot(
             self.origin,
@@ -302,7 +412,9 @@ class Tracked:
         if kind == "move":
             out["movedFrom"] = self.origin
         out["baseBlob"] = blob_sha1(base_text, self.base_bom) if self.base_exists else None
-        out["agentBlob"] = blob_sha1(fc.new_text, self.last_bom) if self.last_exists else None
+        out["agentBlob"] = (
+            blob_sha1("".join(self.last), self.last_bom) if self.last_exists else None
+        )
         out["diff"] = file_diff(fc, with_index=True)
         self._rendered = out
         return out
@@ -316,7 +428,7 @@ class Tracked:
             "net": _edits_json(self.net),
             "lastExists": self.last_exists,
             "lastBom": self.last_bom,
-            "lastSha256": self.last_sha,
+            "lastVersion": self.last_version,
             "notes": self.notes,
             "uncertain": self.uncertain,
         }
@@ -324,20 +436,16 @@ class Tracked:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Tracked:
         base_text = data.get("base")
-        base = split_lines(base_text or "")
-        net = _edits_from(data.get("net", []))
-        last_exists = bool(data.get("lastExists"))
         return cls(
             origin=str(data["origin"]),
             path=str(data["path"]),
-            base=base,
+            base=split_lines(base_text or ""),
             base_exists=base_text is not None,
             base_bom=bool(data.get("baseBom")),
-            net=net,
-            last=apply_line_edits(base, net) if net else base,
-            last_exists=last_exists,
+            net=_edits_from(data.get("net", [])),
+            last_exists=bool(data.get("lastExists")),
             last_bom=bool(data.get("lastBom")),
-            last_sha=data.get("lastSha256"),
+            last_version=data.get("lastVersion"),
             notes=list(data.get("notes", [])),
             uncertain=bool(data.get("uncertain")),
         )
@@ -365,10 +473,15 @@ class Entry:
     changes: tuple[ChangeRecord, ...] = ()
     finished: bool = False
     finish_time: str | None = None
+    # Buffer versions the editor reported after the edit, per target path (from `finish`).
+    versions: dict[str, int | None] = field(default_factory=dict)
     # Between begin and finish only: what the net diff needs to take the edit in.
     _user: dict[str, Any] = field(default_factory=dict, repr=False)
     _baselines: dict[str, Any] = field(default_factory=dict, repr=False)
     _diffs: dict[str, str] = field(default_factory=dict, repr=False)
+    # The baselines' line lists, copied at begin: sharing the line strings with the document
+    # store instead of splitting the text again halves what a big file costs in memory.
+    _base_lines: dict[str, list[str]] = field(default_factory=dict, repr=False)
 
     @property
     def paths(self) -> list[str]:
@@ -533,15 +646,15 @@ class History:
     # -- journal plumbing ---------------------------------------------------------------------
 
     @contextmanager
-    def _txn(self) -> Iterator[Callable[[dict[str, Any]], None]]:
+    def _txn(self) -> Iterator[Callable[[dict[str, Any], bool], None]]:
         if self.journal is None:
-            yield self._apply
+            yield lambda rec, sync: self._apply(rec)
             return
         with self.journal.transaction() as (batch, writer):
             self._ingest(batch)
 
-            def write(rec: dict[str, Any]) -> None:
-                writer.append(rec)
+            def write(rec: dict[str, Any], sync: bool) -> None:
+                writer.append(rec, sync=sync)
                 self._apply(rec)
 
             yield write
@@ -605,6 +718,7 @@ class History:
         entry.committed = list(rec.get("committed", []))
         entry.finished = True
         entry.finish_time = rec.get("time")
+        entry.versions = dict(rec.get("versions") or {})
         if "undoneBy" in rec:
             entry.undone_by = rec["undoneBy"]
         if "diff" in rec:
@@ -617,7 +731,7 @@ class History:
             entry.diff = _cap_diff([_record_diff(c) for c in entry.changes if c.path in landed])
         if not rec.get("compacted"):
             self._track(entry)
-        entry._user, entry._baselines, entry._diffs = {}, {}, {}
+        entry._user, entry._baselines, entry._diffs, entry._base_lines = {}, {}, {}, {}
         if entry.undoes is not None and _landed(entry, entry.outcome, entry.committed):
             target = self._entries.get(entry.undoes)
             if target is not None:
@@ -636,7 +750,11 @@ class History:
             if path not in self._by_path:
                 self._key(
                     Tracked.start(
-                        path, data.get("text"), bool(data.get("bom")), bool(data.get("exists"))
+                        path,
+                        data.get("text"),
+                        bool(data.get("bom")),
+                        bool(data.get("exists")),
+                        entry._base_lines.get(path),
                     )
                 )
         for path, data in entry._user.items():
@@ -647,7 +765,7 @@ class History:
                 r = data["rebase"]
                 tr.rebase(r.get("text"), bool(r.get("bom")), bool(r.get("exists")), entry.id)
             else:
-                tr.user_edits(_edits_from(data["edits"]), data.get("sha256"), entry.id)
+                tr.user_edits(_edits_from(data["edits"]), entry.id)
                 if "bom" in data:
                     tr.last_bom = bool(data["bom"])
         if entry.outcome == "dry-run":
@@ -659,7 +777,7 @@ class History:
             if tr is None:
                 continue
             if rec.path in landed:
-                tr.agent_change(rec)
+                tr.agent_change(rec, entry.versions.get(rec.target_path))
                 if rec.moved_to and rec.moved_to != rec.path:
                     del self._by_path[rec.path]
                     self._key(tr)
@@ -786,10 +904,7 @@ class History:
                     "exists": snap.exists,
                 }
                 continue
-            sha = snap.sha256 if snap.exists else None
-            if sha == tr.last_sha and snap.exists == tr.last_exists:
-                if snap.exists and snap.bom != tr.last_bom:
-                    user[c.path] = {"edits": [], "sha256": sha, "bom": snap.bom}
+            if tr.shows(snap):
                 continue
             if snap.exists != tr.last_exists:
                 user[c.path] = {
@@ -801,7 +916,7 @@ class History:
                 }
                 continue
             edits = line_diff(tr.last, snap.lines)
-            user[c.path] = {"edits": _edits_json(edits), "sha256": sha, "bom": snap.bom}
+            user[c.path] = {"edits": _edits_json(edits), "bom": snap.bom}
         return user, baselines
 
     def begin(
@@ -829,9 +944,15 @@ class History:
                 _user=user,
                 _baselines=baselines,
             )
-            write(self._begin_json(e))
+            write(self._begin_json(e), True)
             self._own.add(entry_id)
-            self._entries[entry_id]._diffs = diffs
+            entry = self._entries[entry_id]
+            entry._diffs = diffs
+            entry._base_lines = {
+                c.path: list(c.before.lines)
+                for c in plan.changes
+                if c.path in baselines and c.before.exists
+            }
         return entry_id
 
     def finish(
@@ -841,6 +962,7 @@ class History:
         *,
         error: EditError | None = None,
         committed: list[dict[str, Any]] | None = None,
+        versions: Mapping[str, int | None] | None = None,
     ) -> Entry:
         """Record how a begun plan ended: "applied", or the error code (with the committed list
         from `plan_rollback` for partial outcomes). Returns the finished entry."""
@@ -867,8 +989,12 @@ class History:
         landed = set(_landed(entry, str(outcome), committed or []))
         if entry._diffs:
             rec["diff"] = _cap_diff([d for p, d in entry._diffs.items() if p in landed])
+        if versions:
+            rec["versions"] = dict(versions)
         with self._txn() as write:
-            write(rec)
+            # Not fsynced: if this line is lost in a crash, the plan looks unfinished on the next
+            # start and recovery finds from the files that it landed. Only `begin` must be durable.
+            write(rec, False)
         self._own.discard(entry_id)
         self._notify(entry)
         return entry
@@ -882,6 +1008,7 @@ class History:
         outcome: str | None = None,
         error: EditError | None = None,
         committed: list[dict[str, Any]] | None = None,
+        versions: Mapping[str, int | None] | None = None,
     ) -> Entry:
         """One-step entry for an action that never reached the editor or disk (refused, dry run),
         or whose outcome is known at once (a front end without a crash window)."""
@@ -922,7 +1049,9 @@ class History:
                     rec["undoes"] = _undoes(plan)
             else:
                 rec["diff"] = ""
-            write(rec)
+            if versions:
+                rec["versions"] = dict(versions)
+            write(rec, False)
         entry = self._entries[entry_id]
         self._notify(entry)
         return entry
@@ -1037,9 +1166,7 @@ class History:
         snap = live.get(tr.path) if isinstance(live, Mapping) else live(tr.path)
         if snap is None:
             return False
-        if not snap.exists:
-            return tr.last_exists
-        return not tr.last_exists or snap.sha256 != tr.last_sha
+        return not tr.shows(snap)
 
     def to_json(
         self,

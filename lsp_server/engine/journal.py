@@ -5,9 +5,11 @@ directory (platformdirs), keyed by a hash of the workspace's real path, and neve
 workspace (so it is not edited, committed or watched by the editor). `AGENT_EDIT_STATE_DIR`
 replaces the base directory (tests).
 
-Records are whole lines written with one `write` under an exclusive lock and fsynced before the
-caller goes on, so a plan's `begin` line is on disk before the editor or the disk is touched. A
-crash can only tear the last line; readers skip a line that does not parse. Compaction rewrites
+Records are whole lines written with one `write` under an exclusive lock. A plan's `begin` line is
+fsynced before the caller goes on, so it is on disk before the editor or the disk is touched;
+outcome lines are not (losing one to a power cut only makes the plan look unfinished, and recovery
+then finds from the files what landed). A crash can only tear the last line; readers skip a line
+that does not parse, and the next writer starts a fresh line. Compaction rewrites
 the file atomically (temporary file, fsync, rename, fsync of the directory); other processes notice
 the new file by its inode and read it again from the start.
 
@@ -196,7 +198,7 @@ class Journal:
             writer = _Writer(self)
             yield batch, writer
 
-    def _append(self, records: list[dict[str, Any]]) -> None:
+    def _append(self, records: list[dict[str, Any]], sync: bool = True) -> None:
         if not records:
             return
         data = b"".join(_dump(r) for r in records)
@@ -211,7 +213,8 @@ class Journal:
             while view:
                 n = os.write(fd, view)
                 view = view[n:]
-            os.fsync(fd)
+            if sync:
+                os.fsync(fd)
             st = os.fstat(fd)
         finally:
             os.close(fd)
@@ -242,9 +245,9 @@ class _Writer:
     def __init__(self, journal: Journal) -> None:
         self._journal = journal
 
-    def append(self, *records: dict[str, Any]) -> None:
-        """Append whole records and fsync before returning."""
-        self._journal._append(list(records))
+    def append(self, *records: dict[str, Any], sync: bool = True) -> None:
+        """Append whole records (one write) and, with `sync`, fsync before returning."""
+        self._journal._append(list(records), sync)
 
     def rewrite(self, records: list[dict[str, Any]]) -> None:
         """Replace the whole journal atomically (compaction)."""

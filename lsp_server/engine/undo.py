@@ -19,7 +19,14 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol
 
 from lsp_server.engine.errors import Code, EditError
-from lsp_server.engine.model import ChangeKind, FileChange, LineEdit, Plan, minimal_edit
+from lsp_server.engine.model import (
+    ChangeKind,
+    EditedLines,
+    FileChange,
+    LineEdit,
+    Plan,
+    minimal_edit,
+)
 from lsp_server.engine.text import Snapshot, absent, content, split_lines
 
 CONTEXT = 3
@@ -103,8 +110,11 @@ class ChangeRecord:
     moved_to: str | None = None
     bom: bool = False
     new_bom: bool = False
-    before_sha256: str | None = None  # None: the file did not exist
-    after_sha256: str | None = None  # None: the change deletes it
+    # Content hashes when they were known when the record was made (the failure path computes
+    # them; the hot path does not hash a 100k-line file just to journal an edit).
+    before_sha256: str | None = None
+    after_sha256: str | None = None
+    before_lines: int = 0  # line count before, so "is this the old / new state" is O(edit)
     hunks: tuple[Hunk, ...] = ()
     before_text: str | None = None  # delete: the whole pre-image
     after_text: str | None = None  # add: the whole new text
@@ -135,6 +145,7 @@ class ChangeRecord:
             "newBom": self.new_bom,
             "beforeSha256": self.before_sha256,
             "afterSha256": self.after_sha256,
+            "lines": self.before_lines,
             "preimage": self.preimage,
         }
         if self.moved_to:
@@ -157,6 +168,7 @@ class ChangeRecord:
             new_bom=bool(data.get("newBom", False)),
             before_sha256=data.get("beforeSha256"),
             after_sha256=data.get("afterSha256"),
+            before_lines=int(data.get("lines", 0)),
             hunks=tuple(Hunk.from_json(h) for h in data.get("hunks", ())),
             before_text=data.get("beforeText"),
             after_text=data.get("afterText"),
@@ -201,10 +213,21 @@ def _record_hunks(
     return tuple(out)
 
 
-def record_change(fc: FileChange) -> ChangeRecord:
-    """The reversible record of one planned file change (computed before it is sent)."""
-    before_sha = fc.before.sha256 if fc.before.exists else None
-    after_sha = None if fc.change == "delete" else fc.new_sha256
+def _known(obj: object, name: str, compute: bool) -> str | None:
+    # A cached_property already computed lives in the instance dict.
+    value = obj.__dict__.get(name)
+    if value is None and compute:
+        value = getattr(obj, name)
+    return value if isinstance(value, str) else None
+
+
+def record_change(fc: FileChange, *, hashes: bool = False) -> ChangeRecord:
+    """The reversible record of one planned file change (computed before it is sent).
+
+    Content hashes are included when already known, or always with `hashes`.
+    """
+    before_sha = _known(fc.before, "sha256", hashes) if fc.before.exists else None
+    after_sha = None if fc.change == "delete" else _known(fc, "new_sha256", hashes)
     base = ChangeRecord(
         path=fc.path,
         change=fc.change,
@@ -213,16 +236,21 @@ def record_change(fc: FileChange) -> ChangeRecord:
         new_bom=fc.bom,
         before_sha256=before_sha,
         after_sha256=after_sha,
+        before_lines=len(fc.before.lines) if fc.before.exists else 0,
     )
     if fc.change == "add":
         return replace(base, after_text=fc.new_text)
     if fc.change == "delete":
         return replace(base, before_text=fc.before.text)
-    edits: Sequence[LineEdit] = fc.edits
     if fc.new_text_override is not None:
         one = minimal_edit(fc.before.lines, fc.new_lines)
-        edits = [one] if one else []
-    return replace(base, hunks=_record_hunks(fc.before.lines, fc.new_lines, edits))
+        edits: Sequence[LineEdit] = [one] if one else []
+        new: Sequence[str] = fc.new_lines
+    else:
+        # Only the lines around the edits are read: no need to build the whole new file.
+        edits = fc.edits
+        new = EditedLines(fc.before.lines, edits)
+    return replace(base, hunks=_record_hunks(fc.before.lines, new, edits))
 
 
 class Undoable(Protocol):
@@ -388,7 +416,7 @@ def _undo_one(
         if not snap.exists:
             conflicts.file(rec.path, "the file the edit created no longer exists")
             return None
-        if snap.sha256 != rec.after_sha256:
+        if not _is_after(rec, snap):
             if rec.after_text is not None:
                 conflicts.lines.extend(
                     _diff_lines(rec.path, split_lines(rec.after_text), snap.lines)
@@ -411,7 +439,7 @@ def _undo_one(
         if origin is not None and origin.exists:
             conflicts.file(rec.path, "a file now exists at the path the edit moved away from")
             return None
-    edits = _reverse_hunks(rec, snap, conflicts, exact=snap.sha256 == rec.after_sha256)
+    edits = _reverse_hunks(rec, snap, conflicts, exact=False)
     if edits is None:
         return None
     if rec.change == "move":
@@ -471,6 +499,42 @@ def undo_paths(changes: Sequence[ChangeRecord]) -> list[str]:
     return out
 
 
+def _hunks_at(rec: ChangeRecord, lines: Sequence[str], after: bool) -> bool:
+    """Whether every hunk's after (or before) lines are exactly where the edit put (or found)
+    them, and the file has the line count that goes with it: O(edit), no hashing."""
+    delta = sum(len(h.after) - len(h.before) for h in rec.hunks)
+    if len(lines) != rec.before_lines + (delta if after else 0):
+        return False
+    for h in rec.hunks:
+        if after and not _matches(lines, h.after_start, h.after):
+            return False
+        if not after and not _matches(lines, h.start, h.before):
+            return False
+    return True
+
+
+def _is_after(rec: ChangeRecord, snap: Snapshot) -> bool:
+    """Whether `snap` shows the content the change produced (hash when known, else its regions)."""
+    if not snap.exists:
+        return False
+    if rec.change == "add" and rec.after_text is not None:
+        return snap.text == rec.after_text
+    if rec.after_sha256 is not None:
+        return snap.sha256 == rec.after_sha256
+    return rec.change in ("update", "move") and _hunks_at(rec, snap.lines, after=True)
+
+
+def _is_before(rec: ChangeRecord, snap: Snapshot) -> bool:
+    """Whether `snap` shows the content the change started from."""
+    if not snap.exists:
+        return False
+    if rec.change == "delete" and rec.before_text is not None:
+        return snap.text == rec.before_text
+    if rec.before_sha256 is not None:
+        return snap.sha256 == rec.before_sha256
+    return rec.change in ("update", "move") and _hunks_at(rec, snap.lines, after=False)
+
+
 def _classify(
     rec: ChangeRecord, observed: Mapping[str, Snapshot]
 ) -> tuple[CommitState, FileChange | None, str | None]:
@@ -480,7 +544,7 @@ def _classify(
             return "unknown", None, "not observed"
         if not src.exists:
             return "not-applied", None, None
-        if src.sha256 == rec.after_sha256:
+        if _is_after(rec, src):
             return "applied", FileChange("delete", src), None
         return "unknown", None, "the file exists with other content"
     if rec.change == "delete":
@@ -491,29 +555,29 @@ def _classify(
             if pre is None:
                 return "applied", None, "pre-image not kept"
             return "applied", FileChange("add", src, new_text_override=pre, new_bom=rec.bom), None
-        if src.sha256 == rec.before_sha256:
+        if _is_before(rec, src):
             return "not-applied", None, None
         return "unknown", None, "the file has other content"
     if rec.change == "update":
         if src is None or not src.exists:
             return "unknown", None, "not observed" if src is None else "the file is gone"
-        if src.sha256 == rec.after_sha256:
+        if _is_after(rec, src):
             edits = _reverse_hunks(rec, src, _Conflicts(), exact=True) or ()
             return "applied", FileChange("update", src, edits, new_bom=rec.bom), None
-        if src.sha256 == rec.before_sha256:
+        if _is_before(rec, src):
             return "not-applied", None, None
         return "unknown", None, "the file has neither the old nor the new content"
     # move
     dst = observed.get(rec.target_path)
     if src is None or dst is None:
         return "unknown", None, "not observed"
-    if not src.exists and dst.exists and dst.sha256 == rec.after_sha256:
+    if not src.exists and _is_after(rec, dst):
         edits = _reverse_hunks(rec, dst, _Conflicts(), exact=True) or ()
         back = FileChange("move", dst, edits, moved_to=rec.path, new_bom=rec.bom)
         return "applied", back, None
-    if src.exists and src.sha256 == rec.before_sha256 and not dst.exists:
+    if _is_before(rec, src) and not dst.exists:
         return "not-applied", None, None
-    if not src.exists and dst.exists and dst.sha256 == rec.before_sha256:
+    if not src.exists and _is_before(rec, dst):
         # VS Code applies resource operations without the text edits after a failure ("abort"):
         # the rename landed, its edits did not. Moving it back restores the old state exactly.
         back = FileChange("move", dst, (), moved_to=rec.path, new_bom=rec.bom)
@@ -550,4 +614,4 @@ def plan_rollback(
     """Given the plan that was sent and the snapshots observed afterwards (keyed by path, moves by
     both paths), the committed list `[{path, change, state, movedTo?, note?}]` and a compensating
     plan that reverts exactly the changes that landed. Pure."""
-    return rollback_records([record_change(c) for c in plan.changes], observed)
+    return rollback_records([record_change(c, hashes=True) for c in plan.changes], observed)
