@@ -395,3 +395,43 @@ def test_rolled_back_entry_changes_nothing_and_is_not_undoable() -> None:
     with pytest.raises(EditError) as exc:
         s.undo(1)
     assert exc.value.code == Code.INVALID_ARGUMENT
+
+
+def test_to_json_can_page_and_leave_out_diffs() -> None:
+    s = Session({"f.py": ORIGINAL})
+    for i in range(1, 6):
+        s.replace("f.py", f"line {i}\n", f"L{i}\n")
+    out = s.history.to_json(limit=2, diffs=False)
+    assert out["total"] == 5 and [e["id"] for e in out["entries"]] == [4, 5]
+    assert all("diff" not in e for e in out["entries"])
+    assert out["net"][0]["diff"] == out["diff"]
+
+
+# -- buffer versions: the server says which version its edit produced ---------------------------
+
+
+def buffer(text: str, version: int) -> Snapshot:
+    return Snapshot("f.py", text, source="buffer", version=version)
+
+
+def test_a_reported_version_spares_the_comparison_and_a_new_one_finds_user_edits() -> None:
+    h = History()
+    text = ORIGINAL
+    change = plan_replace(buffer(text, 1), "line 3\n", "three\n")
+    entry_id = h.begin(Plan("replace", (change,)))
+    h.finish(entry_id, "applied", versions={"f.py": 2})
+    text = change.new_text
+    # Same version: the next edit's snapshot is what the agent wrote.
+    change = plan_replace(buffer(text, 2), "line 5\n", "five\n")
+    entry_id = h.begin(Plan("replace", (change,)))
+    assert h.entry(entry_id)._user == {}
+    h.finish(entry_id, "applied", versions={"f.py": 3})
+    text = change.new_text.replace("line 20\n", "user\n")  # the user types: version 4
+    change = plan_replace(buffer(text, 4), "line 7\n", "seven\n")
+    entry_id = h.begin(Plan("replace", (change,)))
+    assert "f.py" in h.entry(entry_id)._user
+    h.finish(entry_id, "applied", versions={"f.py": 5})
+    (item,) = h.net({"f.py": buffer(change.new_text, 5)})
+    assert "user" not in item["diff"] and item["liveChanged"] is False
+    assert apply_unified(ORIGINAL.replace("line 20\n", "user\n"), item["diff"]) == change.new_text
+    assert h.net({"f.py": buffer(change.new_text + "x\n", 6)})[0]["liveChanged"] is True

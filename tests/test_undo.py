@@ -327,3 +327,40 @@ def test_rollback_without_observation_is_unknown() -> None:
     committed, back = rollback_records([record_change(c) for c in plan.changes], {})
     assert {c["state"] for c in committed} == {"unknown"}
     assert back.changes == ()
+
+
+# -- without content hashes (a journaled record, as crash recovery sees it) ----------------------
+
+
+@pytest.mark.parametrize(
+    ("current", "state"),
+    [
+        (ORIGINAL, "not-applied"),
+        (ORIGINAL.replace("line 10\n", "ten\n"), "applied"),
+        # The user changed another line (same count): the edit's own lines show it landed.
+        (ORIGINAL.replace("line 10\n", "ten\n").replace("line 2\n", "two\n"), "applied"),
+        (ORIGINAL.replace("line 10\n", "ten\n") + "more\n", "unknown"),
+        (ORIGINAL.replace("line 10\n", "TEN\n"), "unknown"),
+    ],
+)
+def test_recovery_classifies_by_the_edit_regions_when_no_hash_was_kept(
+    current: str, state: str
+) -> None:
+    change = plan_replace(Snapshot("f.txt", ORIGINAL), "line 10\n", "ten\n")
+    rec = record_change(change)
+    assert rec.before_sha256 is None and rec.after_sha256 is None  # nothing was hashed
+    rec = ChangeRecord.from_json(rec.to_json())
+    committed, back = rollback_records([rec], snaps({"f.txt": current}, ["f.txt"]))
+    assert committed[0]["state"] == state
+    if state == "applied":
+        restored = apply_plan({"f.txt": current}, back)["f.txt"]
+        assert "ten\n" not in restored and "line 10\n" in restored
+
+
+def test_records_carry_hashes_when_known_or_asked() -> None:
+    snap_ = Snapshot("f.txt", ORIGINAL)
+    change = plan_replace(snap_, "line 10\n", "ten\n")
+    assert record_change(change).before_sha256 is None
+    snap_.sha256  # noqa: B018 - computed by someone else, e.g. a precondition check
+    assert record_change(change).before_sha256 == snap_.sha256
+    assert record_change(change, hashes=True).after_sha256 == change.new_sha256

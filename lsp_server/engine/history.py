@@ -1173,15 +1173,18 @@ class History:
         live: Live | None = None,
         edit_id: int | None = None,
         limit: int | None = None,
+        diffs: bool = True,
     ) -> dict[str, Any]:
-        """The `agentEdit.history` result (`format: json`)."""
+        """The `agentEdit.history` result (`format: json`): entries (the last `limit`, with their
+        diffs unless `diffs` is false), `total`, and the net diff per file and as one text."""
         if edit_id is not None:
-            return {"ok": True, "entries": [self.entry(edit_id).to_json()]}
-        entries = self.entries if limit is None else self.entries[-limit:]
+            return {"ok": True, "entries": [self.entry(edit_id).to_json()], "total": 1}
+        entries = self.entries if limit is None else self.entries[-limit:] if limit > 0 else []
         net = self.net(live)
         return {
             "ok": True,
-            "entries": [e.to_json() for e in entries],
+            "entries": [e.to_json(with_diff=diffs) for e in entries],
+            "total": len(self._entries),
             "net": net,
             "diff": "".join(n["diff"] for n in net),
         }
