@@ -18,6 +18,7 @@ from lsp_server.engine.history import (
     History,
     NetIndex,
     compose,
+    map_spans,
     summarize_args,
 )
 from lsp_server.engine.model import FileChange, LineEdit, Plan, apply_line_edits
@@ -435,3 +436,63 @@ def test_a_reported_version_spares_the_comparison_and_a_new_one_finds_user_edits
     assert "user" not in item["diff"] and item["liveChanged"] is False
     assert apply_unified(ORIGINAL.replace("line 20\n", "user\n"), item["diff"]) == change.new_text
     assert h.net({"f.py": buffer(change.new_text + "x\n", 6)})[0]["liveChanged"] is True
+
+
+# -- code lenses ----------------------------------------------------------------------------------
+
+
+def test_lenses_sit_on_the_lines_each_agent_edit_left_and_follow_user_edits() -> None:
+    s = Session({"f.py": ORIGINAL})
+    first = s.replace("f.py", "line 10\n", "ten\nTEN\n")
+    second = s.replace("f.py", "line 3\n", "three\n")
+    lenses = s.history.lenses("f.py", s.live("f.py"))
+    assert [(x["line"], x["endLine"], x["editId"]) for x in lenses] == [
+        (2, 3, second),
+        (9, 11, first),
+    ]
+    assert lenses[0]["title"] == f"agent edit #{second}"
+    # The user adds two lines at the top: the lenses move with the text.
+    s.fs["f.py"] = "# a\n# b\n" + s.fs["f.py"]
+    moved = s.history.lenses("f.py", s.live("f.py"))
+    assert [(x["line"], x["editId"]) for x in moved] == [(4, second), (11, first)]
+    # The user rewrites the first edit's lines: its lens goes (undo would conflict anyway).
+    s.fs["f.py"] = s.fs["f.py"].replace("TEN\n", "user\n")
+    assert [x["editId"] for x in s.history.lenses("f.py", s.live("f.py"))] == [second]
+    # An undone edit has no lens.
+    s.fs["f.py"] = s.fs["f.py"].replace("user\n", "TEN\n")
+    undo_id = s.undo(second)
+    ids = [x["editId"] for x in s.history.lenses("f.py", s.live("f.py"))]
+    assert second not in ids and first in ids and undo_id in ids
+
+
+def test_lenses_survive_a_reload(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from lsp_server.engine.journal import ENV_STATE_DIR, Journal
+
+    monkeypatch.setenv(ENV_STATE_DIR, str(tmp_path / "state"))
+    s = Session({"f.py": ORIGINAL}, History(Journal(tmp_path / "ws")))
+    s.replace("f.py", "line 10\n", "ten\n")
+    again = History.load(Journal(tmp_path / "ws"))
+    assert again.lenses("f.py") == s.history.lenses("f.py") != []
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    spans=st.lists(st.tuples(st.integers(0, 30), st.integers(0, 4)), max_size=6),
+    edits=st.lists(st.tuples(st.integers(0, 30), st.integers(0, 3), st.integers(0, 3)), max_size=4),
+)
+def test_property_map_spans_moves_untouched_lines_with_the_text(
+    spans: list[tuple[int, int]], edits: list[tuple[int, int, int]]
+) -> None:
+    lines = [f"{i}\n" for i in range(40)] + [""]
+    es: list[LineEdit] = []
+    pos = 0
+    for at, length, new in sorted(edits):
+        start = max(at, pos)
+        end = min(start + length, 40)
+        es.append(LineEdit(start, end, tuple(f"new{start}.{k}\n" for k in range(new))))
+        pos = end + 1
+    after = apply_line_edits(lines, es)
+    given_spans = [(a, min(a + n, 40), i) for i, (a, n) in enumerate(spans)]
+    for s, t, i in map_spans(given_spans, es):
+        orig = next(x for x in given_spans if x[2] == i)
+        assert after[s:t] == lines[orig[0] : orig[1]]

@@ -153,6 +153,32 @@ class NetIndex:
         return cls(cum, lstarts, lends)
 
 
+MAX_SPANS = 500
+
+
+def map_spans(
+    spans: Sequence[tuple[int, int, int]], edits: Sequence[LineEdit]
+) -> list[tuple[int, int, int]]:
+    """Carry line spans `(start, end, editId)` through `edits` (sorted, same coordinates): a span
+    an edit touches is dropped (its lines are no longer the ones that edit left), the others move.
+    An empty span marks the place of a pure deletion."""
+    out: list[tuple[int, int, int]] = []
+    for s, t, entry_id in spans:
+        shift = 0
+        keep = True
+        for e in edits:
+            if e.end <= s:
+                shift += len(e.new_lines) - (e.end - e.start)  # wholly before the span
+                continue
+            if e.start >= t:
+                break  # wholly after it
+            keep = False
+            break
+        if keep:
+            out.append((s + shift, t + shift, entry_id))
+    return out
+
+
 def compose(
     base: list[str],
     net: Sequence[LineEdit],
@@ -262,6 +288,8 @@ class Tracked:
     last_version: int | None = None
     notes: list[str] = field(default_factory=list)
     uncertain: bool = False
+    # Lines each recent agent edit left, in the last text's coordinates: where code lenses go.
+    spans: list[tuple[int, int, int]] = field(default_factory=list)
     _last: list[str] | None = field(default=None, repr=False)
     _index: NetIndex | None = field(default=None, repr=False)
     _rendered: dict[str, Any] | None = field(default=None, repr=False)
@@ -317,6 +345,7 @@ class Tracked:
         return snap.lines == self.last
 
     def user_edits(self, edits: Sequence[LineEdit], entry_id: int) -> None:
+        self.spans = map_spans(self.spans, edits)
         self.base, self.net, mixed, self._index = compose(
             self.base, self.net, edits, fold=True, index=self._index
         )
@@ -337,6 +366,7 @@ class Tracked:
         self.base_bom = self.last_bom = bom
         self.net = []
         self._index = None
+        self.spans = []
         self.last_version = None
         self._note(
             f"the file was {'created' if exists else 'deleted'} outside the agent before edit "
@@ -344,14 +374,19 @@ class Tracked:
         )
         self._changed()
 
-    def agent_change(self, rec: ChangeRecord, version: int | None) -> None:
+    def agent_change(self, rec: ChangeRecord, version: int | None, entry_id: int) -> None:
         n = self.last_len()
         if rec.change == "add":
-            edits = [LineEdit(0, n, tuple(split_lines(rec.after_text or "")))]
+            new = tuple(split_lines(rec.after_text or ""))
+            edits = [LineEdit(0, n, new)]
+            self.spans = [(0, len(new) - 1 if new[-1] == "" else len(new), entry_id)]
         elif rec.change == "delete":
             edits = [LineEdit(0, n, ("",))]
+            self.spans = []
         else:
             edits = rec.edits()
+            mine = [(h.after_start, h.after_start + len(h.after), entry_id) for h in rec.hunks]
+            self.spans = sorted(map_spans(self.spans, edits) + mine)[-MAX_SPANS:]
         self.base, self.net, _, self._index = compose(
             self.base, self.net, edits, fold=False, index=self._index
         )
@@ -431,6 +466,7 @@ class Tracked:
             "lastVersion": self.last_version,
             "notes": self.notes,
             "uncertain": self.uncertain,
+            "spans": [list(x) for x in self.spans],
         }
 
     @classmethod
@@ -448,6 +484,7 @@ class Tracked:
             last_version=data.get("lastVersion"),
             notes=list(data.get("notes", [])),
             uncertain=bool(data.get("uncertain")),
+            spans=[(int(a), int(b), int(c)) for a, b, c in data.get("spans", [])],
         )
 
 
@@ -777,7 +814,7 @@ class History:
             if tr is None:
                 continue
             if rec.path in landed:
-                tr.agent_change(rec, entry.versions.get(rec.target_path))
+                tr.agent_change(rec, entry.versions.get(rec.target_path), entry.id)
                 if rec.moved_to and rec.moved_to != rec.path:
                     del self._by_path[rec.path]
                     self._key(tr)
@@ -1167,6 +1204,35 @@ class History:
         if snap is None:
             return False
         return not tr.shows(snap)
+
+    def lenses(self, path: str, live: Snapshot | None = None) -> list[dict[str, Any]]:
+        """Where to put code lenses in `path`: the lines each still-undoable agent edit left,
+        `[{line, endLine, editId, action, title}]` (0-based, end exclusive), in the coordinates
+        of `live` (the buffer now) when given; user edits since the agent's last edit move them
+        (an O(file) comparison, done only when the text differs)."""
+        tr = self._by_path.get(path)
+        if tr is None or not tr.last_exists or not tr.spans:
+            return []
+        spans = tr.spans
+        if live is not None and not tr.shows(live):
+            if not live.exists:
+                return []
+            spans = map_spans(spans, line_diff(tr.last, live.lines))
+        out: list[dict[str, Any]] = []
+        for start, end, entry_id in spans:
+            entry = self._entries.get(entry_id)
+            if entry is None or not entry.undoable:
+                continue
+            out.append(
+                {
+                    "line": start,
+                    "endLine": end,
+                    "editId": entry_id,
+                    "action": entry.action,
+                    "title": f"agent edit #{entry_id}",
+                }
+            )
+        return out
 
     def to_json(
         self,
