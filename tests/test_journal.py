@@ -264,3 +264,61 @@ def test_another_process_compacting_is_noticed(ws: Path, state: Path) -> None:
     assert reader.refresh() is True
     assert [e.id for e in reader.entries][-1] == 30
     assert reader.net() == writer.net()
+
+
+# -- failures are results -------------------------------------------------------------------------
+
+
+def test_a_plan_begun_by_a_live_process_is_not_taken_for_a_crash(ws: Path, state: Path) -> None:
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        h = History(Journal(ws))
+        plan = Plan("write", (plan_write(Snapshot("a.txt", "a\n"), "A\n"),))
+        entry_id = h.begin(plan, {"path": "a.txt"})
+        j_lines = Journal(ws).path.read_text().splitlines()
+        rec = json.loads(j_lines[-1])
+        rec["pid"] = other.pid  # as if the server, still running, had begun it
+        Journal(ws).path.write_text("\n".join(j_lines[:-1] + [json.dumps(rec)]) + "\n")
+        assert History.load(Journal(ws)).unfinished() == []
+    finally:
+        other.kill()
+        other.wait()
+    (pending,) = History.load(Journal(ws)).unfinished()
+    assert pending.id == entry_id
+
+
+def test_journal_failures_refuse_the_plan_but_never_lose_the_history(tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("x")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    broken = Journal(ws, state_dir=blocker / "state")
+    h = History(broken)
+    plan = Plan("write", (plan_write(Snapshot("a.txt", "a\n"), "A\n"),))
+    with pytest.raises(EditError) as exc:
+        h.begin(plan, {"path": "a.txt"})
+    assert exc.value.code == Code.IO_ERROR and h.entries == [] and h.journal_error
+    entry = h.record("replace", {"path": "a.txt"}, error=EditError(Code.NO_MATCH, "no", "read"))
+    assert entry.outcome == "NO_MATCH" and [e.id for e in h.entries] == [1]
+    # Begun fine, then the journal breaks: the outcome is kept in memory.
+    good = History(Journal(ws, state_dir=tmp_path / "state"))
+    entry_id = good.begin(plan, {"path": "a.txt"})
+    assert good.journal is not None
+    good.journal.dir = blocker / "gone"
+    good.journal.path = good.journal.dir / "journal.jsonl"
+    assert good.finish(entry_id, "applied").outcome == "applied"
+    assert good.journal_error and good.net()[0]["path"] == "a.txt"
+
+
+def test_open_history_falls_back_to_memory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from lsp_server.engine.history import open_history
+
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    monkeypatch.setenv(ENV_STATE_DIR, str(blocker))
+    h = open_history(tmp_path)
+    assert h.journal_error and "not available" in h.journal_error
+    h.record("read", {"path": "x"}, outcome="dry-run")
+    monkeypatch.setenv(ENV_STATE_DIR, str(tmp_path / "state"))
+    ok = open_history(tmp_path / "ws")
+    assert ok.journal is not None and ok.journal_error is None

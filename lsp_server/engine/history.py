@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import os
 from bisect import bisect_left, bisect_right
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -512,6 +513,7 @@ class Entry:
     finish_time: str | None = None
     # Buffer versions the editor reported after the edit, per target path (from `finish`).
     versions: dict[str, int | None] = field(default_factory=dict)
+    pid: int | None = None  # the process that began it, while it is unfinished
     # Between begin and finish only: what the net diff needs to take the edit in.
     _user: dict[str, Any] = field(default_factory=dict, repr=False)
     _baselines: dict[str, Any] = field(default_factory=dict, repr=False)
@@ -661,6 +663,8 @@ class History:
         self.clock = clock
         self._own: set[int] = set()
         self.listeners: list[Callable[[Entry], None]] = []
+        # Set when the journal could not be written: the history then lives in memory only.
+        self.journal_error: str | None = None
         self._reset()
 
     def _reset(self) -> None:
@@ -696,7 +700,10 @@ class History:
 
             yield write
             if self.journal.size() > self.journal.max_bytes:
-                writer.rewrite(self._compacted(self.journal.max_bytes // 2))
+                try:
+                    writer.rewrite(self._compacted(self.journal.max_bytes // 2))
+                except OSError as exc:  # the old file is intact; compaction is retried later
+                    self.journal_error = f"compacting the journal failed: {exc}"
 
     def refresh(self) -> bool:
         """Take in what other processes journaled since; True when anything was new."""
@@ -742,6 +749,7 @@ class History:
             args=dict(rec.get("args", {})),
             files=[c.file_entry() for c in changes] or list(rec.get("files", [])),
             undoes=rec.get("undoes"),
+            pid=rec.get("pid"),
             changes=changes,
             _user=dict(rec.get("user", {})),
             _baselines=dict(rec.get("baselines", {})),
@@ -919,6 +927,8 @@ class History:
             rec["baselines"] = e._baselines
         if e.undoes is not None:
             rec["undoes"] = e.undoes
+        if e.pid is not None:
+            rec["pid"] = e.pid
         return rec
 
     def _notify(self, entry: Entry) -> None:
@@ -967,6 +977,28 @@ class History:
         """Journal `plan` with its pre-images (fsynced) before it is sent; returns the entry id."""
         records = [record_change(c) for c in plan.changes]
         diffs = {c.path: file_diff(c) for c in plan.changes}
+        try:
+            return self._begin(plan, args, undoes, action, records, diffs)
+        except OSError as exc:
+            # Without the pre-images on disk a crash could not be undone: do not send the plan.
+            self.journal_error = f"writing the journal failed: {exc}"
+            raise EditError(
+                Code.IO_ERROR,
+                f"The edit was not sent: its undo record could not be written ({exc}).",
+                "Free disk space or fix the permissions of the agent-edit state directory "
+                f"({self.journal.dir if self.journal else '?'}), then retry.",
+                {"path": str(self.journal.path) if self.journal else None},
+            ) from None
+
+    def _begin(
+        self,
+        plan: Plan,
+        args: Mapping[str, Any] | None,
+        undoes: int | None,
+        action: str | None,
+        records: list[ChangeRecord],
+        diffs: dict[str, str],
+    ) -> int:
         with self._txn() as write:
             user, baselines = self._prepare(plan)
             entry_id = self._next_id
@@ -980,6 +1012,7 @@ class History:
                 changes=tuple(records),
                 _user=user,
                 _baselines=baselines,
+                pid=os.getpid(),
             )
             write(self._begin_json(e), True)
             self._own.add(entry_id)
@@ -1028,10 +1061,16 @@ class History:
             rec["diff"] = _cap_diff([d for p, d in entry._diffs.items() if p in landed])
         if versions:
             rec["versions"] = dict(versions)
-        with self._txn() as write:
-            # Not fsynced: if this line is lost in a crash, the plan looks unfinished on the next
-            # start and recovery finds from the files that it landed. Only `begin` must be durable.
-            write(rec, False)
+        try:
+            with self._txn() as write:
+                # Not fsynced: if this line is lost in a crash, the plan looks unfinished on the
+                # next start and recovery finds from the files that it landed. Only `begin` must
+                # be durable.
+                write(rec, False)
+        except OSError as exc:
+            self.journal_error = f"writing the journal failed: {exc}"
+            if not entry.finished:
+                self._apply(rec)
         self._own.discard(entry_id)
         self._notify(entry)
         return entry
@@ -1051,7 +1090,9 @@ class History:
         or whose outcome is known at once (a front end without a crash window)."""
         if outcome is None:
             outcome = str(error.code) if error is not None else "applied"
-        with self._txn() as write:
+        done: list[int] = []
+
+        def build(write: Callable[[dict[str, Any], bool], None]) -> None:
             entry_id = self._next_id
             rec: dict[str, Any] = {
                 "t": "record",
@@ -1089,7 +1130,16 @@ class History:
             if versions:
                 rec["versions"] = dict(versions)
             write(rec, False)
-        entry = self._entries[entry_id]
+            done.append(entry_id)
+
+        try:
+            with self._txn() as write:
+                build(write)
+        except OSError as exc:
+            self.journal_error = f"writing the journal failed: {exc}"
+            if not done:
+                build(lambda rec, sync: self._apply(rec))
+        entry = self._entries[done[0]]
         self._notify(entry)
         return entry
 
@@ -1111,8 +1161,13 @@ class History:
         return entry
 
     def unfinished(self) -> list[Entry]:
-        """Plans begun (journaled) but never finished, by a process that is gone."""
-        return [e for e in self._entries.values() if not e.finished and e.id not in self._own]
+        """Plans begun (journaled) but never finished, by a process that is gone (a plan another
+        live process, say the server while the CLI runs, is still carrying out is not listed)."""
+        return [
+            e
+            for e in self._entries.values()
+            if not e.finished and e.id not in self._own and not _pid_alive(e.pid)
+        ]
 
     def recover(self, entry_id: int, observed: Mapping[str, Snapshot]) -> Entry:
         """Settle an unfinished plan from what is observed now (snapshots of `entry.paths`):
@@ -1268,6 +1323,31 @@ class History:
                 parts.append(f"# {item['path']}: {note}\n")
             parts.append(item["diff"])
         return "".join(parts)
+
+
+def open_history(workspace: str | os.PathLike[str], **kwargs: Any) -> History:
+    """The workspace's history from its journal; in memory only (with `journal_error` saying
+    why) when the journal cannot be used, so a broken state directory never stops editing."""
+    try:
+        return History.load(Journal(workspace), **kwargs)
+    except (EditError, OSError) as exc:
+        history = History(**kwargs)
+        history.journal_error = f"the edit journal is not available: {exc}"
+        return history
+
+
+def _pid_alive(pid: int | None) -> bool:
+    if pid is None or pid == os.getpid():
+        return False
+    if os.name == "nt":  # os.kill would terminate it there; treat the plan as abandoned
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # exists, owned by someone else
+    return True
 
 
 def _undoes(plan: Plan) -> int | None:
