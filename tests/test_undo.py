@@ -364,3 +364,33 @@ def test_records_carry_hashes_when_known_or_asked() -> None:
     snap_.sha256  # noqa: B018 - computed by someone else, e.g. a precondition check
     assert record_change(change).before_sha256 == snap_.sha256
     assert record_change(change, hashes=True).after_sha256 == change.new_sha256
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    n=st.integers(1, 30),
+    start=st.integers(0, 29),
+    length=st.integers(0, 5),
+    new=st.integers(1, 5),
+    pick=st.integers(0, 100),
+    shift=st.integers(0, 5),
+)
+def test_property_undo_refuses_with_conflict_when_its_lines_changed(
+    n: int, start: int, length: int, new: int, pick: int, shift: int
+) -> None:
+    """Whatever the edit and however the lines above moved, once one of the lines it wrote is
+    changed, undo is CONFLICT and names that line."""
+    lines = [f"original {i}\n" for i in range(n)]
+    start = min(start, n)
+    end = min(start + length, n)
+    edited = lines[:start] + [f"agent {k}\n" for k in range(new)] + lines[end:]
+    original, after = "".join(lines), "".join(edited)
+    plan = Plan("write", (plan_write(Snapshot("f", original), after),))
+    k = start + pick % new
+    user_lines = [f"user {i}\n" for i in range(shift)] + edited
+    user_lines[shift + k] = "changed by the user\n"
+    with pytest.raises(EditError) as exc:
+        undo({"f": "".join(user_lines)}, entry_for(plan))
+    assert exc.value.code == Code.CONFLICT
+    expected = [x["expected"] for x in exc.value.details["lines"]]
+    assert f"agent {k - start}" in expected
