@@ -321,6 +321,21 @@ def _relocate(lines: Sequence[str], h: Hunk, expected: int, floor: int) -> int |
     return bare[0] if len(bare) == 1 else None
 
 
+def _best_guess(lines: Sequence[str], h: Hunk, expected: int, floor: int) -> int:
+    """Where the changed region most likely is now, to show what differs there: after its
+    leading context or before its trailing context (nearest to where it was), else in place."""
+    found: list[int] = []
+    last = len(lines) - len(h.after)
+    for p in range(max(floor, 0), last + 1):
+        if h.ctx_before and _matches(lines, p - len(h.ctx_before), h.ctx_before):
+            found.append(p)
+        elif h.ctx_after and _matches(lines, p + len(h.after), h.ctx_after):
+            found.append(p)
+    if not found:
+        return expected
+    return min(found, key=lambda p: abs(p - expected))
+
+
 def _differing_lines(
     path: str, lines: Sequence[str], p: int, want: Sequence[str]
 ) -> list[dict[str, Any]]:
@@ -377,7 +392,8 @@ def _reverse_hunks(
         p = expected if exact else _relocate(lines, h, expected, floor)
         if p is None:
             ok = False
-            diff = _differing_lines(rec.target_path, lines, expected, h.after)
+            where = _best_guess(lines, h, expected, floor)
+            diff = _differing_lines(rec.target_path, lines, where, h.after)
             if not diff:
                 # The lines are there but not at one place we can be sure of (or around them the
                 # context moved): name the region anyway so the agent can look.
