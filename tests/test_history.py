@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -196,7 +195,6 @@ def test_created_then_deleted_by_the_agent_is_no_net_change() -> None:
     assert s.history.net() == []
 
 
-@pytest.mark.skipif(shutil.which("git") is None, reason="git is part of the dev image")
 def test_net_diff_applies_with_git(tmp_path: Path) -> None:
     start = {
         "src/app.py": ORIGINAL,
