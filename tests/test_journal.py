@@ -322,3 +322,15 @@ def test_open_history_falls_back_to_memory(tmp_path: Path, monkeypatch: pytest.M
     monkeypatch.setenv(ENV_STATE_DIR, str(tmp_path / "state"))
     ok = open_history(tmp_path / "ws")
     assert ok.journal is not None and ok.journal_error is None
+
+
+def test_an_unreadable_record_is_skipped_not_fatal(ws: Path, state: Path) -> None:
+    h = History(Journal(ws))
+    fs: FS = {"f.py": ORIGINAL}
+    _, fs = edit(h, fs, "f.py", "line 3\n", "three\n")
+    with open(Journal(ws).path, "a") as f:
+        f.write('{"t":"finish"}\n{"t":"begin","id":"x"}\n')
+    again = History.load(Journal(ws))
+    assert [e.id for e in again.entries] == [1] and again.journal_error
+    _, fs = edit(again, fs, "f.py", "line 4\n", "four\n")
+    assert [e.id for e in History.load(Journal(ws)).entries] == [1, 2]

@@ -644,8 +644,9 @@ class History:
     From the server, after each action:
       - refused before anything was sent (or a dry run): `record(action, args, error=e)` /
         `record(action, args, plan=plan, outcome="dry-run")`;
-      - about to send a plan (applyEdit or disk write): `entry_id = begin(plan, args)` first,
-        then after verification `finish(entry_id, "applied")` or
+      - about to send a plan (applyEdit or disk write): `entry_id = begin(plan, args)` first
+        (before the snapshots' lent lines are released), then after verification
+        `finish(entry_id, "applied", versions={path: version})` or
         `finish(entry_id, error.code, error=error, committed=committed)`.
     On start: `History.load(journal)`, then for each of `unfinished()` snapshot its `paths` and
     call `recover(entry.id, snapshots)`; report it and offer `plan_undo`.
@@ -709,15 +710,24 @@ class History:
         """Take in what other processes journaled since; True when anything was new."""
         if self.journal is None:
             return False
-        with self.journal.transaction() as (batch, _writer):
-            self._ingest(batch)
+        try:
+            with self.journal.transaction() as (batch, _writer):
+                self._ingest(batch)
+        except OSError as exc:
+            self.journal_error = f"reading the journal failed: {exc}"
+            return False
         return bool(batch.records) or batch.reset
 
     def _ingest(self, batch: Batch) -> None:
         if batch.reset:
             self._reset()
         for rec in batch.records:
-            self._apply(rec)
+            try:
+                self._apply(rec)
+            except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                # A record this version cannot read (hand-edited, or from another version):
+                # skip it rather than refuse to start.
+                self.journal_error = f"skipped an unreadable journal record: {exc!r}"
 
     def _apply(self, rec: dict[str, Any]) -> None:
         t = rec.get("t")
