@@ -403,7 +403,9 @@ def test_to_json_can_page_and_leave_out_diffs() -> None:
     out = s.history.to_json(limit=2, diffs=False)
     assert out["total"] == 5 and [e["id"] for e in out["entries"]] == [4, 5]
     assert all("diff" not in e for e in out["entries"])
-    assert out["net"][0]["diff"] == out["diff"]
+    assert out["net"][0]["diff"] == s.history.to_diff_text()
+    cut = s.history.to_json(net_cap=10)["net"][0]
+    assert cut["diffCut"] is True and "# diff cut: +5 -5 lines" in cut["diff"]
 
 
 # -- buffer versions: the server says which version its edit produced ---------------------------

@@ -54,6 +54,11 @@ DIFF_BUDGET = 16 * 1024 * 1024
 LIVE_CHANGED = "the buffer has changed since the agent's last edit"
 
 Live = Mapping[str, Snapshot] | Callable[[str], Snapshot | None]
+# Shared empty containers for finished entries; never mutated.
+_NO_ANY: dict[str, Any] = {}
+_NO_DIFFS: dict[str, str] = {}
+_NO_LINES: dict[str, list[str]] = {}
+_NO_VERSIONS: dict[str, int | None] = {}
 
 
 def now_iso() -> str:
@@ -271,7 +276,7 @@ def compose(
     return new_base, new_net, mixed, new_index
 
 
-@dataclass
+@dataclass(slots=True)
 class Tracked:
     """One file the agent touched: its baseline, the agent's net regions over it, and what the
     agent last wrote (the baseline with the regions applied, built only when asked for)."""
@@ -492,7 +497,7 @@ class Tracked:
 # -- entries -------------------------------------------------------------------------------------
 
 
-@dataclass
+@dataclass(slots=True)
 class Entry:
     """One action in the history."""
 
@@ -773,7 +778,7 @@ class History:
         entry.committed = list(rec.get("committed", []))
         entry.finished = True
         entry.finish_time = rec.get("time")
-        entry.versions = dict(rec.get("versions") or {})
+        entry.versions = dict(rec["versions"]) if rec.get("versions") else _NO_VERSIONS
         if "undoneBy" in rec:
             entry.undone_by = rec["undoneBy"]
         if "diff" in rec:
@@ -786,7 +791,10 @@ class History:
             entry.diff = _cap_diff([_record_diff(c) for c in entry.changes if c.path in landed])
         if not rec.get("compacted"):
             self._track(entry)
-        entry._user, entry._baselines, entry._diffs, entry._base_lines = {}, {}, {}, {}
+        # Done with them: share empty ones (four dicts per entry add up over 10,000 edits).
+        entry._user = entry._baselines = _NO_ANY
+        entry._diffs = _NO_DIFFS
+        entry._base_lines = _NO_LINES
         if entry.undoes is not None and _landed(entry, entry.outcome, entry.committed):
             target = self._entries.get(entry.undoes)
             if target is not None:
@@ -1305,19 +1313,28 @@ class History:
         edit_id: int | None = None,
         limit: int | None = None,
         diffs: bool = True,
+        net_cap: int = ENTRY_DIFF_CAP,
     ) -> dict[str, Any]:
         """The `agentEdit.history` result (`format: json`): entries (the last `limit`, with their
-        diffs unless `diffs` is false), `total`, and the net diff per file and as one text."""
+        diffs unless `diffs` is false), `total`, and the net diff per file (cut past `net_cap`
+        characters in all, with `diffCut: true`)."""
         if edit_id is not None:
             return {"ok": True, "entries": [self.entry(edit_id).to_json()], "total": 1}
         entries = self.entries if limit is None else self.entries[-limit:] if limit > 0 else []
         net = self.net(live)
+        size = 0
+        for item in net:
+            # The net diff of a long session can be megabytes: past the cap each file is summed
+            # up (`format: diff` gives it whole).
+            if size + len(item["diff"]) > net_cap:
+                item["diff"] = _cap_diff([item["diff"]], cap=0)
+                item["diffCut"] = True
+            size += len(item["diff"])
         return {
             "ok": True,
             "entries": [e.to_json(with_diff=diffs) for e in entries],
             "total": len(self._entries),
             "net": net,
-            "diff": "".join(n["diff"] for n in net),
         }
 
     def to_diff_text(self, live: Live | None = None, edit_id: int | None = None) -> str:

@@ -61,7 +61,7 @@ def line_diff(old: Sequence[str], new: Sequence[str], limit: int = MIDDLE_LIMIT)
     ]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Hunk:
     """One changed region: `before` was old lines [start, end); `after` is at `after_start` now."""
 
@@ -101,7 +101,7 @@ class Hunk:
         return LineEdit(self.start, self.end, self.after)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ChangeRecord:
     """One file's change as the journal keeps it: enough to verify and reverse it later."""
 
