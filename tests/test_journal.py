@@ -65,7 +65,9 @@ def test_default_base_is_platformdirs_user_state_dir(monkeypatch: pytest.MonkeyP
     import platformdirs
 
     monkeypatch.delenv(ENV_STATE_DIR, raising=False)
-    assert state_base() == Path(platformdirs.user_state_dir("agent-edit", appauthor=False))
+    for xdg in ("", "/tmp/xdg-state"):
+        monkeypatch.setenv("XDG_STATE_HOME", xdg)
+        assert state_base() == Path(platformdirs.user_state_dir("agent-edit"))
 
 
 def test_a_state_dir_inside_the_workspace_is_refused(ws: Path) -> None:

@@ -23,7 +23,8 @@ import contextlib
 import hashlib
 import json
 import os
-from collections.abc import Iterator
+import sys
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,24 +51,33 @@ def _is_within(child: Path, parent: Path) -> bool:
     return True
 
 
-def state_base(env: dict[str, str] | None = None) -> Path:
-    """The base state directory: `$AGENT_EDIT_STATE_DIR`, else platformdirs' user state dir."""
+def state_base(env: Mapping[str, str] | None = None) -> Path:
+    """The base state directory: `$AGENT_EDIT_STATE_DIR`, else platformdirs' user state dir.
+
+    On Linux that is platformdirs' XDG rule computed directly (importing platformdirs costs a
+    short CLI run ~12 ms); the same rule and naming as the CLI's disk writer (files.py), so
+    both keep their state for a workspace in one directory.
+    """
     environ = os.environ if env is None else env
     override = environ.get(ENV_STATE_DIR)
     if override:
         return Path(override).expanduser()
+    if sys.platform.startswith("linux"):
+        xdg = environ.get("XDG_STATE_HOME", "").strip()
+        return Path(xdg or os.path.expanduser("~/.local/state")) / APP_NAME
     import platformdirs
 
-    return Path(platformdirs.user_state_dir(APP_NAME, appauthor=False))
+    return Path(platformdirs.user_state_dir(APP_NAME))
 
 
 def state_dir_for(workspace: str | os.PathLike[str], base: Path | None = None) -> Path:
     """The workspace's own state directory: `<base>/workspaces/<name>-<sha256 of real path>`."""
-    root = Path(os.path.realpath(workspace))
-    digest = hashlib.sha256(str(root).encode("utf-8", "surrogatepass")).hexdigest()[:16]
-    name = "".join(c if c.isalnum() or c in "-_." else "_" for c in root.name)[:40] or "root"
+    real = os.path.realpath(workspace)
+    digest = hashlib.sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    name = os.path.basename(real) or "root"
     directory = (base or state_base()) / "workspaces" / f"{name}-{digest}"
     resolved = Path(os.path.realpath(directory))
+    root = Path(real)
     if _is_within(resolved, root):
         raise EditError(
             Code.DENIED,
