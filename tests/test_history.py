@@ -125,6 +125,7 @@ def test_net_diff_over_several_edits_is_baseline_to_final() -> None:
     assert apply_unified(ORIGINAL, item["diff"]) == s.fs["f.py"]
     assert f"index {blob_sha1(ORIGINAL)[:12]}..{blob_sha1(s.fs['f.py'])[:12]}" in item["diff"]
     assert item["baseBlob"] == blob_sha1(ORIGINAL)
+    assert (item["added"], item["removed"]) == (3, 2)
     assert item["agentBlob"] == blob_sha1(s.fs["f.py"])
     assert "-line 3\n+THREE\n" in item["diff"] and "three" not in item["diff"]
 

@@ -456,7 +456,12 @@ class Tracked:
         out["agentBlob"] = (
             blob_sha1("".join(self.last), self.last_bom) if self.last_exists else None
         )
-        out["diff"] = file_diff(fc, with_index=True)
+        diff = file_diff(fc, with_index=True)
+        out["diff"] = diff
+        at = diff.find("\n@@")
+        body = diff[at + 1 :].splitlines() if at >= 0 else []  # the hunks, not the headers
+        out["added"] = sum(1 for x in body if x.startswith("+"))
+        out["removed"] = sum(1 for x in body if x.startswith("-"))
         self._rendered = out
         return out
 
@@ -1327,7 +1332,8 @@ class History:
             # The net diff of a long session can be megabytes: past the cap each file is summed
             # up (`format: diff` gives it whole).
             if size + len(item["diff"]) > net_cap:
-                item["diff"] = _cap_diff([item["diff"]], cap=0)
+                first = item["diff"].split("\n", 1)[0]
+                item["diff"] = f"{first}\n# diff cut: +{item['added']} -{item['removed']} lines\n"
                 item["diffCut"] = True
             size += len(item["diff"])
         return {
