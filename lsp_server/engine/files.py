@@ -1,0 +1,424 @@
+"""The only code that writes workspace files: an atomic, journalled apply of a `Plan` on disk.
+
+`apply_plan(root, plan)` carries out a plan so that every file ends up all-old or all-new, even if
+the process is killed at any moment:
+
+1. a journal with every touched file's pre-image (and the temp names about to be used) is written
+   and fsynced to the per-workspace state directory, never inside the workspace;
+2. each new content goes to a temporary file in the target's own folder, fsynced (in a few
+   threads: fsync waits on the disk, not the CPU);
+3. only when every temporary file is written are they renamed over their targets; deletes and
+   the sources of moves come last; the folders are fsynced;
+4. the journal is removed: that is the commit point.
+
+If the journal is still there on the next run (`recover`, called by the CLI before any command
+and by `apply_plan` itself), the apply was interrupted: every file is put back to its pre-image,
+temporaries and created folders are removed, and the rollback is reported. A file that was
+changed by someone else since the crash (neither its old nor its new content) is left alone and
+reported as a conflict. An apply that fails with an OS error rolls back the same way at once.
+
+State directory: `$AGENT_EDIT_STATE_DIR/<workspace-hash>/` if that variable is set (tests use
+temporary folders), else platformdirs' user state dir for `agent-edit`. A lock file there
+(`flock`) keeps two applies in one workspace from interleaving, or a recovery from rolling back
+an apply that is still running.
+
+Crash testing hook: `AGENT_EDIT_CRASH_AFTER=N` makes the process SIGKILL itself right after its
+N-th step (a temporary file written, a rename, or a delete), so tests can interrupt an apply at
+every point between the first write and the last rename.
+
+`read_snapshot(root, rel)` is the matching reader: a workspace file's bytes decoded into a
+`Snapshot` (BOM kept as a flag; binary, oversized and non-UTF-8 files refused), `absent` when it
+does not exist, refused when it is a directory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+import signal
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from lsp_server.engine.errors import Code, EditError
+from lsp_server.engine.model import Plan
+from lsp_server.engine.text import DEFAULT_MAX_BYTES, Snapshot, absent, decode_file, encode_file
+
+STATE_DIR_ENV = "AGENT_EDIT_STATE_DIR"
+CRASH_ENV = "AGENT_EDIT_CRASH_AFTER"
+JOURNAL = "journal.json"
+_THREADS = 8
+_THREADED_FROM = 16  # below this many files the thread pool costs more than it saves
+
+
+def state_dir(root: str) -> str:
+    """This workspace's state directory (created on demand), outside the workspace."""
+    base = os.environ.get(STATE_DIR_ENV)
+    if not base:
+        from platformdirs import user_state_dir
+
+        base = user_state_dir("agent-edit")
+    real = os.path.realpath(root)
+    key = hashlib.sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    name = f"{os.path.basename(real) or 'root'}-{key}"
+    path = os.path.join(base, "workspaces", name)
+    os.makedirs(path, exist_ok=True)
+    return path
+
+
+def read_snapshot(root: str, rel: str, max_bytes: int = DEFAULT_MAX_BYTES) -> Snapshot:
+    """The disk snapshot of workspace-relative `rel` (posix separators)."""
+    full = os.path.join(root, rel)
+    try:
+        with open(full, "rb") as f:
+            data = f.read(max_bytes + 1)
+    except FileNotFoundError:
+        return absent(rel)
+    except IsADirectoryError:
+        raise _is_directory(rel) from None
+    except NotADirectoryError:
+        return absent(rel)
+    except OSError as exc:
+        if os.path.isdir(full):
+            raise _is_directory(rel) from None
+        raise EditError(
+            Code.IO_ERROR,
+            f"Cannot read {rel}: {exc.strerror or exc}.",
+            "Check the file's permissions, then try again.",
+            {"path": rel},
+        ) from None
+    return decode_file(rel, data, max_bytes)
+
+
+def _is_directory(rel: str) -> EditError:
+    return EditError(
+        Code.INVALID_ARGUMENT,
+        f"{rel} is a directory, not a file; file operations change one file each.",
+        "Name a file inside it instead (one '*** Delete File:' per file to remove a folder's "
+        "files).",
+        {"argument": "path", "path": rel, "reason": "IS_DIRECTORY"},
+    )
+
+
+@dataclass
+class _Step:
+    """One file's part of an apply, as the journal records it."""
+
+    path: str  # workspace-relative
+    op: str  # "write" (content to `path`) or "remove"
+    existed: bool
+    pre: str | None  # pre-image text (BOM as a flag), when the file existed
+    pre_bom: bool
+    new_sha256: str | None  # of the bytes written, for "write"
+    tmp: str | None  # temporary file name in the same folder, for "write"
+    data: bytes | None = None  # not journalled
+
+    def journal(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "op": self.op,
+            "existed": self.existed,
+            "pre": self.pre,
+            "preBom": self.pre_bom,
+            "newSha256": self.new_sha256,
+            "tmp": self.tmp,
+        }
+
+
+class _Crasher:
+    """The AGENT_EDIT_CRASH_AFTER test hook."""
+
+    def __init__(self) -> None:
+        value = os.environ.get(CRASH_ENV, "")
+        self.after = int(value) if value.isdigit() else 0
+        self.steps = 0
+
+    def step(self) -> None:
+        if not self.after:
+            return
+        self.steps += 1
+        if self.steps >= self.after:
+            os.kill(os.getpid(), signal.SIGKILL)
+            os._exit(137)  # pragma: no cover - platforms without SIGKILL
+
+
+@contextmanager
+def workspace_lock(root: str) -> Iterator[str]:
+    """Hold this workspace's apply lock; yields the state directory."""
+    sdir = state_dir(root)
+    fd = os.open(os.path.join(sdir, "lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            import fcntl
+
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except ImportError:  # pragma: no cover - Windows: no advisory lock
+            pass
+        yield sdir
+    finally:
+        os.close(fd)
+
+
+def apply_plan(root: str, plan: Plan) -> list[dict[str, Any]]:
+    """Carry out `plan` on disk under `root`, atomically; returns the recovery report, if any.
+
+    Raises `EditError(IO_ERROR)` (after rolling back) when the disk refuses a step.
+    """
+    with workspace_lock(root) as sdir:
+        recovered = _recover_locked(root, sdir)
+        steps = _steps(root, plan)
+        if steps:
+            _run(root, sdir, steps)
+    return recovered
+
+
+def recover(root: str) -> list[dict[str, Any]]:
+    """Roll back an apply that was interrupted in this workspace; [] when there was none."""
+    with workspace_lock(root) as sdir:
+        return _recover_locked(root, sdir)
+
+
+def _steps(root: str, plan: Plan) -> list[_Step]:
+    token = secrets.token_hex(4)
+    steps: list[_Step] = []
+    removes: list[_Step] = []
+    for change in plan.changes:
+        before = change.before
+        pre = before.text if before.exists else None
+        if change.change == "delete":
+            removes.append(_Step(change.path, "remove", True, pre, before.bom, None, None))
+            continue
+        data = encode_file(change.new_text, change.bom)
+        target = change.target_path
+        head, name = os.path.split(target)
+        tmp = os.path.join(head, f".{name}.agent-edit-{token}.tmp")
+        if change.change == "move":
+            steps.append(
+                _Step(target, "write", False, None, False, hashlib.sha256(data).hexdigest(), tmp)
+            )
+            removes.append(_Step(change.path, "remove", True, pre, before.bom, None, None))
+        else:
+            steps.append(
+                _Step(
+                    target,
+                    "write",
+                    before.exists,
+                    pre,
+                    before.bom,
+                    hashlib.sha256(data).hexdigest(),
+                    tmp,
+                )
+            )
+        steps[-1].data = data
+    return steps + removes
+
+
+def _missing_dirs(root: str, steps: list[_Step]) -> list[str]:
+    out: list[str] = []
+    seen: set[str] = set()
+    for s in steps:
+        if s.op != "write":
+            continue
+        head = os.path.dirname(s.path)
+        chain: list[str] = []
+        while head and head not in seen:
+            seen.add(head)
+            if os.path.isdir(os.path.join(root, head)):
+                break
+            chain.append(head)
+            head = os.path.dirname(head)
+        out.extend(reversed(chain))
+    return out
+
+
+def _write_json_atomic(path: str, obj: Any) -> None:
+    tmp = path + ".tmp"
+    data = json.dumps(obj, ensure_ascii=False).encode("utf-8", "surrogatepass")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    _fsync_dir(os.path.dirname(path))
+
+
+def _fsync_dir(path: str) -> None:
+    try:
+        fd = os.open(path or ".", os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _write_temp(root: str, step: _Step) -> None:
+    assert step.tmp is not None and step.data is not None
+    full = os.path.join(root, step.tmp)
+    mode = 0o666
+    if step.existed:
+        try:
+            mode = os.stat(os.path.join(root, step.path)).st_mode & 0o7777
+        except OSError:
+            pass
+    fd = os.open(full, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    try:
+        if step.existed:
+            os.fchmod(fd, mode)  # the umask must not narrow an existing file's permissions
+        view = memoryview(step.data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _run(root: str, sdir: str, steps: list[_Step]) -> None:
+    journal_path = os.path.join(sdir, JOURNAL)
+    dirs = _missing_dirs(root, steps)
+    _write_json_atomic(
+        journal_path,
+        {
+            "version": 1,
+            "root": os.path.realpath(root),
+            "pid": os.getpid(),
+            "time": time.time(),
+            "dirs": dirs,
+            "files": [s.journal() for s in steps],
+        },
+    )
+    crash = _Crasher()
+    writes = [s for s in steps if s.op == "write"]
+    try:
+        for d in dirs:
+            os.makedirs(os.path.join(root, d), exist_ok=True)
+        if len(writes) >= _THREADED_FROM:
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(_THREADS) as pool:
+                for _ in pool.map(lambda s: _write_temp(root, s), writes):
+                    crash.step()
+        else:
+            for s in writes:
+                _write_temp(root, s)
+                crash.step()
+        for s in writes:
+            assert s.tmp is not None
+            os.replace(os.path.join(root, s.tmp), os.path.join(root, s.path))
+            crash.step()
+        for s in steps:
+            if s.op == "remove":
+                os.unlink(os.path.join(root, s.path))
+                crash.step()
+        for d in {os.path.dirname(os.path.join(root, s.path)) for s in steps}:
+            _fsync_dir(d)
+    except OSError as exc:
+        report = _rollback(root, journal_path)
+        raise EditError(
+            Code.IO_ERROR,
+            f"Writing the patch failed ({exc.strerror or exc}"
+            f"{': ' + str(exc.filename) if exc.filename else ''}); every file was put back as "
+            "it was.",
+            "Fix the cause (permissions, disk space) and apply again.",
+            {"rolledBack": report},
+        ) from None
+    os.unlink(journal_path)
+    _fsync_dir(sdir)
+
+
+def _recover_locked(root: str, sdir: str) -> list[dict[str, Any]]:
+    journal_path = os.path.join(sdir, JOURNAL)
+    if not os.path.exists(journal_path):
+        # A journal that never finished being written means nothing was touched yet.
+        tmp = journal_path + ".tmp"
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        return []
+    return [_rollback(root, journal_path)]
+
+
+def _sha(path: str) -> str | None:
+    try:
+        with open(path, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+    except FileNotFoundError:
+        return None
+    except IsADirectoryError:
+        return "<directory>"
+
+
+def _restore(full: str, pre: str, bom: bool) -> None:
+    tmp = full + ".agent-edit-restore.tmp"
+    try:
+        mode = os.stat(full).st_mode & 0o7777
+    except OSError:
+        mode = 0o666
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    try:
+        os.write(fd, encode_file(pre, bom))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, full)
+
+
+def _rollback(root: str, journal_path: str) -> dict[str, Any]:
+    """Put every file of the journalled apply back to its pre-image; the report of what was done."""
+    with open(journal_path, encoding="utf-8") as f:
+        journal = json.load(f)
+    restored: list[str] = []
+    removed: list[str] = []
+    conflicts: list[dict[str, str]] = []
+    for entry in journal["files"]:
+        path = entry["path"]
+        full = os.path.join(root, path)
+        if entry.get("tmp"):
+            try:
+                os.unlink(os.path.join(root, entry["tmp"]))
+            except FileNotFoundError:
+                pass
+        pre = entry.get("pre")
+        pre_sha = (
+            hashlib.sha256(encode_file(pre, bool(entry.get("preBom")))).hexdigest()
+            if pre is not None
+            else None
+        )
+        current = _sha(full)
+        if current == pre_sha:
+            continue  # untouched (or already back)
+        if current is None or (entry["op"] == "write" and current == entry.get("newSha256")):
+            if pre is not None:
+                _restore(full, pre, bool(entry.get("preBom")))
+                restored.append(path)
+            elif current is not None:
+                os.unlink(full)
+                removed.append(path)
+        else:
+            conflicts.append(
+                {"path": path, "why": "changed by someone else since the interrupted apply"}
+            )
+    for d in reversed(journal.get("dirs", [])):
+        try:
+            os.rmdir(os.path.join(root, d))
+        except OSError:
+            pass
+    for d in {os.path.dirname(os.path.join(root, e["path"])) for e in journal["files"]}:
+        _fsync_dir(d)
+    os.unlink(journal_path)
+    _fsync_dir(os.path.dirname(journal_path))
+    return {
+        "startedAt": journal.get("time"),
+        "pid": journal.get("pid"),
+        "restored": restored,
+        "removed": removed,
+        "conflicts": conflicts,
+    }

@@ -1,0 +1,399 @@
+"""Planning a V4A patch over snapshots: every hunk of every file located and verified, or nothing.
+
+`plan_patch(patch_text, get_snapshot)` parses the patch (v4a.py), asks `get_snapshot(path)` for
+each file it names (the open buffer, else the disk; `source="absent"` when there is no file) and
+returns a `Plan` whose `FileChange`s hold minimal `LineEdit`s. Any problem raises `EditError` and
+nothing is planned, so a front end (LSP or CLI) never starts an apply that could half-succeed.
+
+Seeking follows Codex (peers.md): an optional `@@ anchor` line moves a forward-only cursor; the
+chunk's old lines are then looked for from the cursor in four passes (matching.LADDER: exact,
+trailing whitespace, both ends trimmed, Unicode punctuation folded), the first pass with any match
+deciding; `*** End of File` tries only the last position; a chunk with no old lines is appended
+at the end of the file. One deliberate difference: if the first successful pass matches at more
+than one place in the window, the chunk is `AMBIGUOUS` (with every line number) instead of taking
+the first. Matched context lines are left exactly as the file has them (also under a lenient
+pass); added lines take the file's first line terminator; an updated file ends with a newline.
+
+Seeking uses a per-file index (first/last occurrence of every line, built by C-level dict
+construction, plus cached occurrence lists for repeated lines), so a chunk costs what its lines
+cost, not what the file costs: 1,000 chunks on a 100k-line file plan in tens of milliseconds.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from lsp_server.engine.errors import Code, EditError
+from lsp_server.engine.matching import LADDER, MAX_LISTED_MATCHES
+from lsp_server.engine.model import FileChange, LineEdit, Plan, minimal_edit
+from lsp_server.engine.text import Snapshot, content
+from lsp_server.engine.v4a import AddFile, Chunk, DeleteFile, Patch, UpdateFile, parse_patch
+
+GetSnapshot = Callable[[str], Snapshot]
+MAX_SHOWN_LINES = 10
+
+
+def plan_patch(patch_text: str, get_snapshot: GetSnapshot) -> Plan:
+    """Parse and plan a V4A patch; `EditError` (PARSE_ERROR, NOT_FOUND, ...) on any problem."""
+    return plan_hunks(parse_patch(patch_text), get_snapshot)
+
+
+def plan_hunks(patch: Patch, get_snapshot: GetSnapshot) -> Plan:
+    """Plan already-parsed hunks (see `plan_patch`)."""
+    claimed: dict[str, int] = {}
+    changes: list[FileChange] = []
+    lenient: list[dict[str, Any]] = []
+
+    def claim(path: str, line: int) -> None:
+        if path in claimed:
+            raise EditError(
+                Code.INVALID_ARGUMENT,
+                f"{path} is named by more than one file section (patch lines {claimed[path]} "
+                f"and {line}); each file may appear once, so no section has to guess what an "
+                "earlier one left behind.",
+                "Put all chunks for one file under a single '*** Update File:' section, in file "
+                "order.",
+                {"argument": "patch", "path": path, "patchLine": line},
+            )
+        claimed[path] = line
+
+    for hunk in patch:
+        snap = get_snapshot(hunk.path)
+        claim(snap.path, hunk.patch_line)
+        if isinstance(hunk, AddFile):
+            if snap.exists:
+                raise EditError(
+                    Code.ALREADY_EXISTS,
+                    f"Add File {snap.path} (patch line {hunk.patch_line}) would overwrite an "
+                    "existing file.",
+                    "Use '*** Update File:' with chunks to change it, or '*** Delete File:' it "
+                    "first in a separate patch if replacing it whole is really intended.",
+                    {"path": snap.path, "patchLine": hunk.patch_line},
+                )
+            changes.append(FileChange("add", snap, new_text_override=hunk.text, new_bom=False))
+        elif isinstance(hunk, DeleteFile):
+            _require_file(snap, "delete", hunk.patch_line)
+            changes.append(FileChange("delete", snap))
+        else:
+            changes.append(_plan_update(hunk, snap, get_snapshot, claim, lenient))
+    summary: dict[str, object] = {
+        "files": len(changes),
+        "chunks": sum(len(h.chunks) for h in patch if isinstance(h, UpdateFile)),
+    }
+    if lenient:
+        summary["lenient"] = lenient
+    return Plan("applyPatch", tuple(changes), summary)
+
+
+def _require_file(snap: Snapshot, verb: str, patch_line: int) -> None:
+    if not snap.exists:
+        raise EditError(
+            Code.NOT_FOUND,
+            f"Cannot {verb} {snap.path} (patch line {patch_line}): no such file.",
+            "Check the path; to create a file use '*** Add File:' with '+' lines.",
+            {"path": snap.path, "patchLine": patch_line},
+        )
+
+
+def _plan_update(
+    hunk: UpdateFile,
+    snap: Snapshot,
+    get_snapshot: GetSnapshot,
+    claim: Callable[[str, int], None],
+    lenient: list[dict[str, Any]],
+) -> FileChange:
+    _require_file(snap, "update", hunk.patch_line)
+    moved_to: str | None = None
+    if hunk.move_to is not None:
+        dest = get_snapshot(hunk.move_to)
+        if dest.path != snap.path:
+            if dest.exists:
+                raise EditError(
+                    Code.ALREADY_EXISTS,
+                    f"Move to {dest.path} (patch line {hunk.patch_line}) would overwrite an "
+                    "existing file.",
+                    "Move to a path that does not exist yet, or update the destination file "
+                    "instead.",
+                    {"path": dest.path, "patchLine": hunk.patch_line},
+                )
+            claim(dest.path, hunk.patch_line)
+            moved_to = dest.path
+    edits = _FileSeeker(snap, lenient).edits(hunk.chunks)
+    if moved_to is not None:
+        return FileChange("move", snap, edits, moved_to=moved_to)
+    return FileChange("update", snap, edits)
+
+
+@dataclass
+class _LevelIndex:
+    """One ladder level's view of the file: the normalised lines and where each occurs."""
+
+    values: list[str]
+    first: dict[str, int]
+    last: dict[str, int]
+    occ: dict[str, list[int]] = field(default_factory=dict)
+
+    @classmethod
+    def build(cls, values: list[str]) -> _LevelIndex:
+        n = len(values)
+        # Both dicts are built in C: the last assignment of a key wins.
+        last = dict(zip(values, range(n), strict=True))
+        first = dict(zip(reversed(values), range(n - 1, -1, -1), strict=True))
+        return cls(values, first, last)
+
+    def occurrences(self, value: str) -> list[int]:
+        f = self.first.get(value)
+        if f is None:
+            return []
+        last = self.last[value]
+        if f == last:
+            return [f]
+        found = self.occ.get(value)
+        if found is None:
+            found = [f]
+            index = self.values.index
+            i = f
+            while i < last:
+                i = index(value, i + 1, last + 1)
+                found.append(i)
+            self.occ[value] = found
+        return found
+
+
+class _FileSeeker:
+    """Locates one file's chunks in order and turns them into minimal line edits."""
+
+    def __init__(self, snap: Snapshot, lenient: list[dict[str, Any]]) -> None:
+        self.snap = snap
+        self.lenient = lenient
+        lines = snap.lines
+        self.eol = snap.eol
+        last = lines[-1]
+        self.unterminated = last != ""
+        # The searchable lines: the final empty "line" after a trailing newline is not one, and
+        # an unterminated last line is searched (and kept) as if it had the file's terminator,
+        # because Codex ends every updated file with a newline.
+        self.lines = lines[:-1] + [last + self.eol] if self.unterminated else lines[:-1]
+        if "\r" in snap.text:
+            contents = [content(x) for x in self.lines]
+        else:
+            contents = snap.text.split("\n")
+            if not self.unterminated:
+                contents.pop()
+        self.contents = contents
+        self.levels: dict[str, _LevelIndex] = {}
+
+    def _level(self, name: str, norm: Callable[[str], str]) -> _LevelIndex:
+        idx = self.levels.get(name)
+        if idx is None:
+            values = self.contents if name == "exact" else list(map(norm, self.contents))
+            idx = self.levels[name] = _LevelIndex.build(values)
+        return idx
+
+    def find(self, pattern: Sequence[str], start: int, eof: bool) -> tuple[str, list[int]]:
+        """The first ladder level with any match of `pattern` at or after `start`, and all hits."""
+        k = len(pattern)
+        n = len(self.contents)
+        if k > n:
+            return "", []
+        for level, norm in LADDER:
+            idx = self._level(level, norm)
+            want = list(pattern) if level == "exact" else [norm(x) for x in pattern]
+            if eof:
+                s = n - k
+                if idx.values[s : s + k] == want:
+                    return level, [s]
+                continue
+            pivot = -1
+            occ: list[int] = []
+            missing = False
+            for j, v in enumerate(want):
+                f = idx.first.get(v)
+                if f is None:
+                    missing = True
+                    break
+                if f == idx.last[v]:
+                    pivot, occ = j, [f]
+                    break
+            if missing:
+                continue
+            if pivot < 0:
+                for j, v in enumerate(want):
+                    o = idx.occurrences(v)
+                    if pivot < 0 or len(o) < len(occ):
+                        pivot, occ = j, o
+            values = idx.values
+            limit = n - k
+            hits = []
+            for p in occ[bisect_left(occ, start + pivot) :]:
+                s = p - pivot
+                if s > limit:
+                    break
+                if values[s : s + k] == want:
+                    hits.append(s)
+            if hits:
+                return level, hits
+        return "", []
+
+    def edits(self, chunks: Sequence[Chunk]) -> tuple[LineEdit, ...]:
+        lines = self.lines
+        eol = self.eol
+        cursor = 0
+        pending: list[tuple[int, int, int, tuple[str, ...]]] = []  # (start, end, seq, new)
+        for seq, chunk in enumerate(chunks):
+            if chunk.anchor is not None:
+                level, hits = self.find([chunk.anchor], cursor, False)
+                if not hits:
+                    raise self._no_match(chunk, cursor, anchor=True)
+                cursor = hits[0] + 1
+                self._note(level, chunk)
+            old, new, ops = chunk.old_lines, chunk.new_lines, chunk.ops
+            if not old:
+                # Codex: a pure addition goes at the end of the file (before one trailing blank).
+                at = len(lines)
+                if at and self.contents[-1] == "":
+                    at -= 1
+                pending.append((at, at, seq, tuple(x + eol for x in new)))
+                continue
+            level, hits = self.find(old, cursor, chunk.is_end_of_file)
+            if not hits and old[-1] == "" and ops[-1] in " -":
+                # Codex: a trailing empty line may stand for the file's final newline.
+                old = old[:-1]
+                if ops[-1] == " ":
+                    new = new[:-1]
+                ops = ops[:-1]
+                if old:
+                    level, hits = self.find(old, cursor, chunk.is_end_of_file)
+            if not hits:
+                raise self._no_match(chunk, cursor, anchor=False)
+            if len(hits) > 1:
+                raise self._ambiguous(chunk, cursor, hits)
+            self._note(level, chunk)
+            start = hits[0]
+            cursor = start + len(old)
+            pos = start
+            ni = 0
+            run_start = -1
+            run_new: list[str] = []
+            for op in ops:
+                if op == " ":
+                    if run_start >= 0:
+                        pending.append((run_start, pos, seq, tuple(run_new)))
+                        run_start, run_new = -1, []
+                    pos += 1
+                    ni += 1
+                elif op == "-":
+                    if run_start < 0:
+                        run_start = pos
+                    pos += 1
+                else:
+                    if run_start < 0:
+                        run_start = pos
+                    run_new.append(new[ni] + eol)
+                    ni += 1
+            if run_start >= 0:
+                pending.append((run_start, pos, seq, tuple(run_new)))
+        return self._finish(pending)
+
+    def _finish(self, pending: list[tuple[int, int, int, tuple[str, ...]]]) -> tuple[LineEdit, ...]:
+        lines = self.lines
+        if self.unterminated:
+            last = len(lines) - 1
+            if not any(s <= last < e for s, e, _, _ in pending):
+                pending.append((last, last + 1, -1, (lines[last],)))
+        pending.sort(key=lambda p: (p[0], p[1], p[2]))
+        merged: list[tuple[int, int, list[str]]] = []
+        for s, e, _, new in pending:
+            if merged and s <= merged[-1][1]:
+                ms, me, mnew = merged[-1]
+                if s < me and s != e:
+                    raise EditError(  # the forward cursor makes this unreachable
+                        Code.INVALID_ARGUMENT,
+                        f"Two chunks of {self.snap.path} change the same lines.",
+                        "Merge the overlapping chunks into one.",
+                        {"argument": "patch", "path": self.snap.path},
+                    )
+                if s == me:
+                    mnew.extend(lines[me:s])
+                    mnew.extend(new)
+                    merged[-1] = (ms, max(me, e), mnew)
+                    continue
+                # A pure addition inside a replaced range goes after the replacement.
+                mnew.extend(new)
+                continue
+            merged.append((s, e, list(new)))
+        out: list[LineEdit] = []
+        for s, e, new_lines in merged:
+            edit = minimal_edit(lines[s:e], new_lines, s)
+            if edit is not None:
+                out.append(edit)
+        return tuple(out)
+
+    def _note(self, level: str, chunk: Chunk) -> None:
+        if level != "exact":
+            self.lenient.append(
+                {"path": self.snap.path, "patchLine": chunk.patch_line, "match": level}
+            )
+
+    def _ambiguous(self, chunk: Chunk, cursor: int, hits: list[int]) -> EditError:
+        listed = [h + 1 for h in hits[:MAX_LISTED_MATCHES]]
+        return EditError(
+            Code.AMBIGUOUS,
+            f"The chunk at patch line {chunk.patch_line} matches {len(hits)} places in "
+            f"{self.snap.path} (lines {', '.join(map(str, listed))}) after line {cursor}; "
+            "applying it would mean guessing which one.",
+            "Add context lines (or an '@@ <line>' anchor such as the enclosing def or class) so "
+            "the chunk matches exactly one place.",
+            {
+                "path": self.snap.path,
+                "patchLine": chunk.patch_line,
+                "lines": listed,
+                "count": len(hits),
+            },
+        )
+
+    def _no_match(self, chunk: Chunk, cursor: int, anchor: bool) -> EditError:
+        path = self.snap.path
+        if anchor:
+            what = "its '@@' anchor line was"
+            wanted: Sequence[str] = [chunk.anchor or ""]
+        else:
+            what = "its context and removed lines were"
+            wanted = chunk.old_lines
+        found: list[dict[str, Any]] = []
+        _, earlier = self.find(wanted, 0, False) if cursor else ("", [])
+        for h in earlier[:3]:
+            found.append(
+                {
+                    "line": h + 1,
+                    "text": self.contents[h],
+                    "why": f"matches here, but before line {cursor + 1} where the previous "
+                    "chunk left off: chunks must be in file order",
+                }
+            )
+        if not found:
+            from lsp_server.engine.matching import candidates
+
+            found = candidates(self.snap, "\n".join(wanted))
+        place = f" after line {cursor}" if cursor else ""
+        if chunk.is_end_of_file and not anchor:
+            place = " at the end of the file ('*** End of File')"
+        shown = "\n".join(wanted[:MAX_SHOWN_LINES])
+        if len(wanted) > MAX_SHOWN_LINES:
+            shown += f"\n... ({len(wanted) - MAX_SHOWN_LINES} more lines)"
+        return EditError(
+            Code.NO_MATCH,
+            f"The chunk at patch line {chunk.patch_line} does not match {path}: {what} not "
+            f"found{place}, not even ignoring whitespace and typographic punctuation:\n{shown}",
+            "Read the file again and resend the chunk with context lines exactly as the file "
+            "has them, chunks in file order.",
+            {
+                "path": path,
+                "patchLine": chunk.patch_line,
+                "oldLines": list(wanted),
+                "candidates": found,
+            },
+        )
