@@ -28,6 +28,7 @@ from __future__ import annotations
 import os
 import re
 import threading
+from bisect import bisect_right
 from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any
@@ -92,20 +93,25 @@ class NormalisedPatch:
     """The patch as the grammar reads it, and where each of its lines came from."""
 
     text: str
-    # line_map[i] is the 1-based line, in the original patch, of normalised line i + 1.
-    line_map: tuple[int, ...]
-    original_lines: tuple[str, ...]
+    first_line: int  # 1-based line, in the original patch, of the first normalised line
+    dropped: tuple[int, ...]  # original lines (1-based, sorted) that normalisation removed
+    source: str  # the original patch (LF), for quoting lines in errors
 
     def original_line(self, normalised_line: int) -> int:
-        if not self.line_map:
-            return 1
-        i = min(max(normalised_line, 1), len(self.line_map)) - 1
-        return self.line_map[i]
+        """The original patch line of normalised line `normalised_line` (both 1-based)."""
+        base = self.first_line - 1
+        o = base + max(normalised_line, 1)
+        if not self.dropped:
+            return o
+        while True:
+            o2 = base + normalised_line + bisect_right(self.dropped, o)
+            if o2 == o:
+                return o
+            o = o2
 
     def text_of(self, original_line: int) -> str:
-        if 1 <= original_line <= len(self.original_lines):
-            return self.original_lines[original_line - 1]
-        return ""
+        lines = self.source.split("\n")
+        return lines[original_line - 1] if 1 <= original_line <= len(lines) else ""
 
 
 _HEREDOC = re.compile(r"""^(?:apply_patch\s+)?<<\s*(?:EOF|'EOF'|"EOF")$""")
@@ -113,6 +119,10 @@ _FILE_MARKER = re.compile(r"^\*\*\* (Add File|Delete File|Update File|Move to):[
 # `@@ -12,5 +12,6 @@ anchor` (unified diff) and `@@ anchor @@` (Hermes-style closing @@).
 _UNIFIED_HEADER = re.compile(r"^@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@[ \t]?(.*)$")
 _CLOSED_HEADER = re.compile(r"^@@ (.*?)[ \t]*@@$")
+# The start of every line normalisation might change or that might change its state: anything
+# but a `+`/`-` line or a ` x` context line. Plain body lines, the bulk of a patch, are never
+# looked at one by one.
+_INTERESTING = re.compile(r"\n(?=[^+\- \n]|[ ][ *\t\n]|\n)")
 
 # Normaliser states: where a blank line is dropped or means something.
 _TOP, _ADD, _UPDATE_HEAD, _CHUNK = range(4)
@@ -141,75 +151,88 @@ def _header(line: str) -> str:
     return s
 
 
+def _strip_lines(text: str) -> tuple[str, int]:
+    """`text` without leading/trailing whitespace, and how many lines went from its start."""
+    body = text.strip()
+    if not body:
+        return "", 0
+    return body, text.count("\n", 0, text.index(body[0]))
+
+
 def normalise_patch(text: str) -> NormalisedPatch:
     """Turn what a model emitted into the strict form v4a.lark reads (see the module docstring)."""
     if "\r" in text:
         text = text.replace("\r\n", "\n")
-    original = text.split("\n")
-    first, last = 0, len(original) - 1
-    while first <= last and not original[first].strip():
-        first += 1
-    while last >= first and not original[last].strip():
-        last -= 1
-    if last - first >= 1 and _HEREDOC.match(original[first].strip()):
-        if original[last].strip().endswith("EOF"):
-            first, last = first + 1, last - 1
-            while first <= last and not original[first].strip():
-                first += 1
-            while last >= first and not original[last].strip():
-                last -= 1
-
-    out: list[str] = []
-    keep: list[int] = []
-    append, note = out.append, keep.append
+    body, skipped = _strip_lines(text)
+    first_line = skipped + 1
+    nl = body.find("\n")
+    if nl > 0 and _HEREDOC.match(body[:nl].strip()):
+        last_nl = body.rfind("\n")
+        if body[last_nl + 1 :].strip().endswith("EOF"):
+            inner, skipped = _strip_lines(body[nl + 1 : last_nl])
+            first_line += 1 + skipped
+            body = inner
+    s = body + "\n" if body else ""
+    pieces: list[str] = []
+    dropped: list[int] = []
     state = _TOP
-    i = first
-    while i <= last:
-        line = original[i]
+    copied = 0  # s[:copied] is already in pieces
+    prev_end = 0  # end of the last line looked at
+    nl_counted, nl_pos = 0, 0
+    starts = (m.end() for m in _INTERESTING.finditer(s))
+    ls = 0 if s else -1
+    while ls >= 0:
+        le = s.index("\n", ls)
+        line = s[ls:le]
+        if ls > prev_end and state == _UPDATE_HEAD:
+            state = _CHUNK  # plain body lines since the header: the first chunk has no @@
+        prev_end = le + 1
+        replacement: str | None = line
         c = line[:1]
-        i += 1
+        stripped = line.strip()
         if c == "+" or c == "-":
-            # The hot path: body lines are taken as they are.
             if state == _UPDATE_HEAD:
                 state = _CHUNK
-            append(line)
-            note(i)
-            continue
-        if c == " " and state == _CHUNK and line[1:2] != " " and line[1:2] != "*":
-            append(line)
-            note(i)
-            continue
-        stripped = line.strip()
-        if not stripped:
+        elif c == " " and state == _CHUNK and stripped[:3] != "***":
+            pass  # a context line (an empty one if only spaces)
+        elif not stripped:
             if state == _CHUNK:
-                # An empty line inside a chunk is an empty context line; " " already is one.
-                append(" " if c == " " else "")
-                note(i)
-            elif state == _ADD:
-                j = i
-                while j <= last and not original[j].strip():
-                    j += 1
-                if j <= last and original[j][:1] == "+":
-                    append("+")
-                    note(i)
-            continue
-        if stripped[:3] == "***":
+                replacement = ""  # a whitespace-only line inside a chunk: empty context
+            elif state == _ADD and _next_is_added_line(s, le + 1):
+                replacement = "+"  # a blank line inside a new file's body: an empty line
+            else:
+                replacement = None  # between sections
+        elif stripped[:3] == "***":
             marker = _marker(stripped)
             if marker is not None:
-                append(marker[0])
-                note(i)
-                state = marker[1]
-                continue
+                replacement, state = marker
         elif c == "@" and stripped[:2] == "@@":
-            append(_header(line))
-            note(i)
+            replacement = _header(line)
             state = _CHUNK
-            continue
-        if c == " " and state in (_CHUNK, _UPDATE_HEAD):
+        elif c == " " and state == _UPDATE_HEAD:
             state = _CHUNK
-        append(line)
-        note(i)
-    return NormalisedPatch("".join(s + "\n" for s in out), tuple(keep), tuple(original))
+        if replacement != line:
+            pieces.append(s[copied:ls])
+            if replacement is None:
+                nl_counted += s.count("\n", nl_pos, ls)
+                nl_pos = ls
+                dropped.append(first_line + nl_counted)
+            else:
+                pieces.append(replacement + "\n")
+            copied = le + 1
+        ls = next(starts, -1)
+    pieces.append(s[copied:])
+    return NormalisedPatch("".join(pieces), first_line, tuple(dropped), text)
+
+
+def _next_is_added_line(s: str, pos: int) -> bool:
+    while pos < len(s):
+        end = s.index("\n", pos)
+        line = s[pos:end]
+        if line.strip():
+            return line[:1] == "+"
+        pos = end + 1
+    return False
 
 
 _EXPECTED = {
@@ -218,14 +241,15 @@ _EXPECTED = {
     "DELETE_FILE": "'*** Delete File: <path>'",
     "UPDATE_FILE": "'*** Update File: <path>'",
     "MOVE_TO": "'*** Move to: <path>'",
-    "HEADER": "'@@' or '@@ <anchor line>'",
-    "CHUNK_BODY": "a chunk line starting with ' ' (context), '-' (removed) or '+' (added)",
+    "CHUNK": "a chunk: '@@' or '@@ <anchor line>', then lines starting with ' ' (context), "
+    "'-' (removed) or '+' (added)",
+    "BARE_CHUNK": "a chunk line starting with ' ' (context), '-' (removed) or '+' (added)",
     "ADD_BODY": "a '+' line of the new file",
-    "EOF_MARKER": "'*** End of File'",
     "END": "'*** End Patch'",
     "$END": "the end of the patch",
 }
 _FILE_HEADERS = ("ADD_FILE", "DELETE_FILE", "UPDATE_FILE")
+_EOF_LINE = END_OF_FILE
 
 
 def _parse_error(message: str, patch_line: int, line: str, expected: list[str]) -> EditError:
@@ -268,7 +292,7 @@ class _ToHunks:
     def add_file(self, children: list[Any]) -> AddFile:
         header = children[0]
         body = str(children[1]) if len(children) > 1 else ""
-        lines = tuple(s[1:] for s in body.split("\n")[:-1])
+        lines = tuple([s[1:] for s in body.split("\n")[:-1]])
         return AddFile(self._path(header, "*** Add File: "), lines, self._line(header))
 
     def delete_file(self, children: list[Any]) -> DeleteFile:
@@ -279,39 +303,33 @@ class _ToHunks:
         header = children[0]
         move_to = None
         rest = children[1:]
-        if rest and getattr(rest[0], "type", None) == "MOVE_TO":
+        if rest[0].type == "MOVE_TO":
             move_to = self._path(rest[0], "*** Move to: ")
             rest = rest[1:]
+        chunks = tuple([self._chunk(t) for t in rest])
         return UpdateFile(
-            self._path(header, "*** Update File: "), move_to, tuple(rest), self._line(header)
+            self._path(header, "*** Update File: "), move_to, chunks, self._line(header)
         )
 
-    def _chunk(self, anchor: str | None, body: Token, eof: bool, line: int) -> Chunk:
-        old: list[str] = []
-        new: list[str] = []
-        ops: list[str] = []
-        for s in str(body).split("\n")[:-1]:
-            c = s[:1]
-            if c == "+":
-                new.append(s[1:])
-                ops.append("+")
-            elif c == "-":
-                old.append(s[1:])
-                ops.append("-")
-            else:
-                s = s[1:]
-                old.append(s)
-                new.append(s)
-                ops.append(" ")
-        return Chunk(anchor, tuple(old), tuple(new), eof, "".join(ops), line)
-
-    def bare_chunk(self, children: list[Any]) -> Chunk:
-        return self._chunk(None, children[0], len(children) > 1, self._line(children[0]))
-
-    def chunk(self, children: list[Any]) -> Chunk:
-        header = str(children[0])[:-1]
-        anchor = header[3:] if header.startswith("@@ ") else None
-        return self._chunk(anchor, children[1], len(children) > 2, self._line(children[0]))
+    def _chunk(self, token: Token) -> Chunk:
+        lines = str(token).split("\n")
+        lines.pop()
+        anchor = None
+        if token.type == "CHUNK":
+            header = lines[0]
+            anchor = header[3:] if header[:3] == "@@ " else None
+            del lines[0]
+        eof = lines[-1] == _EOF_LINE
+        if eof:
+            lines.pop()
+        return Chunk(
+            anchor,
+            tuple([x[1:] for x in lines if x[:1] != "+"]),
+            tuple([x[1:] for x in lines if x[:1] != "-"]),
+            eof,
+            "".join([x[:1] or " " for x in lines]),
+            self._line(token),
+        )
 
 
 _TRANSFORMER = _ToHunks()
@@ -339,17 +357,19 @@ def _lark() -> Lark:
 def parse_patch(text: str) -> Patch:
     """Parse a V4A patch into hunks, or raise `EditError(PARSE_ERROR)` saying where and why."""
     norm = normalise_patch(text)
-    lines = norm.text.split("\n")[:-1]
-    if not lines or lines[0] != BEGIN:
-        n = norm.line_map[0] if norm.line_map else 1
+    t = norm.text
+    if not t.startswith(BEGIN + "\n"):
+        n = norm.first_line
         raise _parse_error(
             "Invalid patch: the first line of the patch must be '*** Begin Patch'.",
             n,
             norm.text_of(n),
             [_EXPECTED["BEGIN"]],
         )
-    if len(lines) < 2 or lines[-1] != END:
-        n = norm.line_map[-1] + (1 if len(lines) < 2 else 0)
+    last_nl = t.rfind("\n", 0, len(t) - 1)
+    if t[last_nl + 1 :] != END + "\n" or last_nl < 0:
+        n_lines = t.count("\n")
+        n = norm.original_line(n_lines) + (1 if n_lines < 2 else 0)
         raise _parse_error(
             "Invalid patch: the last line of the patch must be '*** End Patch'.",
             n,
@@ -361,55 +381,92 @@ def parse_patch(text: str) -> Patch:
     with _LOCK:
         _TRANSFORMER.norm = norm
         try:
-            patch: Patch = _lark().parse(norm.text)  # type: ignore[assignment]
+            patch: Patch = _lark().parse(t)  # type: ignore[assignment]
         except UnexpectedInput as exc:
-            raise _explain(exc, norm, lines) from None
+            raise _explain(exc, norm) from None
         finally:
             _TRANSFORMER.norm = None
     if not patch:
+        n = norm.original_line(2)
         raise _parse_error(
             "Invalid patch: it has no file sections, so it would change nothing.",
-            norm.line_map[-1],
-            norm.text_of(norm.line_map[-1]),
+            n,
+            norm.text_of(n),
             [_EXPECTED[name] for name in _FILE_HEADERS],
         )
     return patch
 
 
-def _explain(exc: Any, norm: NormalisedPatch, lines: list[str]) -> EditError:
+def _explain(exc: Any, norm: NormalisedPatch) -> EditError:
     """A PARSE_ERROR naming the original line, what it is, and what was expected there."""
+    lines = norm.text.split("\n")
     token = getattr(exc, "token", None)
-    n_line = int(getattr(exc, "line", 0) or 0) or (
-        int(token.line) if token is not None and token.line else len(lines)
-    )
+    n_line = int(getattr(exc, "line", 0) or 0)
+    if not n_line and token is not None:
+        n_line = int(token.line or 0)
+    n_line = n_line or len(lines) - 1
     allowed = set(getattr(exc, "expected", None) or getattr(exc, "allowed", None) or ())
-    order = list(_EXPECTED)
-    expected = [_EXPECTED[t] for t in order if t in allowed]
-    n = norm.original_line(n_line)
-    text = norm.text_of(n)
+    expected = [_EXPECTED[t] for t in _EXPECTED if t in allowed]
+    here = lines[n_line - 1] if n_line <= len(lines) else ""
     prev = lines[n_line - 2] if n_line >= 2 else ""
-    if prev.startswith(("*** Update File: ", "*** Move to: ")) and "HEADER" in allowed:
+    if here.startswith("@@") and "CHUNK" in allowed:
+        # The chunk token failed after its header: the culprit is the line after it.
+        n = norm.original_line(n_line + 1)
+        text = norm.text_of(n)
+        if n_line >= len(lines) - 1 or lines[n_line].startswith(("***", "@@")):
+            at = norm.original_line(n_line)
+            why = (
+                f"follows the '@@' line {at} with no chunk lines; a chunk needs at least one "
+                "' ', '-' or '+' line"
+            )
+        else:
+            why = (
+                "is not a chunk line; every line of an update chunk starts with ' ' (context), "
+                "'-' (removed) or '+' (added), and a new chunk starts with '@@'"
+            )
+        return _parse_error(
+            f"Invalid patch line {n}: {text!r} {why}.", n, text, [_EXPECTED["BARE_CHUNK"]]
+        )
+    if prev.startswith(("*** Update File: ", "*** Move to: ")) and "CHUNK" in allowed:
         # Codex: "Update file hunk for path 'p' is empty".
+        n = norm.original_line(n_line - 1)
         path = prev.split(": ", 1)[1]
         return _parse_error(
-            f"Invalid patch line {n - 1}: the Update File section for {path!r} has no chunk; "
-            "an update needs at least one '@@' chunk of changed lines.",
+            f"Invalid patch line {n}: the Update File section for {path!r} has no chunk; an "
+            "update needs at least one '@@' chunk of changed lines.",
             n,
-            text,
+            norm.text_of(n),
             expected,
         )
-    if "CHUNK_BODY" in allowed or "EOF_MARKER" in allowed and "HEADER" in allowed:
+    section = next(
+        (x for x in reversed(lines[: n_line - 1]) if x.startswith("*** ") and x != END_OF_FILE),
+        "",
+    )
+    n = norm.original_line(n_line)
+    text = norm.text_of(n)
+    if prev == END_OF_FILE and not here.startswith("***"):
+        why = (
+            "follows '*** End of File', which ends its chunk at the end of the file; start "
+            "another chunk with '@@' (in file order) or the next file section"
+        )
+    elif section.startswith("*** Add File: ") and not here.startswith("***"):
+        why = "is not part of the new file; every line of an Add File section starts with '+'"
+    elif section.startswith("*** Delete File: ") and not here.startswith("***"):
+        why = "follows a Delete File line, which takes no body; the next line must be a file header"
+    elif "CHUNK" in allowed and "BARE_CHUNK" not in allowed and not here.startswith("***"):
         why = (
             "is not a chunk line; every line of an update chunk starts with ' ' (context), "
             "'-' (removed) or '+' (added), and a new chunk starts with '@@'"
         )
-    elif allowed & set(_FILE_HEADERS) and text.strip().startswith("***"):
+    elif allowed & set(_FILE_HEADERS) and here.startswith("***"):
         why = (
             "is not a valid file header; valid headers are '*** Add File: <path>', "
             "'*** Delete File: <path>' and '*** Update File: <path>'"
         )
     elif "ADD_BODY" in allowed:
         why = "is not part of the new file; every line of an Add File section starts with '+'"
+    elif here.startswith("***"):
+        why = "is not a valid marker here"
     else:
         why = "is not valid here"
     return _parse_error(f"Invalid patch line {n}: {text!r} {why}.", n, text, expected)

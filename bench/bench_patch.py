@@ -1,0 +1,189 @@
+"""Benchmark: agent-edit's CLI `apply-patch` against Codex's `apply_patch`, side by side in one run.
+
+Workloads (issue 3, peers.md): (a) "many": one patch updating 1,000 files of 200 lines, 5 chunks
+each (~46k patch lines); (b) "big": 1,000 chunks on one 100k-line file; and the in-process parse
+time of a 10,000-line patch. Each CLI figure is a whole process (interpreter start included),
+fed the patch on stdin, on a fresh copy of the tree; runs alternate between the two tools so
+they share the machine's noise. Medians are printed, with the bars of issue 3.
+
+Codex is installed here, for this script only (never a dependency of the package):
+`npm install --prefix bench/.codex @openai/codex@0.169.0`; its native binary is symlinked as
+`apply_patch`, which makes it apply a patch read from stdin.
+
+    /work/venv/bin/python bench/bench_patch.py [--runs N] [--skip-codex]
+"""
+
+from __future__ import annotations
+
+import argparse
+import compileall
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+CODEX_DIR = REPO / "bench" / ".codex"
+WORK = REPO / "bench" / ".bench"
+CODEX_VERSION = "0.169.0"
+BARS = {"many": 1.5, "big": 3.0}
+PARSE_BAR_MS = 60.0
+
+
+def codex_apply_patch() -> Path:
+    """The `apply_patch` symlink to Codex's native binary, installing the npm package if needed."""
+    link = CODEX_DIR / "bin" / "apply_patch"
+    if link.exists():
+        return link
+    if not list(CODEX_DIR.glob("node_modules/@openai/codex*/vendor/*/bin/codex")):
+        subprocess.run(
+            [
+                "npm",
+                "install",
+                "--prefix",
+                str(CODEX_DIR),
+                f"@openai/codex@{CODEX_VERSION}",
+                "--no-audit",
+                "--no-fund",
+                "--silent",
+            ],
+            check=True,
+        )
+    found = sorted(CODEX_DIR.glob("node_modules/@openai/codex*/vendor/*/bin/codex"))
+    if not found:
+        raise SystemExit("Codex's native binary was not found in the npm package")
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(found[0])
+    return link
+
+
+def _chunk(lines: list[str], at: int, out: list[str]) -> None:
+    out.append("@@\n")
+    out.extend(f" {lines[k]}\n" for k in range(at - 3, at))
+    out.append(f"-{lines[at]}\n")
+    out.append(f"+{lines[at]}  # changed\n")
+    out.extend(f" {lines[k]}\n" for k in range(at + 1, at + 4))
+
+
+def make_many(root: Path) -> str:
+    out = ["*** Begin Patch\n"]
+    for i in range(1000):
+        rel = f"pkg{i % 20}/mod{i}.py"
+        lines = [f"value_{i}_{j} = compute({j}, {j * 7})  # line {j}" for j in range(200)]
+        target = root / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text("\n".join(lines) + "\n")
+        out.append(f"*** Update File: {rel}\n")
+        for c in range(5):
+            _chunk(lines, 20 + c * 40, out)
+    out.append("*** End Patch\n")
+    return "".join(out)
+
+
+def make_big(root: Path) -> str:
+    lines = [f"value_{j} = compute({j}, {j * 7})  # line {j}" for j in range(100_000)]
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "big.py").write_text("\n".join(lines) + "\n")
+    out = ["*** Begin Patch\n", "*** Update File: big.py\n"]
+    for c in range(1000):
+        _chunk(lines, 50 + c * 100, out)
+    out.append("*** End Patch\n")
+    return "".join(out)
+
+
+def tree(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+def run_once(
+    cmd: list[str], template: Path, work: Path, patch: bytes, env: dict[str, str]
+) -> float:
+    if work.exists():
+        shutil.rmtree(work)
+    shutil.copytree(template, work)
+    t0 = time.perf_counter()
+    proc = subprocess.run(
+        cmd, cwd=work, input=patch, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env
+    )
+    elapsed = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise SystemExit(f"{cmd[0]} failed: {proc.stderr.decode(errors='replace')}")
+    return elapsed
+
+
+def bench_parse(patch: str, runs: int) -> float:
+    sys.path.insert(0, str(REPO))
+    from lsp_server.engine.v4a import parse_patch
+
+    lines = patch.split("\n")
+    # A 10,000-line patch: the first 9,998 lines (whole chunks) and the end marker.
+    cut = 9998
+    while not lines[cut].startswith("@@"):
+        cut -= 1
+    text = "\n".join(lines[:cut]) + "\n*** End Patch\n"
+    n = text.count("\n")
+    parse_patch(text)  # grammar load, caches
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        parse_patch(text)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times) * 1000 * 10_000 / n
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--skip-codex", action="store_true")
+    args = ap.parse_args()
+    # Installed packages ship bytecode; with PYTHONDONTWRITEBYTECODE a source tree would
+    # otherwise be recompiled by every process.
+    compileall.compile_dir(str(REPO / "lsp_server"), quiet=1)
+    codex = None if args.skip_codex else codex_apply_patch()
+    WORK.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    ours = [sys.executable, "-m", "lsp_server", "apply-patch", "-"]
+    results: dict[str, dict[str, float]] = {}
+    for name, make in (("many", make_many), ("big", make_big)):
+        template = WORK / f"{name}-template"
+        if template.exists():
+            shutil.rmtree(template)
+        patch = make(template).encode()
+        work = WORK / f"{name}-work"
+        # Warm-up, and a check that both tools produce the same tree.
+        run_once(ours, template, work, patch, env)
+        ours_tree = tree(work)
+        if codex is not None:
+            run_once([str(codex)], template, work, patch, env)
+            if tree(work) != ours_tree:
+                raise SystemExit(f"{name}: agent-edit and Codex produced different trees")
+        times: dict[str, list[float]] = {"agent-edit": [], "codex": []}
+        for _ in range(args.runs):
+            if codex is not None:
+                times["codex"].append(run_once([str(codex)], template, work, patch, env))
+            times["agent-edit"].append(run_once(ours, template, work, patch, env))
+        results[name] = {k: statistics.median(v) for k, v in times.items() if v}
+        lines = patch.count(b"\n")
+        print(f"{name}: {lines:,} patch lines", flush=True)
+        for tool, v in times.items():
+            if v:
+                print(f"  {tool:10s} median {statistics.median(v):.3f} s  runs {sorted(v)}")
+        if codex is not None:
+            ratio = results[name]["agent-edit"] / results[name]["codex"]
+            ok = "meets" if ratio <= BARS[name] else "MISSES"
+            print(f"  ratio {ratio:.2f}x Codex ({ok} the {BARS[name]}x bar)", flush=True)
+        if name == "many":
+            parse_ms = bench_parse(patch.decode(), runs=max(args.runs, 15))
+    ok = "meets" if parse_ms <= PARSE_BAR_MS else "MISSES"
+    print(
+        f"parse: {parse_ms:.1f} ms per 10,000 patch lines, median ({ok} the {PARSE_BAR_MS} ms bar)"
+    )
+    for name in ("many", "big"):
+        shutil.rmtree(WORK / f"{name}-work", ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
