@@ -137,6 +137,22 @@ def _snapshot(root: str, path: str) -> Snapshot:
     return read_snapshot(root, workspace_path(root, path))
 
 
+# Real paths of folders already resolved, per (root, folder): a 1,000-file patch touches a few
+# folders, so each file costs one lstat instead of one per path component.
+_REAL_DIRS: dict[tuple[str, str], str] = {}
+
+
+def _realpath(root: str, path: str) -> str:
+    if os.path.isabs(path) or ".." in path.split("/"):
+        return os.path.realpath(os.path.join(root, path))
+    head, tail = os.path.split(os.path.normpath(path))
+    real_head = _REAL_DIRS.get((root, head))
+    if real_head is None:
+        real_head = _REAL_DIRS[(root, head)] = os.path.realpath(os.path.join(root, head))
+    full = os.path.join(real_head, tail)
+    return os.path.realpath(full) if os.path.islink(full) else full
+
+
 def workspace_path(root: str, path: str) -> str:
     """`path` as a workspace-relative posix path, or `EditError` if it leaves the workspace.
 
@@ -150,15 +166,16 @@ def workspace_path(root: str, path: str) -> str:
         from urllib.parse import unquote, urlparse
 
         path = unquote(urlparse(path).path)
-    full = os.path.realpath(os.path.join(root, path))
-    if full != root and not full.startswith(root.rstrip(os.sep) + os.sep):
+    full = _realpath(root, path)
+    prefix = root.rstrip(os.sep) + os.sep
+    if full != root and not full.startswith(prefix):
         raise EditError(
             Code.OUTSIDE_WORKSPACE,
             f"{raw} resolves to {full}, outside the workspace {root}.",
             "Only files inside the workspace can be edited; use a path inside it.",
             {"path": raw, "resolved": full, "rule": "workspace-only"},
         )
-    rel = os.path.relpath(full, root).replace(os.sep, "/")
+    rel = full[len(prefix) :].replace(os.sep, "/") if full != root else "."
     if rel == ".git" or rel.startswith(".git/"):
         raise EditError(
             Code.DENIED,

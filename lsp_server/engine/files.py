@@ -110,20 +110,20 @@ class _Step:
 
     path: str  # workspace-relative
     op: str  # "write" (content to `path`) or "remove"
-    existed: bool
-    pre: str | None  # pre-image text (BOM as a flag), when the file existed
-    pre_bom: bool
+    pre: bytes | None  # the file's bytes before, when it existed
     new_sha256: str | None  # of the bytes written, for "write"
     tmp: str | None  # temporary file name in the same folder, for "write"
-    data: bytes | None = None  # not journalled
+    data: bytes | None = None  # the bytes to write (not journalled)
 
-    def journal(self) -> dict[str, Any]:
+    @property
+    def existed(self) -> bool:
+        return self.pre is not None
+
+    def journal(self, offset: int) -> dict[str, Any]:
         return {
             "path": self.path,
             "op": self.op,
-            "existed": self.existed,
-            "pre": self.pre,
-            "preBom": self.pre_bom,
+            "pre": None if self.pre is None else [offset, len(self.pre)],
             "newSha256": self.new_sha256,
             "tmp": self.tmp,
         }
@@ -184,37 +184,26 @@ def recover(root: str) -> list[dict[str, Any]]:
 
 def _steps(root: str, plan: Plan) -> list[_Step]:
     token = secrets.token_hex(4)
-    steps: list[_Step] = []
+    writes: list[_Step] = []
     removes: list[_Step] = []
     for change in plan.changes:
         before = change.before
-        pre = before.text if before.exists else None
+        pre = encode_file(before.text, before.bom) if before.exists else None
         if change.change == "delete":
-            removes.append(_Step(change.path, "remove", True, pre, before.bom, None, None))
+            removes.append(_Step(change.path, "remove", pre, None, None))
             continue
         data = encode_file(change.new_text, change.bom)
+        # The plan's own hash is the bytes' hash unless a BOM is prepended.
+        sha = hashlib.sha256(data).hexdigest() if change.bom else change.new_sha256
         target = change.target_path
         head, name = os.path.split(target)
         tmp = os.path.join(head, f".{name}.agent-edit-{token}.tmp")
         if change.change == "move":
-            steps.append(
-                _Step(target, "write", False, None, False, hashlib.sha256(data).hexdigest(), tmp)
-            )
-            removes.append(_Step(change.path, "remove", True, pre, before.bom, None, None))
+            writes.append(_Step(target, "write", None, sha, tmp, data))
+            removes.append(_Step(change.path, "remove", pre, None, None))
         else:
-            steps.append(
-                _Step(
-                    target,
-                    "write",
-                    before.exists,
-                    pre,
-                    before.bom,
-                    hashlib.sha256(data).hexdigest(),
-                    tmp,
-                )
-            )
-        steps[-1].data = data
-    return steps + removes
+            writes.append(_Step(target, "write", pre, sha, tmp, data))
+    return writes + removes
 
 
 def _missing_dirs(root: str, steps: list[_Step]) -> list[str]:
@@ -235,17 +224,37 @@ def _missing_dirs(root: str, steps: list[_Step]) -> list[str]:
     return out
 
 
-def _write_json_atomic(path: str, obj: Any) -> None:
+def _write_journal(path: str, header: dict[str, Any], blob: list[bytes]) -> None:
+    """The journal: one JSON line, then the pre-images' raw bytes (offsets in the header).
+
+    Raw bytes rather than JSON strings: escaping megabytes of pre-images costs more than the
+    rest of a large apply. Written to a temporary name and renamed, so it is whole or absent.
+    """
     tmp = path + ".tmp"
-    data = json.dumps(obj, ensure_ascii=False).encode("utf-8", "surrogatepass")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
-        os.write(fd, data)
+        _write_all(fd, json.dumps(header, ensure_ascii=False).encode("utf-8") + b"\n")
+        for part in blob:
+            _write_all(fd, part)
         os.fsync(fd)
     finally:
         os.close(fd)
     os.replace(tmp, path)
     _fsync_dir(os.path.dirname(path))
+
+
+def _read_journal(path: str) -> tuple[dict[str, Any], bytes]:
+    with open(path, "rb") as f:
+        data = f.read()
+    nl = data.index(b"\n")
+    header: dict[str, Any] = json.loads(data[:nl])
+    return header, data[nl + 1 :]
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def _fsync_dir(path: str) -> None:
@@ -274,9 +283,7 @@ def _write_temp(root: str, step: _Step) -> None:
     try:
         if step.existed:
             os.fchmod(fd, mode)  # the umask must not narrow an existing file's permissions
-        view = memoryview(step.data)
-        while view:
-            view = view[os.write(fd, view) :]
+        _write_all(fd, step.data)
         os.fsync(fd)
     finally:
         os.close(fd)
@@ -285,17 +292,23 @@ def _write_temp(root: str, step: _Step) -> None:
 def _run(root: str, sdir: str, steps: list[_Step]) -> None:
     journal_path = os.path.join(sdir, JOURNAL)
     dirs = _missing_dirs(root, steps)
-    _write_json_atomic(
-        journal_path,
-        {
-            "version": 1,
-            "root": os.path.realpath(root),
-            "pid": os.getpid(),
-            "time": time.time(),
-            "dirs": dirs,
-            "files": [s.journal() for s in steps],
-        },
-    )
+    entries = []
+    blob: list[bytes] = []
+    offset = 0
+    for s in steps:
+        entries.append(s.journal(offset))
+        if s.pre is not None:
+            blob.append(s.pre)
+            offset += len(s.pre)
+    header = {
+        "version": 1,
+        "root": os.path.realpath(root),
+        "pid": os.getpid(),
+        "time": time.time(),
+        "dirs": dirs,
+        "files": entries,
+    }
+    _write_journal(journal_path, header, blob)
     crash = _Crasher()
     writes = [s for s in steps if s.op == "write"]
     try:
@@ -356,7 +369,7 @@ def _sha(path: str) -> str | None:
         return "<directory>"
 
 
-def _restore(full: str, pre: str, bom: bool) -> None:
+def _restore(full: str, pre: bytes) -> None:
     tmp = full + ".agent-edit-restore.tmp"
     try:
         mode = os.stat(full).st_mode & 0o7777
@@ -364,7 +377,7 @@ def _restore(full: str, pre: str, bom: bool) -> None:
         mode = 0o666
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     try:
-        os.write(fd, encode_file(pre, bom))
+        _write_all(fd, pre)
         os.fsync(fd)
     finally:
         os.close(fd)
@@ -373,8 +386,7 @@ def _restore(full: str, pre: str, bom: bool) -> None:
 
 def _rollback(root: str, journal_path: str) -> dict[str, Any]:
     """Put every file of the journalled apply back to its pre-image; the report of what was done."""
-    with open(journal_path, encoding="utf-8") as f:
-        journal = json.load(f)
+    journal, blob = _read_journal(journal_path)
     restored: list[str] = []
     removed: list[str] = []
     conflicts: list[dict[str, str]] = []
@@ -386,18 +398,18 @@ def _rollback(root: str, journal_path: str) -> dict[str, Any]:
                 os.unlink(os.path.join(root, entry["tmp"]))
             except FileNotFoundError:
                 pass
-        pre = entry.get("pre")
-        pre_sha = (
-            hashlib.sha256(encode_file(pre, bool(entry.get("preBom")))).hexdigest()
-            if pre is not None
-            else None
-        )
+        pre = None
+        if entry.get("pre") is not None:
+            start, length = entry["pre"]
+            pre = blob[start : start + length]
+        pre_sha = hashlib.sha256(pre).hexdigest() if pre is not None else None
         current = _sha(full)
         if current == pre_sha:
             continue  # untouched (or already back)
         if current is None or (entry["op"] == "write" and current == entry.get("newSha256")):
             if pre is not None:
-                _restore(full, pre, bool(entry.get("preBom")))
+                os.makedirs(os.path.dirname(full), exist_ok=True)
+                _restore(full, pre)
                 restored.append(path)
             elif current is not None:
                 os.unlink(full)
