@@ -132,7 +132,7 @@ def plan_diff(changes: Iterable[FileChange], cap: int = 256 * 1024) -> str:
     parts: list[str] = []
     size = 0
     for change in changes:
-        if size >= cap:
+        if size >= cap or size + _min_diff_size(change) > cap:
             # Past the cap only counts are shown: take them from the edits, skip the diff.
             plus, minus = _edit_counts(change)
             d = (
@@ -166,3 +166,25 @@ def _edit_counts(change: FileChange) -> tuple[int, int]:
         return 0, _content_count(change.before.lines)
     plus = sum(len(e.new_lines) for e in change.edits)
     return plus, sum(e.end - e.start for e in change.edits)
+
+
+def _min_diff_size(change: FileChange) -> int:
+    """A lower bound of the file's diff size: its hunks' lines, without the headers.
+
+    Cheap (only the lines around the edits are measured), so a file whose diff cannot fit is
+    summarised without building the diff.
+    """
+    if change.change not in ("update", "move"):
+        return 0
+    old = change.before.lines
+    n = len(old)
+    size = 0
+    covered = 0  # old lines before this index are counted already
+    for e in change.edits:
+        lo = max(e.start - CONTEXT, covered)
+        hi = min(e.end + CONTEXT, n)
+        if hi > lo:
+            size += sum(map(len, old[lo:hi])) + (hi - lo)
+        size += sum(map(len, e.new_lines)) + len(e.new_lines)
+        covered = max(covered, hi)
+    return size

@@ -36,7 +36,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import secrets
 import signal
 import time
 from collections.abc import Iterator
@@ -183,7 +182,7 @@ def recover(root: str) -> list[dict[str, Any]]:
 
 
 def _steps(root: str, plan: Plan) -> list[_Step]:
-    token = secrets.token_hex(4)
+    token = os.urandom(4).hex()
     writes: list[_Step] = []
     removes: list[_Step] = []
     for change in plan.changes:

@@ -23,6 +23,7 @@ chunks on a 100k-line file plan in tens of milliseconds.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import compress
@@ -35,6 +36,7 @@ from lsp_server.engine.text import Snapshot, content
 from lsp_server.engine.v4a import AddFile, Chunk, DeleteFile, Patch, UpdateFile, parse_patch
 
 GetSnapshot = Callable[[str], Snapshot]
+_RUN = re.compile(r"[-+]+")
 MAX_SHOWN_LINES = 10
 
 
@@ -233,8 +235,10 @@ class _FileSeeker:
             values = level.values
             if name != "exact":
                 want = [norm(x) for x in pattern]
+            elif self.lf_only:
+                want = [x + "\n" for x in pattern]
             else:
-                want = [self._exact(x) for x in pattern]
+                want = list(pattern)
             if eof:
                 if values[n - k :] == want:
                     return name, [n - k]
@@ -298,28 +302,22 @@ class _FileSeeker:
             self._note(level, chunk)
             start = hits[0]
             cursor = start + len(old)
-            pos = start
-            ni = 0
-            run_start = -1
-            run_new: list[str] = []
-            for op in ops:
-                if op == " ":
-                    if run_start >= 0:
-                        pending.append((run_start, pos, seq, tuple(run_new)))
-                        run_start, run_new = -1, []
-                    pos += 1
-                    ni += 1
-                elif op == "-":
-                    if run_start < 0:
-                        run_start = pos
-                    pos += 1
-                else:
-                    if run_start < 0:
-                        run_start = pos
-                    run_new.append(new[ni] + eol)
-                    ni += 1
-            if run_start >= 0:
-                pending.append((run_start, pos, seq, tuple(run_new)))
+            # Each run of -/+ ops is one edit; context lines between runs stay untouched. Run
+            # positions come from counting ops (C-level), not from a loop over every line.
+            count = ops.count
+            for m in _RUN.finditer(ops):
+                a, b = m.span()
+                pos = start + a - count("+", 0, a)
+                ni = a - count("-", 0, a)
+                added = count("+", a, b)
+                pending.append(
+                    (
+                        pos,
+                        pos + (b - a) - added,
+                        seq,
+                        tuple([x + eol for x in new[ni : ni + added]]),
+                    )
+                )
         return self._finish(pending)
 
     def _finish(self, pending: list[tuple[int, int, int, tuple[str, ...]]]) -> tuple[LineEdit, ...]:
@@ -351,6 +349,10 @@ class _FileSeeker:
             merged.append((s, e, list(new)))
         out: list[LineEdit] = []
         for s, e, new_lines in merged:
+            if s == e or not new_lines:
+                out.append(LineEdit(s, e, tuple(new_lines)))
+                continue
+            # A replaced line may come back unchanged (a `-x`/`+x` pair): keep the edit minimal.
             edit = minimal_edit(lines[s:e], new_lines, s)
             if edit is not None:
                 out.append(edit)
