@@ -348,12 +348,14 @@ class _FileSeeker:
                 continue
             merged.append((s, e, list(new)))
         out: list[LineEdit] = []
+        old_lines = self.snap.lines
         for s, e, new_lines in merged:
             if s == e or not new_lines:
                 out.append(LineEdit(s, e, tuple(new_lines)))
                 continue
             # A replaced line may come back unchanged (a `-x`/`+x` pair): keep the edit minimal.
-            edit = minimal_edit(lines[s:e], new_lines, s)
+            # Compared with the snapshot's own lines: an unterminated last line differs.
+            edit = minimal_edit(old_lines[s:e], new_lines, s)
             if edit is not None:
                 out.append(edit)
         return tuple(out)
