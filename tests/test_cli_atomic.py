@@ -236,6 +236,17 @@ def test_state_dir_is_outside_the_workspace(
     assert files.state_dir(str(other)) != str(sdir)
 
 
+@pytest.mark.parametrize("xdg", [None, "/tmp/some-xdg-state"])
+def test_state_base_follows_platformdirs(monkeypatch: pytest.MonkeyPatch, xdg: str | None) -> None:
+    from platformdirs import user_state_dir
+
+    if xdg is None:
+        monkeypatch.delenv("XDG_STATE_HOME", raising=False)
+    else:
+        monkeypatch.setenv("XDG_STATE_HOME", xdg)
+    assert files.user_state_base() == user_state_dir("agent-edit")
+
+
 def test_bom_mode_and_dry_run(work: Path, state: Path) -> None:
     (work / "bom.txt").write_bytes(b"\xef\xbb\xbfhello\nworld\n")
     script = work / "run.sh"

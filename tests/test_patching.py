@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from lsp_server.engine import patching
 from lsp_server.engine.diffing import file_diff
 from lsp_server.engine.errors import Code, EditError
-from lsp_server.engine.model import LineEdit, Plan
+from lsp_server.engine.model import Plan, apply_line_edits
 from lsp_server.engine.patching import plan_patch
 from lsp_server.engine.text import Snapshot, absent
 
@@ -33,6 +33,10 @@ def new_texts(p: Plan) -> dict[str, str | None]:
     }
 
 
+def spans(c: object) -> list[tuple[int, int, tuple[str, ...]]]:
+    return [(e.start, e.end, e.new_lines) for e in c.edits]  # type: ignore[attr-defined]
+
+
 def refused(files: dict[str, str], body: str) -> EditError:
     with pytest.raises(EditError) as info:
         plan(files, body)
@@ -44,17 +48,17 @@ def test_update_with_context() -> None:
     (c,) = p.changes
     assert c.change == "update"
     assert c.new_text == "one\nTWO\nthree\n"
-    assert c.edits == (LineEdit(1, 2, ("TWO\n",)),)
+    assert spans(c) == [(1, 2, ("TWO\n",))]
 
 
 def test_edits_are_minimal_runs_and_context_is_not_rewritten() -> None:
     text = "".join(f"l{i}\n" for i in range(10))
     body = "*** Update File: a\n@@\n l1\n-l2\n+L2\n l3\n l4\n-l5\n+L5\n+L5b\n l6\n"
     (c,) = plan({"a": text}, body).changes
-    assert c.edits == (LineEdit(2, 3, ("L2\n",)), LineEdit(5, 6, ("L5\n", "L5b\n")))
+    assert spans(c) == [(2, 3, ("L2\n",)), (5, 6, ("L5\n", "L5b\n"))]
     # A -x/+x pair that puts the same line back is not an edit.
     (c,) = plan({"a": text}, "*** Update File: a\n@@\n-l1\n+l1\n-l2\n+X\n").changes
-    assert c.edits == (LineEdit(2, 3, ("X\n",)),)
+    assert spans(c) == [(2, 3, ("X\n",))]
 
 
 def test_diff_from_plan() -> None:
@@ -281,6 +285,10 @@ def test_indexed_and_scanning_seekers_agree(lines: list[str], data: st.DataObjec
             return (err.code, err.details.get("lines"))
 
     scanning = outcome()
+    if isinstance(scanning, str):
+        # The new text built by slicing (edit offsets) is the text the line edits describe.
+        (c,) = plan_patch(patch, snaps({"f": text})).changes
+        assert scanning == "".join(apply_line_edits(c.before.lines, list(c.edits)))
     old = patching.INDEX_FROM_CHUNKS
     patching.INDEX_FROM_CHUNKS = 1
     try:

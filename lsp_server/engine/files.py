@@ -17,8 +17,9 @@ temporaries and created folders are removed, and the rollback is reported. A fil
 changed by someone else since the crash (neither its old nor its new content) is left alone and
 reported as a conflict. An apply that fails with an OS error rolls back the same way at once.
 
-State directory: `$AGENT_EDIT_STATE_DIR/<workspace-hash>/` if that variable is set (tests use
-temporary folders), else platformdirs' user state dir for `agent-edit`. A lock file there
+State directory: `$AGENT_EDIT_STATE_DIR/workspaces/<name>-<hash>/` if that variable is set
+(tests use temporary folders), else the same under platformdirs' user state dir for
+`agent-edit` (`~/.local/state/agent-edit` on Linux). A lock file there
 (`flock`) keeps two applies in one workspace from interleaving, or a recovery from rolling back
 an apply that is still running.
 
@@ -37,6 +38,7 @@ import hashlib
 import json
 import os
 import signal
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -56,17 +58,27 @@ _THREADED_FROM = 16  # below this many files the thread pool costs more than it 
 
 def state_dir(root: str) -> str:
     """This workspace's state directory (created on demand), outside the workspace."""
-    base = os.environ.get(STATE_DIR_ENV)
-    if not base:
-        from platformdirs import user_state_dir
-
-        base = user_state_dir("agent-edit")
+    base = os.environ.get(STATE_DIR_ENV) or user_state_base()
     real = os.path.realpath(root)
     key = hashlib.sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:16]
     name = f"{os.path.basename(real) or 'root'}-{key}"
     path = os.path.join(base, "workspaces", name)
     os.makedirs(path, exist_ok=True)
     return path
+
+
+def user_state_base() -> str:
+    """platformdirs' user state directory for agent-edit.
+
+    On Linux this is platformdirs' XDG rule computed directly: importing platformdirs pulls in
+    pathlib and urllib (~12 ms, a tenth of a small CLI run). Elsewhere platformdirs decides.
+    """
+    if sys.platform.startswith("linux"):
+        xdg = os.environ.get("XDG_STATE_HOME", "").strip()
+        return os.path.join(xdg or os.path.expanduser("~/.local/state"), "agent-edit")
+    from platformdirs import user_state_dir
+
+    return user_state_dir("agent-edit")
 
 
 def read_snapshot(root: str, rel: str, max_bytes: int = DEFAULT_MAX_BYTES) -> Snapshot:

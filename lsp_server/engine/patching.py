@@ -170,7 +170,8 @@ INDEX_FROM_CHUNKS = 24
 
 def _pivot(want: Sequence[str]) -> int:
     """The line a chunk is sought by: its longest (long lines are the rare ones)."""
-    return max(range(len(want)), key=[len(x) for x in want].__getitem__)
+    lens = list(map(len, want))
+    return lens.index(max(lens))
 
 
 class _FileSeeker:
@@ -358,7 +359,15 @@ class _FileSeeker:
             edit = minimal_edit(old_lines[s:e], new_lines, s)
             if edit is not None:
                 out.append(edit)
-        return tuple(out)
+        # Character offsets let FileChange build the new text by slicing the old one.
+        with_offsets: list[LineEdit] = []
+        line, char = 0, 0
+        for ed in out:
+            char += sum(map(len, old_lines[line : ed.start]))
+            line = ed.start
+            end = char + sum(map(len, old_lines[ed.start : ed.end]))
+            with_offsets.append(LineEdit(ed.start, ed.end, ed.new_lines, (char, end)))
+        return tuple(with_offsets)
 
     def _note(self, level: str, chunk: Chunk) -> None:
         if level != "exact":
