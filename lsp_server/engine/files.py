@@ -38,6 +38,7 @@ import hashlib
 import json
 import os
 import signal
+import stat
 import sys
 import time
 from collections.abc import Iterator
@@ -85,24 +86,46 @@ def read_snapshot(root: str, rel: str, max_bytes: int = DEFAULT_MAX_BYTES) -> Sn
     """The disk snapshot of workspace-relative `rel` (posix separators)."""
     full = os.path.join(root, rel)
     try:
-        with open(full, "rb") as f:
-            data = f.read(max_bytes + 1)
-    except FileNotFoundError:
-        return absent(rel)
-    except IsADirectoryError:
-        raise _is_directory(rel) from None
-    except NotADirectoryError:
+        fd = os.open(full, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except (FileNotFoundError, NotADirectoryError):
         return absent(rel)
     except OSError as exc:
-        if os.path.isdir(full):
-            raise _is_directory(rel) from None
-        raise EditError(
-            Code.IO_ERROR,
-            f"Cannot read {rel}: {exc.strerror or exc}.",
-            "Check the file's permissions, then try again.",
-            {"path": rel},
-        ) from None
+        raise _read_error(rel, exc) from None
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise _is_directory(rel)
+        if not stat.S_ISREG(st.st_mode):
+            # A FIFO or device would block or never end; only regular files are edited.
+            raise EditError(
+                Code.INVALID_ARGUMENT,
+                f"{rel} is not a regular file.",
+                "Edit regular files only.",
+                {"argument": "path", "path": rel, "reason": "NOT_REGULAR"},
+            )
+        parts = []
+        want = min(st.st_size, max_bytes) + 1  # one byte more tells an oversized file
+        while want > 0:
+            part = os.read(fd, want)
+            if not part:
+                break
+            parts.append(part)
+            want -= len(part)
+        data = parts[0] if len(parts) == 1 else b"".join(parts)
+    except OSError as exc:
+        raise _read_error(rel, exc) from None
+    finally:
+        os.close(fd)
     return decode_file(rel, data, max_bytes)
+
+
+def _read_error(rel: str, exc: OSError) -> EditError:
+    return EditError(
+        Code.IO_ERROR,
+        f"Cannot read {rel}: {exc.strerror or exc}.",
+        "Check the file's permissions, then try again.",
+        {"path": rel},
+    )
 
 
 def _is_directory(rel: str) -> EditError:
