@@ -43,7 +43,6 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any
 
 from lsp_server.engine.errors import Code, EditError
@@ -138,16 +137,26 @@ def _is_directory(rel: str) -> EditError:
     )
 
 
-@dataclass
 class _Step:
     """One file's part of an apply, as the journal records it."""
 
-    path: str  # workspace-relative
-    op: str  # "write" (content to `path`) or "remove"
-    pre: bytes | None  # the file's bytes before, when it existed
-    new_sha256: str | None  # of the bytes written, for "write"
-    tmp: str | None  # temporary file name in the same folder, for "write"
-    data: bytes | None = None  # the bytes to write (not journalled)
+    __slots__ = ("path", "op", "pre", "new_sha256", "tmp", "data")
+
+    def __init__(
+        self,
+        path: str,
+        op: str,
+        pre: bytes | None,
+        new_sha256: str | None,
+        tmp: str | None,
+        data: bytes | None = None,
+    ) -> None:
+        self.path = path  # workspace-relative
+        self.op = op  # "write" (content to `path`) or "remove"
+        self.pre = pre  # the file's bytes before, when it existed
+        self.new_sha256 = new_sha256  # of the bytes written, for "write"
+        self.tmp = tmp  # temporary file name in the same folder, for "write"
+        self.data = data  # the bytes to write (not journalled)
 
     @property
     def existed(self) -> bool:

@@ -5,6 +5,27 @@ each file it names (the open buffer, else the disk; `source="absent"` when there
 returns a `Plan` whose `FileChange`s hold minimal `LineEdit`s. Any problem raises `EditError` and
 nothing is planned, so a front end (LSP or CLI) never starts an apply that could half-succeed.
 
+What a front end gets (the LSP `agentEdit.applyPatch` and the CLI both use it this way):
+
+- `get_snapshot(path)` receives each path exactly as the patch wrote it (Update/Add/Delete paths
+  and Move-to destinations). It resolves it (path policy) and returns the snapshot whose `.path`
+  is the canonical workspace-relative path, or raises `EditError` (OUTSIDE_WORKSPACE, DENIED,
+  BINARY, ...) which `plan_patch` lets through. The same canonical path twice is refused.
+- `plan.changes`, in patch order, one `FileChange` per file section:
+  `add` (`before` is the absent snapshot, `new_text` the content, no BOM),
+  `delete` (`before` is the file),
+  `update` (`edits`: sorted, minimal `LineEdit`s in `before.lines` coordinates, with character
+  offsets; `new_text` is built by slicing),
+  `move` (`path` the source, `moved_to`/`target_path` the destination, `edits` as for update,
+  relative to the source's content). An editor applies a move as RenameFile then the edits.
+- Per-path preconditions are the front end's: check each `change.before` (the source of a move)
+  against the agent's `expect` with `planner.check_precondition`.
+- `plan.summary`: `files`, `chunks`, and `lenient` (`[{path, patchLine, match}]`) when a chunk
+  only matched after whitespace or punctuation normalisation.
+- Refusals: PARSE_ERROR `{patchLine, line, expected}`; NOT_FOUND / ALREADY_EXISTS
+  `{path, patchLine}`; AMBIGUOUS `{path, patchLine, lines, count}`; NO_MATCH
+  `{path, patchLine, oldLines, candidates}`; INVALID_ARGUMENT for a path named twice.
+
 Seeking follows Codex (peers.md): an optional `@@ anchor` line moves a forward-only cursor; the
 chunk's old lines are then looked for from the cursor in four passes (matching.LADDER: exact,
 trailing whitespace, both ends trimmed, Unicode punctuation folded), the first pass with any match
@@ -25,7 +46,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from itertools import compress
 from typing import Any
 
@@ -131,15 +151,17 @@ def _plan_update(
     return FileChange("update", snap, edits)
 
 
-@dataclass
 class _Level:
     """One ladder level's view of the file: each line normalised, and optionally an index."""
 
-    values: list[str]
-    # Last position of a value (-1: absent), for files with many chunks: a pivot line found at
-    # its last position has no later occurrence, so uniqueness needs no scan to the end.
-    last: dict[str, int] | None = None
-    reverse: list[str] | None = None
+    __slots__ = ("values", "last", "reverse")
+
+    def __init__(self, values: list[str]) -> None:
+        self.values = values
+        # Last position of a value (-1: absent), for files with many chunks: a pivot line found
+        # at its last position has no later occurrence, so uniqueness needs no scan to the end.
+        self.last: dict[str, int] | None = None
+        self.reverse: list[str] | None = None
 
     def prefill(self, wanted: set[str]) -> None:
         """Index the last positions of `wanted` values in one C-level pass over the file."""
