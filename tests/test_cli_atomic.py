@@ -201,6 +201,26 @@ def test_io_error_mid_apply_rolls_back(
     assert not list(state.rglob(files.JOURNAL))
 
 
+def test_file_changed_between_plan_and_apply_is_stale(work: Path, state: Path) -> None:
+    root = str(work)
+    plan = plan_patch(PATCH, lambda p: files.read_snapshot(root, p))
+    (work / "crlf.txt").write_bytes(b"someone else saved this\n")
+    with pytest.raises(EditError) as info:
+        files.apply_plan(root, plan)
+    assert info.value.code == Code.STALE and info.value.details["path"] == "crlf.txt"
+    assert tree(work) == dict(OLD_TREE, **{"crlf.txt": b"someone else saved this\n"})
+    # A file created where the patch adds one is refused the same way.
+    for rel in list(tree(work)):
+        (work / rel).unlink()
+    make(work, OLD_TREE)
+    plan = plan_patch(PATCH, lambda p: files.read_snapshot(root, p))
+    make(work, {"new/dir/added.txt": b"mine\n"})
+    with pytest.raises(EditError) as info:
+        files.apply_plan(root, plan)
+    assert info.value.code == Code.STALE
+    assert (work / "new/dir/added.txt").read_bytes() == b"mine\n"
+
+
 def test_recovery_leaves_files_changed_by_someone_else(work: Path, state: Path) -> None:
     proc = cli(
         "apply-patch",

@@ -81,6 +81,11 @@ def user_state_base() -> str:
     return user_state_dir("agent-edit")
 
 
+# What each file looked like when `read_snapshot` read it (inode, size, mtime), so `apply_plan`
+# can refuse, under the workspace lock, a file that changed between planning and writing.
+_READ_STATS: dict[str, tuple[int, int, int]] = {}
+
+
 def read_snapshot(root: str, rel: str, max_bytes: int = DEFAULT_MAX_BYTES) -> Snapshot:
     """The disk snapshot of workspace-relative `rel` (posix separators)."""
     full = os.path.join(root, rel)
@@ -92,6 +97,7 @@ def read_snapshot(root: str, rel: str, max_bytes: int = DEFAULT_MAX_BYTES) -> Sn
         raise _read_error(rel, exc) from None
     try:
         st = os.fstat(fd)
+        _READ_STATS[full] = (st.st_ino, st.st_size, st.st_mtime_ns)
         if stat.S_ISDIR(st.st_mode):
             raise _is_directory(rel)
         if not stat.S_ISREG(st.st_mode):
@@ -213,10 +219,38 @@ def apply_plan(root: str, plan: Plan) -> list[dict[str, Any]]:
     """
     with workspace_lock(root) as sdir:
         recovered = _recover_locked(root, sdir)
+        _check_unchanged(root, plan)
         steps = _steps(root, plan)
         if steps:
             _run(root, sdir, steps)
     return recovered
+
+
+def _check_unchanged(root: str, plan: Plan) -> None:
+    """Refuse (STALE) if a planned file changed on disk since `read_snapshot` read it."""
+    for change in plan.changes:
+        paths: list[tuple[Snapshot | None, str]] = [(change.before, change.path)]
+        if change.change == "move" and change.moved_to:
+            paths.append((None, change.moved_to))
+        for before, rel in paths:
+            full = os.path.join(root, rel)
+            try:
+                st = os.stat(full)
+                now: tuple[int, int, int] | None = (st.st_ino, st.st_size, st.st_mtime_ns)
+            except FileNotFoundError:
+                now = None
+            if before is not None and before.exists:
+                seen = _READ_STATS.get(full)
+                if seen is None or now == seen:
+                    continue  # not read here (a buffer snapshot), or unchanged
+            elif now is None:
+                continue  # still absent, as planned
+            raise EditError(
+                Code.STALE,
+                f"{rel} changed on disk while the patch was being planned; nothing was written.",
+                "Apply the patch again: it will be checked against the file as it is now.",
+                {"path": rel, "reason": "CHANGED_ON_DISK"},
+            )
 
 
 def recover(root: str) -> list[dict[str, Any]]:
