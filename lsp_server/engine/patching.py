@@ -402,8 +402,9 @@ class _FileSeeker:
         return EditError(
             Code.AMBIGUOUS,
             f"The chunk at patch line {chunk.patch_line} matches {len(hits)} places in "
-            f"{self.snap.path} (lines {', '.join(map(str, listed))}) after line {cursor}; "
-            "applying it would mean guessing which one.",
+            f"{self.snap.path} (lines {', '.join(map(str, listed))})"
+            f"{f' after line {cursor}' if cursor else ''}; applying it would mean guessing "
+            "which one.",
             "Add context lines (or an '@@ <line>' anchor such as the enclosing def or class) so "
             "the chunk matches exactly one place.",
             {
@@ -436,7 +437,10 @@ class _FileSeeker:
         if not found:
             from lsp_server.engine.matching import candidates
 
-            found = candidates(self.snap, "\n".join(wanted))
+            found = [
+                dict(c, why=str(c["why"]).replace("oldText", "the chunk"))
+                for c in candidates(self.snap, "\n".join(wanted))
+            ]
         place = f" after line {cursor}" if cursor else ""
         if chunk.is_end_of_file and not anchor:
             place = " at the end of the file ('*** End of File')"
