@@ -162,6 +162,27 @@ LENIENT = [
         (upd("a.py", ch(("", ""), ("", ""), " -+")), AddFile("e", ("",))),
     ),
     (
+        "context lines whose text is patch markers (a file containing a patch)",
+        "*** Begin Patch\n*** Update File: t.py\n@@\n *** Update File: b.py\n *** End of File\n"
+        "-@@\n+@@ x\n *** End Patch\n *** End Patch\n",
+        (
+            upd(
+                "t.py",
+                ch(
+                    ("*** Update File: b.py", "*** End of File", "@@", "*** End Patch"),
+                    ("*** Update File: b.py", "*** End of File", "@@ x", "*** End Patch"),
+                    "  -+ ",
+                ),
+            ),
+        ),
+    ),
+    (
+        "padded headers between sections",
+        "*** Begin Patch\n*** Add File: n\n+x\n  *** Delete File: d\n\t*** Update File: a.py\n"
+        "@@\n x\n-y\n+z\n*** End Patch\n",
+        (AddFile("n", ("x",)), DeleteFile("d"), BASIC),
+    ),
+    (
         "a context line that looks like a marker but is indented content",
         "*** Begin Patch\n*** Update File: a.py\n@@\n  *** not a marker\n-y\n+z\n*** End Patch\n",
         (upd("a.py", ch((" *** not a marker", "y"), (" *** not a marker", "z"), " -+")),),

@@ -10,8 +10,9 @@ accepts what models really emit, following Codex's lenient rules (peers.md):
 - CRLF patch bodies (every `\\r\\n` becomes `\\n`);
 - leading/trailing blank lines around the patch (Codex trims the input);
 - a heredoc wrapper: `<<EOF`, `<<'EOF'`, `<<"EOF"` (optionally after `apply_patch `) ... `EOF`;
-- marker lines padded with whitespace (`  *** Update File: a`, ` *** End Patch `), and
-  `*** Add File:a` without the space;
+- marker lines padded with whitespace (`  *** Update File: a`, ` *** End Patch `) and
+  `*** Add File:a` without the space; but inside a chunk a line starting with a space is a
+  context line whatever its text (as in Codex), so files containing patch text stay editable;
 - `@@` headers with trailing whitespace, and unified-diff style headers (`@@ -3,7 +3,8 @@ def f`,
   whose line numbers are dropped: seeking is by content, and the text after them is the anchor);
 - blank lines between file sections (dropped) and inside a chunk (an empty context line, as Codex);
@@ -196,8 +197,10 @@ def normalise_patch(text: str) -> NormalisedPatch:
         if c == "+" or c == "-":
             if state == _UPDATE_HEAD:
                 state = _CHUNK
-        elif c == " " and state == _CHUNK and stripped[:3] != "***":
-            pass  # a context line (an empty one if only spaces)
+        elif c == " " and state == _CHUNK and (stripped != END or le + 1 < len(s)):
+            # A context line, even if its text looks like a marker (a file that contains a
+            # patch): inside a chunk only the final line may be a padded '*** End Patch'.
+            pass
         elif not stripped:
             if state == _CHUNK:
                 replacement = ""  # a whitespace-only line inside a chunk: empty context
