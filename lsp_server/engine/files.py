@@ -134,12 +134,13 @@ def _read_error(rel: str, exc: OSError) -> EditError:
 
 
 def _is_directory(rel: str) -> EditError:
+    # NOT_FOUND, as the language server says it: there is no *file* of that name.
     return EditError(
-        Code.INVALID_ARGUMENT,
+        Code.NOT_FOUND,
         f"{rel} is a directory, not a file; file operations change one file each.",
         "Name a file inside it instead (one '*** Delete File:' per file to remove a folder's "
         "files).",
-        {"argument": "path", "path": rel, "reason": "IS_DIRECTORY"},
+        {"path": rel, "reason": "IS_DIRECTORY"},
     )
 
 
