@@ -201,6 +201,41 @@ def test_io_error_mid_apply_rolls_back(
     assert not list(state.rglob(files.JOURNAL))
 
 
+def test_failed_rollback_is_partial_and_finished_next_run(
+    work: Path, state: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = str(work)
+    plan = plan_patch(PATCH, lambda p: files.read_snapshot(root, p))
+    real_replace = os.replace
+    calls = {"n": 0}
+
+    def flaky(src: str, dst: str) -> None:
+        calls["n"] += 1
+        if calls["n"] >= 3:  # the journal rename and the first file succeed, then all fail
+            raise OSError(5, "Input/output error", dst)
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", flaky)
+    with pytest.raises(EditError) as info:
+        files.apply_plan(root, plan)
+    monkeypatch.setattr(os, "replace", real_replace)
+    assert info.value.code == Code.PARTIAL
+    assert info.value.committed
+    assert list(state.rglob(files.JOURNAL)), "kept for the next run"
+    (report,) = files.recover(root)
+    assert "a.txt" in report["restored"]
+    assert tree(work) == OLD_TREE
+
+
+def test_unreadable_journal_is_set_aside(work: Path, state: Path) -> None:
+    sdir = Path(files.state_dir(str(work)))
+    (sdir / files.JOURNAL).write_bytes(b"not json\n")
+    (report,) = files.recover(str(work))
+    assert "unreadable" in report["conflicts"][0]["why"]
+    assert not (sdir / files.JOURNAL).exists()
+    assert tree(work) == OLD_TREE
+
+
 def test_file_changed_between_plan_and_apply_is_stale(work: Path, state: Path) -> None:
     root = str(work)
     plan = plan_patch(PATCH, lambda p: files.read_snapshot(root, p))

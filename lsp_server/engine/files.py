@@ -413,7 +413,19 @@ def _run(root: str, sdir: str, steps: list[_Step]) -> None:
         for d in {os.path.dirname(os.path.join(root, s.path)) for s in steps}:
             _fsync_dir(d)
     except OSError as exc:
-        report = _rollback(root, journal_path)
+        try:
+            report = _rollback(root, journal_path)
+        except OSError as again:
+            # The journal stays: the next run retries the rollback before doing anything else.
+            raise EditError(
+                Code.PARTIAL,
+                f"Writing the patch failed ({exc.strerror or exc}) and putting the files back "
+                f"failed too ({again.strerror or again}); some files may hold new content.",
+                "Fix the cause (permissions, disk space), then run any agent-edit edit command "
+                "in this workspace: it finishes the rollback first and reports it.",
+                {"files": [s.path for s in steps]},
+                committed=[{"path": s.path, "state": "unknown"} for s in steps],
+            ) from None
         raise EditError(
             Code.IO_ERROR,
             f"Writing the patch failed ({exc.strerror or exc}"
@@ -434,7 +446,21 @@ def _recover_locked(root: str, sdir: str) -> list[dict[str, Any]]:
         if os.path.exists(tmp):
             os.unlink(tmp)
         return []
-    return [_rollback(root, journal_path)]
+    try:
+        return [_rollback(root, journal_path)]
+    except (ValueError, KeyError, TypeError):
+        # Unreadable (written by another version?): keep it for a human, do not guess.
+        kept = f"{journal_path}.unreadable-{int(time.time())}"
+        os.replace(journal_path, kept)
+        return [
+            {
+                "startedAt": None,
+                "pid": None,
+                "restored": [],
+                "removed": [],
+                "conflicts": [{"path": kept, "why": "journal unreadable; inspect it by hand"}],
+            }
+        ]
 
 
 def _sha(path: str) -> str | None:
