@@ -10,7 +10,10 @@ Output is a short summary and the diff, or with `--json` exactly the result obje
 2.1 (plus `recovered` when an interrupted earlier apply was rolled back first). Exit status: 0
 success, 1 the edit was refused or failed (the result says what, if anything, changed), 2 usage
 error. Writes go through engine/files.py: atomic across files, journalled, rolled back after a
-crash.
+crash. Every edit command first rolls back an apply that was interrupted in this workspace
+(even with --dry-run: a half-applied tree is no base for a plan) and says so on stderr.
+Environment: AGENT_EDIT_STATE_DIR moves the journal's state directory (default: the user state
+dir, outside the workspace); AGENT_EDIT_CRASH_AFTER=N is a test hook (engine/files.py).
 
 Every path must resolve (symlinks followed) inside `--root` (default: the current directory);
 `.git` is never edited. The LSP layer is imported lazily inside `serve`, so headless commands
