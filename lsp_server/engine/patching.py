@@ -213,20 +213,23 @@ class _FileSeeker:
         # Exact matching compares whole lines with their `\n` when the file has no other
         # terminator (no per-line copies needed); otherwise the lines' contents.
         self.lf_only = "\r" not in snap.text
+        self.chunks = chunks
         self.indexed = len(chunks) >= INDEX_FROM_CHUNKS
         self.levels: dict[str, _Level] = {}
         if self.indexed:
-            exact = self._level("exact", LADDER[0][1])
-            wanted = {chunk.anchor for chunk in chunks if chunk.anchor is not None}
-            wanted = {self._exact(x) for x in wanted}
-            for chunk in chunks:
-                if chunk.old_lines:
-                    want = [self._exact(x) for x in chunk.old_lines]
-                    wanted.add(want[_pivot(want)])
-            exact.prefill(wanted)
+            self._level("exact", LADDER[0][1])
 
     def _exact(self, line: str) -> str:
         return line + "\n" if self.lf_only else line
+
+    def _pivots(self, norm: Callable[[str], str]) -> set[str]:
+        """Every chunk's pivot line (and anchor) as `norm` sees it: what an index must cover."""
+        wanted = {norm(c.anchor) for c in self.chunks if c.anchor is not None}
+        for chunk in self.chunks:
+            if chunk.old_lines:
+                want = [norm(x) for x in chunk.old_lines]
+                wanted.add(want[_pivot(want)])
+        return wanted
 
     def content(self, i: int) -> str:
         return content(self.lines[i])
@@ -241,8 +244,8 @@ class _FileSeeker:
             else:
                 values = [content(x) for x in self.lines]
             level = self.levels[name] = _Level(values)
-            if self.indexed and name != "exact":
-                level.last = {}
+            if self.indexed:
+                level.prefill(self._pivots(self._exact if name == "exact" else norm))
         return level
 
     def find(
