@@ -153,6 +153,32 @@ def test_sigkill_mid_apply_is_rolled_back_on_the_next_run(
     assert not list(state.rglob(files.JOURNAL))
 
 
+@pytest.mark.parametrize("crash_after", [1, 15, 20, 21, 33, 40])
+def test_sigkill_during_a_threaded_many_file_apply(
+    tmp_path: Path, state: Path, crash_after: int
+) -> None:
+    """Past 16 files the temporary files are written by a thread pool; same guarantee."""
+    root = tmp_path / "many"
+    old = {f"d{i % 3}/f{i}.txt": f"line {i}\n".encode() for i in range(20)}
+    make(root, old)
+    patch = "*** Begin Patch\n" + "".join(
+        f"*** Update File: d{i % 3}/f{i}.txt\n@@\n-line {i}\n+LINE {i}\n" for i in range(20)
+    )
+    patch += "*** End Patch\n"
+    proc = cli(
+        "apply-patch",
+        "--root",
+        str(root),
+        "-",
+        state=state,
+        stdin=patch,
+        env={files.CRASH_ENV: str(crash_after)},
+    )
+    assert proc.returncode == -signal.SIGKILL  # 20 writes + 20 renames = 40 steps
+    files.recover(str(root))
+    assert tree(root) == old
+
+
 def test_every_file_all_old_or_all_new_at_each_crash_point(work: Path, state: Path) -> None:
     """Right after each crash (before recovery) every file is whole: old or new bytes."""
     for crash_after in range(1, STEPS + 1):
