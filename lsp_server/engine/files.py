@@ -271,8 +271,11 @@ def _steps(root: str, plan: Plan) -> list[_Step]:
             removes.append(_Step(change.path, "remove", pre, None, None))
             continue
         data = encode_file(change.new_text, change.bom)
-        # The plan's own hash is the bytes' hash unless a BOM is prepended.
-        sha = hashlib.sha256(data).hexdigest() if change.bom else change.new_sha256
+        sha = hashlib.sha256(data).hexdigest()
+        if not change.bom and "new_sha256" not in change.__dict__:
+            # Without a BOM the bytes are the UTF-8 text: fill the plan's cached hash (what the
+            # result reports) instead of encoding and hashing megabytes a second time.
+            change.__dict__["new_sha256"] = sha
         target = change.target_path
         head, name = os.path.split(target)
         tmp = os.path.join(head, f".{name}.agent-edit-{token}.tmp")
