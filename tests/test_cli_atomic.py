@@ -114,6 +114,19 @@ def test_apply_writes_everything(work: Path, state: Path) -> None:
     assert not list(state.rglob(files.JOURNAL))
 
 
+def test_result_hashes_are_the_written_files(work: Path, state: Path) -> None:
+    import hashlib
+
+    proc = cli("apply-patch", "--root", str(work), "--json", "-", state=state, stdin=PATCH)
+    result = json.loads(proc.stdout)
+    for entry in result["files"]:
+        if entry["change"] == "delete":
+            assert entry["sha256"] is None
+            continue
+        path = entry.get("movedTo") or entry["path"]
+        assert entry["sha256"] == hashlib.sha256((work / path).read_bytes()).hexdigest()
+
+
 def test_second_file_failing_changes_nothing(work: Path, state: Path) -> None:
     bad = PATCH.replace("-two\n+TWO\n", "-three\n+THREE\n")
     proc = cli("apply-patch", "--root", str(work), "--json", "-", state=state, stdin=bad)
