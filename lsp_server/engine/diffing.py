@@ -132,7 +132,7 @@ def plan_diff(changes: Iterable[FileChange], cap: int = 256 * 1024) -> str:
     parts: list[str] = []
     size = 0
     for change in changes:
-        if size >= cap or size + _min_diff_size(change) > cap:
+        if size >= cap or _min_diff_size(change, cap - size) > cap - size:
             # Past the cap only counts are shown: take them from the edits, skip the diff.
             plus, minus = _edit_counts(change)
             d = (
@@ -168,8 +168,8 @@ def _edit_counts(change: FileChange) -> tuple[int, int]:
     return plus, sum(e.end - e.start for e in change.edits)
 
 
-def _min_diff_size(change: FileChange) -> int:
-    """A lower bound of the file's diff size: its hunks' lines, without the headers.
+def _min_diff_size(change: FileChange, limit: int) -> int:
+    """A lower bound of the file's diff size (its hunks' lines), counted until past `limit`.
 
     Cheap (only the lines around the edits are measured), so a file whose diff cannot fit is
     summarised without building the diff.
@@ -187,4 +187,6 @@ def _min_diff_size(change: FileChange) -> int:
             size += sum(map(len, old[lo:hi])) + (hi - lo)
         size += sum(map(len, e.new_lines)) + len(e.new_lines)
         covered = max(covered, hi)
+        if size > limit:
+            break  # enough to know it cannot fit
     return size

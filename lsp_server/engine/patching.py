@@ -214,6 +214,7 @@ class _FileSeeker:
         # terminator (no per-line copies needed); otherwise the lines' contents.
         self.lf_only = "\r" not in snap.text
         self.chunks = chunks
+        self.exact_wants: dict[int, tuple[list[str], int]] = {}
         self.indexed = len(chunks) >= INDEX_FROM_CHUNKS
         self.levels: dict[str, _Level] = {}
         if self.indexed:
@@ -225,10 +226,15 @@ class _FileSeeker:
     def _pivots(self, norm: Callable[[str], str]) -> set[str]:
         """Every chunk's pivot line (and anchor) as `norm` sees it: what an index must cover."""
         wanted = {norm(c.anchor) for c in self.chunks if c.anchor is not None}
+        exact = norm == self._exact
         for chunk in self.chunks:
             if chunk.old_lines:
                 want = [norm(x) for x in chunk.old_lines]
-                wanted.add(want[_pivot(want)])
+                pivot = _pivot(want)
+                wanted.add(want[pivot])
+                if exact:
+                    # find() asks for exactly this first; do not compute it twice.
+                    self.exact_wants[id(chunk.old_lines)] = (want, pivot)
         return wanted
 
     def content(self, i: int) -> str:
@@ -259,17 +265,21 @@ class _FileSeeker:
         for name, norm in LADDER:
             level = self._level(name, norm)
             values = level.values
-            if name != "exact":
-                want = [norm(x) for x in pattern]
-            elif self.lf_only:
-                want = [x + "\n" for x in pattern]
+            cached = self.exact_wants.get(id(pattern)) if name == "exact" else None
+            if cached is not None:
+                want, pivot = cached
             else:
-                want = list(pattern)
+                if name != "exact":
+                    want = [norm(x) for x in pattern]
+                elif self.lf_only:
+                    want = [x + "\n" for x in pattern]
+                else:
+                    want = list(pattern)
+                pivot = _pivot(want)
             if eof:
                 if values[n - k :] == want:
                     return name, [n - k]
                 continue
-            pivot = _pivot(want)
             v = want[pivot]
             stop = n - k + pivot  # the pivot's last position that leaves room for the window
             if level.last is not None:

@@ -148,6 +148,8 @@ def _marker(stripped: str) -> tuple[str, int] | None:
 
 def _header(line: str) -> str:
     s = line.rstrip()
+    if s == "@@":
+        return s
     m = _UNIFIED_HEADER.match(s) or _CLOSED_HEADER.match(s)
     if m:
         anchor = m.group(1).strip()
