@@ -82,11 +82,15 @@ def main(argv: list[str] | None = None) -> int:
     # only rescan them, ~10% of a large apply. The server keeps the collector.
     import gc
 
+    was_enabled = gc.isenabled()
     gc.disable()
     try:
         return _run_edit(args)
     except UsageError as exc:
         parser.exit(EXIT_USAGE, f"agent-edit: error: {exc}\n")
+    finally:
+        if was_enabled:
+            gc.enable()  # main() may be called in-process
     return EXIT_USAGE  # pragma: no cover - parser.exit raises
 
 
