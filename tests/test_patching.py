@@ -301,3 +301,64 @@ def test_indexed_and_scanning_seekers_agree(lines: list[str], data: st.DataObjec
         # A unique match replaces exactly that window (possibly found by a lenient pass).
         assert scanning.count("NEW") == 1
         assert len(scanning.split("\n")) - 1 == len(expected)
+
+
+@st.composite
+def edit_scripts(draw: st.DrawFn) -> tuple[list[str], str, list[str]]:
+    """A file of unique lines, a patch of ordered chunks, and the text the patch must produce."""
+    n = draw(st.integers(1, 40))
+    lines = [f"line {i}" for i in range(n)]
+    out: list[str] = []
+    body: list[str] = []
+    pos = 0
+    while pos < n and draw(st.booleans()):
+        start = draw(st.integers(pos, n - 1))
+        removed = draw(st.integers(0, min(3, n - start)))
+        added = [f"new {start}.{j}" for j in range(draw(st.integers(0, 3)))]
+        if removed == 0 and not added:
+            continue
+        ctx_before = lines[max(pos, start - draw(st.integers(0, 2))) : start]
+        after_end = start + removed
+        ctx_after = lines[after_end : min(n, after_end + draw(st.integers(0, 2)))]
+        if not ctx_before and not ctx_after and removed == 0:
+            ctx_after = lines[after_end : after_end + 1]
+            if not ctx_after:
+                continue  # a pure addition would go to the end of the file instead
+        out.extend(lines[pos : start - len(ctx_before)])
+        out.extend(ctx_before + added + ctx_after)
+        body.append("@@\n")
+        body.extend(f" {x}\n" for x in ctx_before)
+        body.extend(f"-{x}\n" for x in lines[start:after_end])
+        body.extend(f"+{x}\n" for x in added)
+        body.extend(f" {x}\n" for x in ctx_after)
+        pos = after_end + len(ctx_after)
+    out.extend(lines[pos:])
+    return lines, "".join(body), out
+
+
+@settings(max_examples=300, deadline=None)
+@given(edit_scripts(), st.sampled_from(["\n", "\r\n"]), st.booleans(), st.booleans())
+def test_generated_patches_produce_the_expected_text(
+    script: tuple[list[str], str, list[str]], eol: str, final_newline: bool, indexed: bool
+) -> None:
+    lines, body, expected = script
+    if not body:
+        return
+    text = eol.join(lines) + (eol if final_newline else "")
+    patch = f"*** Begin Patch\n*** Update File: f\n{body}*** End Patch\n"
+    old = patching.INDEX_FROM_CHUNKS
+    patching.INDEX_FROM_CHUNKS = 1 if indexed else 10**9
+    try:
+        (c,) = plan_patch(patch, snaps({"f": text})).changes
+    finally:
+        patching.INDEX_FROM_CHUNKS = old
+    # Codex ends an updated file with a newline; every new line takes the file's terminator
+    # (`\n` when the file has none at all).
+    if len(lines) == 1 and not final_newline:
+        eol = "\n"
+    assert c.new_text == "".join(x + eol for x in expected)
+    assert c.new_text == "".join(apply_line_edits(c.before.lines, list(c.edits)))
+    for e in c.edits:  # minimal: no edit starts or ends with a line it leaves unchanged
+        old_lines, new_lines = c.before.lines[e.start : e.end], list(e.new_lines)
+        if old_lines and new_lines:
+            assert old_lines[0] != new_lines[0] and old_lines[-1] != new_lines[-1]
