@@ -188,7 +188,8 @@ def main() -> None:
     compileall.compile_dir(str(REPO / "lsp_server"), quiet=1)
     codex = None if args.skip_codex else codex_apply_patch()
     WORK.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ, PYTHONPATH=str(REPO))
+    # The journal's state directory goes under .bench too, not into the user's state dir.
+    env = dict(os.environ, PYTHONPATH=str(REPO), AGENT_EDIT_STATE_DIR=str(WORK / "state"))
     ours = [sys.executable, "-m", "lsp_server", "apply-patch", "-"]
     print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start", flush=True)
     parse_ms = (0.0, 0.0)
