@@ -125,8 +125,9 @@ def _run_edit(args: argparse.Namespace) -> int:
         return EXIT_FAILED
     from lsp_server.engine.results import success
 
-    result = success(None, "dry-run" if args.dry_run else "applied", plan.changes)
-    result["saved"] = not args.dry_run
+    # On disk, an applied edit is saved by definition.
+    status = "dry-run" if args.dry_run else "applied"
+    result = success(None, status, plan.changes, saved=not args.dry_run)
     if recovered:
         result["recovered"] = recovered
     _print_success(result, plan, args.json)
