@@ -1,13 +1,42 @@
-"""The `agent-edit` command line: `serve` starts the language server; the rest work on disk.
+"""The `agent-edit` command line: `serve` runs the language server; the rest edit files on disk.
 
-The LSP layer is imported lazily inside `serve`, so headless commands start fast and never load
-pygls.
+    agent-edit serve
+    agent-edit apply-patch [--root DIR] [--dry-run] [--json] PATCH|-
+    agent-edit replace [--root DIR] [--dry-run] [--json] [--replace-all] [--expect-sha256 H]
+                       PATH OLD NEW
+
+OLD and NEW may be `@file` to read the text from a file (`@@x` is the literal text `@x`).
+Output is a short summary and the diff, or with `--json` exactly the result object of product.md
+2.1 (plus `recovered` when an interrupted earlier apply was rolled back first). Exit status: 0
+success, 1 the edit was refused or failed (the result says what, if anything, changed), 2 usage
+error. Writes go through engine/files.py: atomic across files, journalled, rolled back after a
+crash. Every edit command first rolls back an apply that was interrupted in this workspace
+(even with --dry-run: a half-applied tree is no base for a plan) and says so on stderr.
+Environment: AGENT_EDIT_STATE_DIR moves the journal's state directory (default: the user state
+dir, outside the workspace); AGENT_EDIT_CRASH_AFTER=N is a test hook (engine/files.py).
+
+Every path must resolve (symlinks followed) inside `--root` (default: the current directory);
+`.git` is never edited. The LSP layer is imported lazily inside `serve`, so headless commands
+start fast and never load pygls.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import sys
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from lsp_server.engine.model import Plan
+    from lsp_server.engine.text import Snapshot
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+class UsageError(Exception):
+    pass
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -17,6 +46,26 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("serve", help="run the language server on stdio (what editors start)")
+
+    def common(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--root", default=".", help="workspace folder (default: current dir)")
+        p.add_argument("--dry-run", action="store_true", help="show the diff, change nothing")
+        p.add_argument("--json", action="store_true", help="print the result object as JSON")
+
+    ap = sub.add_parser(
+        "apply-patch",
+        help="apply a V4A patch (*** Begin Patch ... *** End Patch), all files or none",
+    )
+    common(ap)
+    ap.add_argument("patch", metavar="PATCH", help="patch file, or - for stdin")
+
+    rp = sub.add_parser("replace", help="replace OLD with NEW in PATH (exactly one match)")
+    common(rp)
+    rp.add_argument("--replace-all", action="store_true", help="replace every occurrence")
+    rp.add_argument("--expect-sha256", metavar="H", help="refuse unless the file has this sha256")
+    rp.add_argument("path", metavar="PATH")
+    rp.add_argument("old", metavar="OLD", help="text to find, or @file")
+    rp.add_argument("new", metavar="NEW", help="replacement text, or @file")
     return parser
 
 
@@ -27,9 +76,203 @@ def main(argv: list[str] | None = None) -> int:
         from lsp_server.lsp.server import serve
 
         serve()
-        return 0
-    parser.error(f"unknown command {args.command}")
-    return 2
+        return EXIT_OK
+    # A headless edit is a short-lived process that builds one file's lines or one patch's
+    # chunks (up to ~100k containers, none of them cyclic garbage): the cyclic collector would
+    # only rescan them, ~10% of a large apply. The server keeps the collector.
+    import gc
+
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _run_edit(args)
+    except UsageError as exc:
+        parser.exit(EXIT_USAGE, f"agent-edit: error: {exc}\n")
+    finally:
+        if was_enabled:
+            gc.enable()  # main() may be called in-process
+    return EXIT_USAGE  # pragma: no cover - parser.exit raises
+
+
+def _run_edit(args: argparse.Namespace) -> int:
+    from lsp_server.engine import files
+    from lsp_server.engine.errors import EditError
+
+    root = os.path.realpath(args.root)
+    if not os.path.isdir(root):
+        raise UsageError(f"--root {args.root} is not a directory")
+    if args.command == "apply-patch":
+        patch_text = _read_text(args.patch, "PATCH")
+    else:
+        old, new = _arg_text(args.old, "OLD"), _arg_text(args.new, "NEW")
+    recovered: list[dict[str, Any]] = []
+    try:
+        recovered = files.recover(root)
+        _report_recovery(recovered)
+        if args.command == "apply-patch":
+            from lsp_server.engine.patching import plan_patch
+
+            plan = plan_patch(patch_text, lambda p: _snapshot(root, p))
+        else:
+            plan = _plan_replace(root, args, old, new)
+        if not args.dry_run:
+            recovered += files.apply_plan(root, plan)
+    except EditError as err:
+        result = err.to_result()
+        if recovered:
+            result["recovered"] = recovered
+        _print_failure(result, args.json)
+        return EXIT_FAILED
+    from lsp_server.engine.results import success
+
+    # On disk, an applied edit is saved by definition.
+    status = "dry-run" if args.dry_run else "applied"
+    result = success(None, status, plan.changes, saved=not args.dry_run)
+    if recovered:
+        result["recovered"] = recovered
+    _print_success(result, plan, args.json)
+    return EXIT_OK
+
+
+def _plan_replace(root: str, args: argparse.Namespace, old: str, new: str) -> Plan:
+    from lsp_server.engine.model import Plan
+    from lsp_server.engine.planner import check_precondition, plan_replace
+
+    snap = _snapshot(root, args.path)
+    if args.expect_sha256:
+        check_precondition(snap, {"sha256": args.expect_sha256}, None, required=True)
+    change = plan_replace(snap, old, new, replace_all=args.replace_all)
+    return Plan("replace", (change,))
+
+
+def _snapshot(root: str, path: str) -> Snapshot:
+    from lsp_server.engine.files import read_snapshot
+
+    return read_snapshot(root, workspace_path(root, path))
+
+
+# Real paths of folders already resolved, per (root, folder): a 1,000-file patch touches a few
+# folders, so each file costs one lstat instead of one per path component.
+_REAL_DIRS: dict[tuple[str, str], str] = {}
+
+
+def _realpath(root: str, path: str) -> str:
+    if os.path.isabs(path) or ".." in path.split("/"):
+        return os.path.realpath(os.path.join(root, path))
+    head, tail = os.path.split(os.path.normpath(path))
+    real_head = _REAL_DIRS.get((root, head))
+    if real_head is None:
+        real_head = _REAL_DIRS[(root, head)] = os.path.realpath(os.path.join(root, head))
+    full = os.path.join(real_head, tail)
+    return os.path.realpath(full) if os.path.islink(full) else full
+
+
+def workspace_path(root: str, path: str) -> str:
+    """`path` as a workspace-relative posix path, or `EditError` if it leaves the workspace.
+
+    A simple containment rule until the path policy module lands: resolve (symlinks followed,
+    `..` collapsed, `file://` decoded) and require the result inside the real `root`.
+    """
+    from lsp_server.engine.errors import Code, EditError
+
+    raw = path
+    if path.startswith("file://"):
+        from urllib.parse import unquote, urlparse
+
+        path = unquote(urlparse(path).path)
+    full = _realpath(root, path)
+    prefix = root.rstrip(os.sep) + os.sep
+    if full != root and not full.startswith(prefix):
+        raise EditError(
+            Code.OUTSIDE_WORKSPACE,
+            f"{raw} resolves to {full}, outside the workspace {root}.",
+            "Only files inside the workspace can be edited; use a path inside it.",
+            {"path": raw, "resolved": full, "rule": "workspace-only"},
+        )
+    rel = full[len(prefix) :].replace(os.sep, "/") if full != root else "."
+    if rel == ".git" or rel.startswith(".git/"):
+        raise EditError(
+            Code.DENIED,
+            f"{raw} is inside .git, which agent edits never touch.",
+            "Edit working-tree files only.",
+            {"path": raw, "rule": ".git/**"},
+        )
+    return rel
+
+
+def _read_text(name: str, what: str) -> str:
+    try:
+        if name == "-":
+            data = sys.stdin.buffer.read()
+        else:
+            with open(name, "rb") as f:
+                data = f.read()
+        return data.decode("utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot read {what} {name}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{what} {name} is not UTF-8 (byte {exc.start})") from None
+
+
+def _arg_text(value: str, what: str) -> str:
+    if value.startswith("@@"):
+        return value[1:]
+    if value.startswith("@"):
+        return _read_text(value[1:], what)
+    return value
+
+
+def _report_recovery(recovered: list[dict[str, Any]]) -> None:
+    for r in recovered:
+        parts = []
+        if r["restored"]:
+            parts.append("restored " + ", ".join(r["restored"]))
+        if r["removed"]:
+            parts.append("removed " + ", ".join(r["removed"]))
+        if r["conflicts"]:
+            parts.append(
+                "left alone (changed since): " + ", ".join(c["path"] for c in r["conflicts"])
+            )
+        print(
+            f"agent-edit: rolled back an interrupted apply (pid {r['pid']}): "
+            + ("; ".join(parts) or "nothing had changed yet"),
+            file=sys.stderr,
+        )
+
+
+_LETTER = {"add": "A", "update": "M", "delete": "D", "move": "R"}
+
+
+def _print_success(result: dict[str, Any], plan: Plan, as_json: bool) -> None:
+    out = sys.stdout
+    if as_json:
+        out.write(json.dumps(result, ensure_ascii=False))
+        out.write("\n")
+        return
+    verb = "Would change" if result["status"] == "dry-run" else "Changed"
+    lines = [f"{verb} {len(plan.changes)} file(s):"]
+    for c in plan.changes:
+        name = f"{c.path} -> {c.moved_to}" if c.moved_to else c.path
+        lines.append(f"{_LETTER[c.change]} {name}")
+    out.write("\n".join(lines) + "\n")
+    if result["diff"]:
+        out.write("\n" + result["diff"])
+
+
+def _print_failure(result: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        sys.stdout.write(json.dumps(result, ensure_ascii=False) + "\n")
+        return
+    msg = [f"agent-edit: {result['code']}: {result['message']}"]
+    if result.get("hint"):
+        msg.append(f"hint: {result['hint']}")
+    details = result.get("details") or {}
+    for cand in details.get("candidates", []) or []:
+        msg.append(f"  near line {cand['line']}: {cand['text']!r} ({cand['why']})")
+    if details.get("lines"):
+        msg.append("  matching lines: " + ", ".join(map(str, details["lines"])))
+    msg.append("No files were changed.")
+    sys.stderr.write("\n".join(msg) + "\n")
 
 
 if __name__ == "__main__":

@@ -132,6 +132,16 @@ def plan_diff(changes: Iterable[FileChange], cap: int = 256 * 1024) -> str:
     parts: list[str] = []
     size = 0
     for change in changes:
+        if size >= cap or _min_diff_size(change, cap - size) > cap - size:
+            # Past the cap only counts are shown: take them from the edits, skip the diff.
+            plus, minus = _edit_counts(change)
+            d = (
+                f"diff --git a/{change.path} b/{change.target_path}\n"
+                f"# diff cut: +{plus} -{minus} lines\n"
+            )
+            size += len(d)
+            parts.append(d)
+            continue
         d = file_diff(change)
         if size + len(d) > cap:
             plus = sum(
@@ -147,3 +157,36 @@ def plan_diff(changes: Iterable[FileChange], cap: int = 256 * 1024) -> str:
         size += len(d)
         parts.append(d)
     return "".join(parts)
+
+
+def _edit_counts(change: FileChange) -> tuple[int, int]:
+    if change.change == "add":
+        return _content_count(change.new_lines), 0
+    if change.change == "delete":
+        return 0, _content_count(change.before.lines)
+    plus = sum(len(e.new_lines) for e in change.edits)
+    return plus, sum(e.end - e.start for e in change.edits)
+
+
+def _min_diff_size(change: FileChange, limit: int) -> int:
+    """A lower bound of the file's diff size (its hunks' lines), counted until past `limit`.
+
+    Cheap (only the lines around the edits are measured), so a file whose diff cannot fit is
+    summarised without building the diff.
+    """
+    if change.change not in ("update", "move"):
+        return 0
+    old = change.before.lines
+    n = len(old)
+    size = 0
+    covered = 0  # old lines before this index are counted already
+    for e in change.edits:
+        lo = max(e.start - CONTEXT, covered)
+        hi = min(e.end + CONTEXT, n)
+        if hi > lo:
+            size += sum(map(len, old[lo:hi])) + (hi - lo)
+        size += sum(map(len, e.new_lines)) + len(e.new_lines)
+        covered = max(covered, hi)
+        if size > limit:
+            break  # enough to know it cannot fit
+    return size

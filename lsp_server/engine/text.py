@@ -21,6 +21,8 @@ from lsp_server.engine.errors import Code, EditError
 
 BOM = "\ufeff"
 _TERMINATOR = re.compile(r"\r\n|\r|\n")
+# What str.splitlines splits on besides \n and \r; LSP does not.
+_OTHER_BREAKS = "\v\f\x1c\x1d\x1e\x85\u2028\u2029"
 # Binary sniffing looks where git does: a NUL byte in the first 8 KiB.
 BINARY_SNIFF_BYTES = 8192
 DEFAULT_MAX_BYTES = 10 * 1024 * 1024
@@ -31,7 +33,14 @@ Source = Literal["buffer", "disk", "absent"]
 def split_lines(text: str) -> list[str]:
     """Split `text` into LSP lines with terminators; the last (unterminated) line always ends it."""
     if "\r" not in text:
-        # Fast path: plain `\n` files are the common case and str.split is C speed.
+        # One C scan per character (`in` is memchr-like; a regex class is ~20x slower here).
+        if not any(c in text for c in _OTHER_BREAKS):
+            # Fast path, all in C: without the other characters str.splitlines splits on, it
+            # splits exactly as LSP does.
+            lines = text.splitlines(keepends=True)
+            if not lines or lines[-1][-1] == "\n":
+                lines.append("")
+            return lines
         parts = text.split("\n")
         last = parts.pop()
         lines = [p + "\n" for p in parts]

@@ -1,0 +1,254 @@
+"""Benchmark: agent-edit's CLI `apply-patch` against Codex's `apply_patch`, side by side in one run.
+
+Workloads (issue 3, peers.md): (a) "many": one patch updating 1,000 files of 200 lines, 5 chunks
+each (~46k patch lines); (b) "big": 1,000 chunks on one 100k-line file; and the in-process parse
+time of a 10,000-line patch. Each CLI figure is a whole process (interpreter start included),
+fed the patch on stdin, on a fresh copy of the tree; runs alternate between the two tools so
+they share the machine's noise. Medians are printed, with the bars of issue 3.
+
+Codex is installed here, for this script only (never a dependency of the package):
+`npm install --prefix bench/.codex @openai/codex@0.169.0`; its native binary is symlinked as
+`apply_patch`, which makes it apply a patch read from stdin.
+
+    /work/venv/bin/python bench/bench_patch.py [--runs N] [--skip-codex]
+"""
+
+from __future__ import annotations
+
+import argparse
+import compileall
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+CODEX_DIR = REPO / "bench" / ".codex"
+WORK = REPO / "bench" / ".bench"
+CODEX_VERSION = "0.169.0"
+BARS = {"many": 1.5, "big": 3.0}
+PARSE_BAR_MS = 60.0
+
+
+def codex_apply_patch() -> Path:
+    """The `apply_patch` symlink to Codex's native binary, installing the npm package if needed."""
+    link = CODEX_DIR / "bin" / "apply_patch"
+    if link.exists():
+        return link
+    if not list(CODEX_DIR.glob("node_modules/@openai/codex*/vendor/*/bin/codex")):
+        subprocess.run(
+            [
+                "npm",
+                "install",
+                "--prefix",
+                str(CODEX_DIR),
+                f"@openai/codex@{CODEX_VERSION}",
+                "--no-audit",
+                "--no-fund",
+                "--silent",
+            ],
+            check=True,
+        )
+    found = sorted(CODEX_DIR.glob("node_modules/@openai/codex*/vendor/*/bin/codex"))
+    if not found:
+        raise SystemExit("Codex's native binary was not found in the npm package")
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(found[0])
+    return link
+
+
+def _chunk(lines: list[str], at: int, out: list[str]) -> None:
+    out.append("@@\n")
+    out.extend(f" {lines[k]}\n" for k in range(at - 3, at))
+    out.append(f"-{lines[at]}\n")
+    out.append(f"+{lines[at]}  # changed\n")
+    out.extend(f" {lines[k]}\n" for k in range(at + 1, at + 4))
+
+
+def make_many(root: Path) -> str:
+    out = ["*** Begin Patch\n"]
+    for i in range(1000):
+        rel = f"pkg{i % 20}/mod{i}.py"
+        lines = [f"value_{i}_{j} = compute({j}, {j * 7})  # line {j}" for j in range(200)]
+        target = root / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text("\n".join(lines) + "\n")
+        out.append(f"*** Update File: {rel}\n")
+        for c in range(5):
+            _chunk(lines, 20 + c * 40, out)
+    out.append("*** End Patch\n")
+    return "".join(out)
+
+
+def make_big(root: Path) -> str:
+    lines = [f"value_{j} = compute({j}, {j * 7})  # line {j}" for j in range(100_000)]
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "big.py").write_text("\n".join(lines) + "\n")
+    out = ["*** Begin Patch\n", "*** Update File: big.py\n"]
+    for c in range(1000):
+        _chunk(lines, 50 + c * 100, out)
+    out.append("*** End Patch\n")
+    return "".join(out)
+
+
+def tree(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+def run_once(
+    cmd: list[str], template: Path, work: Path, patch: bytes, env: dict[str, str]
+) -> tuple[float, float]:
+    """Wall and CPU (user + system) seconds of one whole process on a fresh copy of the tree."""
+    if work.exists():
+        shutil.rmtree(work)
+    shutil.copytree(template, work)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    proc = subprocess.run(
+        cmd, cwd=work, input=patch, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env
+    )
+    elapsed = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode != 0:
+        raise SystemExit(f"{cmd[0]} failed: {proc.stderr.decode(errors='replace')}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return elapsed, cpu
+
+
+def bench_parse(patch: str, runs: int) -> tuple[float, float]:
+    """Median wall and CPU milliseconds to parse 10,000 patch lines (grammar already loaded)."""
+    sys.path.insert(0, str(REPO))
+    from lsp_server.engine.v4a import parse_patch
+
+    lines = patch.split("\n")
+    # A 10,000-line patch: whole chunks up to line 9,999, then the end marker.
+    cut = 9999
+    while not lines[cut].startswith("@@"):
+        cut -= 1
+    text = "\n".join(lines[:cut]) + "\n*** End Patch\n"
+    n = text.count("\n")
+    parse_patch(text)  # grammar load, caches
+    walls, cpus = [], []
+    for _ in range(runs):
+        t0, c0 = time.perf_counter(), time.process_time()
+        parse_patch(text)
+        walls.append(time.perf_counter() - t0)
+        cpus.append(time.process_time() - c0)
+    scale = 1000 * 10_000 / n
+    return statistics.median(walls) * scale, statistics.median(cpus) * scale
+
+
+def _write_temp(path: Path, data: bytes) -> None:
+    fd = os.open(f"{path}.tmp", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    os.write(fd, data)
+    os.fsync(fd)
+    os.close(fd)
+
+
+def io_floor(template: Path, work: Path, runs: int) -> tuple[float, float]:
+    """Median seconds to rewrite every file of `template`: atomically (temp file in the same
+    folder, fsync, 8 threads, then rename: what agent-edit must do) and in place (open with
+    truncation, write, no fsync: what Codex does). No parsing or planning: the IO floor."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    atomic, in_place = [], []
+    for _ in range(runs):
+        if work.exists():
+            shutil.rmtree(work)
+        shutil.copytree(template, work)
+        paths = [p for p in work.rglob("*") if p.is_file()]
+        datas = [p.read_bytes() for p in paths]
+
+        t0 = time.perf_counter()
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(_write_temp, paths, datas))
+        for p in paths:
+            os.replace(f"{p}.tmp", p)
+        atomic.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        for p, data in zip(paths, datas, strict=True):
+            fd = os.open(p, os.O_WRONLY | os.O_TRUNC)
+            os.write(fd, data)
+            os.close(fd)
+        in_place.append(time.perf_counter() - t0)
+    return statistics.median(atomic), statistics.median(in_place)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--skip-codex", action="store_true")
+    args = ap.parse_args()
+    # Installed packages ship bytecode; with PYTHONDONTWRITEBYTECODE a source tree would
+    # otherwise be recompiled by every process.
+    compileall.compile_dir(str(REPO / "lsp_server"), quiet=1)
+    codex = None if args.skip_codex else codex_apply_patch()
+    WORK.mkdir(parents=True, exist_ok=True)
+    # The journal's state directory goes under .bench too, not into the user's state dir.
+    env = dict(os.environ, PYTHONPATH=str(REPO), AGENT_EDIT_STATE_DIR=str(WORK / "state"))
+    ours = [sys.executable, "-m", "lsp_server", "apply-patch", "-"]
+    print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start", flush=True)
+    parse_ms = (0.0, 0.0)
+    for name, make in (("many", make_many), ("big", make_big)):
+        template = WORK / f"{name}-template"
+        if template.exists():
+            shutil.rmtree(template)
+        patch = make(template).encode()
+        work = WORK / f"{name}-work"
+        # Warm-up, and a check that both tools produce the same tree.
+        run_once(ours, template, work, patch, env)
+        ours_tree = tree(work)
+        if codex is not None:
+            run_once([str(codex)], template, work, patch, env)
+            if tree(work) != ours_tree:
+                raise SystemExit(f"{name}: agent-edit and Codex produced different trees")
+        walls: dict[str, list[float]] = {"agent-edit": [], "codex": []}
+        cpus: dict[str, list[float]] = {"agent-edit": [], "codex": []}
+        for _ in range(args.runs):
+            for tool, cmd in (("codex", [str(codex)] if codex else None), ("agent-edit", ours)):
+                if cmd is None:
+                    continue
+                wall, cpu = run_once(cmd, template, work, patch, env)
+                walls[tool].append(wall)
+                cpus[tool].append(cpu)
+        n_lines = patch.count(b"\n")
+        print(f"{name}: {n_lines:,} patch lines", flush=True)
+        for tool in walls:
+            if walls[tool]:
+                runs = ", ".join(f"{x:.3f}" for x in sorted(walls[tool]))
+                print(
+                    f"  {tool:10s} median {statistics.median(walls[tool]):.3f} s wall, "
+                    f"{statistics.median(cpus[tool]):.3f} s CPU   (wall runs: {runs})"
+                )
+        if codex is not None:
+            ratio = statistics.median(walls["agent-edit"]) / statistics.median(walls["codex"])
+            cpu_ratio = statistics.median(cpus["agent-edit"]) / statistics.median(cpus["codex"])
+            ok = "meets" if ratio <= BARS[name] else "MISSES"
+            print(
+                f"  ratio {ratio:.2f}x Codex wall ({ok} the {BARS[name]}x bar), "
+                f"{cpu_ratio:.2f}x CPU",
+                flush=True,
+            )
+        if name == "many":
+            parse_ms = bench_parse(patch.decode(), runs=max(args.runs, 15))
+            atomic, in_place = io_floor(template, work, args.runs)
+            print(
+                f"  IO floor, no parsing: {atomic:.3f} s to rewrite the 1,000 files atomically "
+                f"(temp + fsync + rename), {in_place:.3f} s in place without fsync (as Codex)",
+                flush=True,
+            )
+    ok = "meets" if parse_ms[0] <= PARSE_BAR_MS else "MISSES"
+    print(
+        f"parse: {parse_ms[0]:.1f} ms wall ({parse_ms[1]:.1f} ms CPU) per 10,000 patch lines, "
+        f"median ({ok} the {PARSE_BAR_MS:.0f} ms bar)"
+    )
+    for name in ("many", "big"):
+        shutil.rmtree(WORK / f"{name}-work", ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,550 @@
+"""The only code that writes workspace files: an atomic, journalled apply of a `Plan` on disk.
+
+`apply_plan(root, plan)` carries out a plan so that every file ends up all-old or all-new, even if
+the process is killed at any moment:
+
+1. a journal with every touched file's pre-image (and the temp names about to be used) is written
+   and fsynced to the per-workspace state directory, never inside the workspace;
+2. each new content goes to a temporary file in the target's own folder, fsynced (in a few
+   threads: fsync waits on the disk, not the CPU);
+3. only when every temporary file is written are they renamed over their targets; deletes and
+   the sources of moves come last; the folders are fsynced;
+4. the journal is removed: that is the commit point.
+
+If the journal is still there on the next run (`recover`, called by the CLI before any command
+and by `apply_plan` itself), the apply was interrupted: every file is put back to its pre-image,
+temporaries and created folders are removed, and the rollback is reported. A file that was
+changed by someone else since the crash (neither its old nor its new content) is left alone and
+reported as a conflict. An apply that fails with an OS error rolls back the same way at once.
+
+State directory: `$AGENT_EDIT_STATE_DIR/workspaces/<name>-<hash>/` if that variable is set
+(tests use temporary folders), else the same under platformdirs' user state dir for
+`agent-edit` (`~/.local/state/agent-edit` on Linux). A lock file there
+(`flock`) keeps two applies in one workspace from interleaving, or a recovery from rolling back
+an apply that is still running.
+
+Crash testing hook: `AGENT_EDIT_CRASH_AFTER=N` makes the process SIGKILL itself right after its
+N-th step (a temporary file written, a rename, or a delete), so tests can interrupt an apply at
+every point between the first write and the last rename.
+
+`read_snapshot(root, rel)` is the matching reader: a workspace file's bytes decoded into a
+`Snapshot` (BOM kept as a flag; binary, oversized and non-UTF-8 files refused), `absent` when it
+does not exist, refused when it is a directory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import stat
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from lsp_server.engine.errors import Code, EditError
+from lsp_server.engine.model import Plan
+from lsp_server.engine.text import DEFAULT_MAX_BYTES, Snapshot, absent, decode_file, encode_file
+
+STATE_DIR_ENV = "AGENT_EDIT_STATE_DIR"
+CRASH_ENV = "AGENT_EDIT_CRASH_AFTER"
+JOURNAL = "journal.json"
+_THREADS = 8
+_THREADED_FROM = 16  # below this many files the thread pool costs more than it saves
+
+
+def state_dir(root: str) -> str:
+    """This workspace's state directory (created on demand), outside the workspace."""
+    base = os.environ.get(STATE_DIR_ENV) or user_state_base()
+    real = os.path.realpath(root)
+    key = hashlib.sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    name = f"{os.path.basename(real) or 'root'}-{key}"
+    path = os.path.join(base, "workspaces", name)
+    os.makedirs(path, exist_ok=True)
+    return path
+
+
+def user_state_base() -> str:
+    """platformdirs' user state directory for agent-edit.
+
+    On Linux this is platformdirs' XDG rule computed directly: importing platformdirs pulls in
+    pathlib and urllib (~12 ms, a tenth of a small CLI run). Elsewhere platformdirs decides.
+    """
+    if sys.platform.startswith("linux"):
+        xdg = os.environ.get("XDG_STATE_HOME", "").strip()
+        return os.path.join(xdg or os.path.expanduser("~/.local/state"), "agent-edit")
+    from platformdirs import user_state_dir
+
+    return user_state_dir("agent-edit")
+
+
+# What each file looked like when `read_snapshot` read it (inode, size, mtime), so `apply_plan`
+# can refuse, under the workspace lock, a file that changed between planning and writing.
+_READ_STATS: dict[str, tuple[int, int, int]] = {}
+
+
+def read_snapshot(root: str, rel: str, max_bytes: int = DEFAULT_MAX_BYTES) -> Snapshot:
+    """The disk snapshot of workspace-relative `rel` (posix separators)."""
+    full = os.path.join(root, rel)
+    try:
+        fd = os.open(full, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except (FileNotFoundError, NotADirectoryError):
+        return absent(rel)
+    except OSError as exc:
+        raise _read_error(rel, exc) from None
+    try:
+        st = os.fstat(fd)
+        _READ_STATS[full] = (st.st_ino, st.st_size, st.st_mtime_ns)
+        if stat.S_ISDIR(st.st_mode):
+            raise _is_directory(rel)
+        if not stat.S_ISREG(st.st_mode):
+            # A FIFO or device would block or never end; only regular files are edited.
+            raise EditError(
+                Code.INVALID_ARGUMENT,
+                f"{rel} is not a regular file.",
+                "Edit regular files only.",
+                {"argument": "path", "path": rel, "reason": "NOT_REGULAR"},
+            )
+        parts = []
+        want = min(st.st_size, max_bytes) + 1  # one byte more tells an oversized file
+        while want > 0:
+            part = os.read(fd, want)
+            if not part:
+                break
+            parts.append(part)
+            want -= len(part)
+        data = parts[0] if len(parts) == 1 else b"".join(parts)
+    except OSError as exc:
+        raise _read_error(rel, exc) from None
+    finally:
+        os.close(fd)
+    return decode_file(rel, data, max_bytes)
+
+
+def _read_error(rel: str, exc: OSError) -> EditError:
+    return EditError(
+        Code.IO_ERROR,
+        f"Cannot read {rel}: {exc.strerror or exc}.",
+        "Check the file's permissions, then try again.",
+        {"path": rel},
+    )
+
+
+def _is_directory(rel: str) -> EditError:
+    # NOT_FOUND, as the language server says it: there is no *file* of that name.
+    return EditError(
+        Code.NOT_FOUND,
+        f"{rel} is a directory, not a file; file operations change one file each.",
+        "Name a file inside it instead (one '*** Delete File:' per file to remove a folder's "
+        "files).",
+        {"path": rel, "reason": "IS_DIRECTORY"},
+    )
+
+
+class _Step:
+    """One file's part of an apply, as the journal records it."""
+
+    __slots__ = ("path", "op", "pre", "new_sha256", "tmp", "data")
+
+    def __init__(
+        self,
+        path: str,
+        op: str,
+        pre: bytes | None,
+        new_sha256: str | None,
+        tmp: str | None,
+        data: bytes | None = None,
+    ) -> None:
+        self.path = path  # workspace-relative
+        self.op = op  # "write" (content to `path`) or "remove"
+        self.pre = pre  # the file's bytes before, when it existed
+        self.new_sha256 = new_sha256  # of the bytes written, for "write"
+        self.tmp = tmp  # temporary file name in the same folder, for "write"
+        self.data = data  # the bytes to write (not journalled)
+
+    @property
+    def existed(self) -> bool:
+        return self.pre is not None
+
+    def journal(self, offset: int) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "op": self.op,
+            "pre": None if self.pre is None else [offset, len(self.pre)],
+            "newSha256": self.new_sha256,
+            "tmp": self.tmp,
+        }
+
+
+class _Crasher:
+    """The AGENT_EDIT_CRASH_AFTER test hook."""
+
+    def __init__(self) -> None:
+        value = os.environ.get(CRASH_ENV, "")
+        self.after = int(value) if value.isdigit() else 0
+        self.steps = 0
+
+    def step(self) -> None:
+        if not self.after:
+            return
+        self.steps += 1
+        if self.steps >= self.after:
+            os.kill(os.getpid(), signal.SIGKILL)
+            os._exit(137)  # pragma: no cover - platforms without SIGKILL
+
+
+@contextmanager
+def workspace_lock(root: str) -> Iterator[str]:
+    """Hold this workspace's apply lock; yields the state directory."""
+    sdir = state_dir(root)
+    fd = os.open(os.path.join(sdir, "lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            import fcntl
+
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except ImportError:  # pragma: no cover - Windows: no advisory lock
+            pass
+        yield sdir
+    finally:
+        os.close(fd)
+
+
+def apply_plan(root: str, plan: Plan) -> list[dict[str, Any]]:
+    """Carry out `plan` on disk under `root`, atomically; returns the recovery report, if any.
+
+    Raises `EditError(IO_ERROR)` (after rolling back) when the disk refuses a step.
+    """
+    with workspace_lock(root) as sdir:
+        recovered = _recover_locked(root, sdir)
+        _check_unchanged(root, plan)
+        steps = _steps(root, plan)
+        if steps:
+            _run(root, sdir, steps)
+    return recovered
+
+
+def _check_unchanged(root: str, plan: Plan) -> None:
+    """Refuse (STALE) if a planned file changed on disk since `read_snapshot` read it."""
+    for change in plan.changes:
+        paths: list[tuple[Snapshot | None, str]] = [(change.before, change.path)]
+        if change.change == "move" and change.moved_to:
+            paths.append((None, change.moved_to))
+        for before, rel in paths:
+            full = os.path.join(root, rel)
+            try:
+                st = os.stat(full)
+                now: tuple[int, int, int] | None = (st.st_ino, st.st_size, st.st_mtime_ns)
+            except FileNotFoundError:
+                now = None
+            if before is not None and before.exists:
+                seen = _READ_STATS.get(full)
+                if seen is None or now == seen:
+                    continue  # not read here (a buffer snapshot), or unchanged
+            elif now is None:
+                continue  # still absent, as planned
+            raise EditError(
+                Code.STALE,
+                f"{rel} changed on disk while the patch was being planned; nothing was written.",
+                "Apply the patch again: it will be checked against the file as it is now.",
+                {"path": rel, "reason": "CHANGED_ON_DISK"},
+            )
+
+
+def recover(root: str) -> list[dict[str, Any]]:
+    """Roll back an apply that was interrupted in this workspace; [] when there was none."""
+    with workspace_lock(root) as sdir:
+        return _recover_locked(root, sdir)
+
+
+def _steps(root: str, plan: Plan) -> list[_Step]:
+    token = os.urandom(4).hex()
+    writes: list[_Step] = []
+    removes: list[_Step] = []
+    for change in plan.changes:
+        before = change.before
+        pre = encode_file(before.text, before.bom) if before.exists else None
+        if change.change == "delete":
+            removes.append(_Step(change.path, "remove", pre, None, None))
+            continue
+        data = encode_file(change.new_text, change.bom)
+        sha = hashlib.sha256(data).hexdigest()
+        if not change.bom and "new_sha256" not in change.__dict__:
+            # Without a BOM the bytes are the UTF-8 text: fill the plan's cached hash (what the
+            # result reports) instead of encoding and hashing megabytes a second time.
+            change.__dict__["new_sha256"] = sha
+        target = change.target_path
+        head, name = os.path.split(target)
+        tmp = os.path.join(head, f".{name}.agent-edit-{token}.tmp")
+        if change.change == "move":
+            writes.append(_Step(target, "write", None, sha, tmp, data))
+            removes.append(_Step(change.path, "remove", pre, None, None))
+        else:
+            writes.append(_Step(target, "write", pre, sha, tmp, data))
+    return writes + removes
+
+
+def _missing_dirs(root: str, steps: list[_Step]) -> list[str]:
+    out: list[str] = []
+    seen: set[str] = set()
+    for s in steps:
+        if s.op != "write":
+            continue
+        head = os.path.dirname(s.path)
+        chain: list[str] = []
+        while head and head not in seen:
+            seen.add(head)
+            if os.path.isdir(os.path.join(root, head)):
+                break
+            chain.append(head)
+            head = os.path.dirname(head)
+        out.extend(reversed(chain))
+    return out
+
+
+def _write_journal(path: str, header: dict[str, Any], blob: list[bytes]) -> int:
+    """The journal: one JSON line, then the pre-images' raw bytes (offsets in the header).
+
+    Raw bytes rather than JSON strings: escaping megabytes of pre-images costs more than the
+    rest of a large apply. Written to a temporary name and renamed, so it is whole or absent.
+    Returns the open descriptor: the caller fsyncs it once the temporary files are written too
+    (one disk flush for all of them), and always before the first target is replaced.
+    """
+    tmp = path + ".tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        _write_all(fd, json.dumps(header, ensure_ascii=False).encode("utf-8") + b"\n")
+        for part in blob:
+            _write_all(fd, part)
+        os.replace(tmp, path)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _read_journal(path: str) -> tuple[dict[str, Any], bytes]:
+    with open(path, "rb") as f:
+        data = f.read()
+    nl = data.index(b"\n")
+    header: dict[str, Any] = json.loads(data[:nl])
+    return header, data[nl + 1 :]
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _fsync_dir(path: str) -> None:
+    try:
+        fd = os.open(path or ".", os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _write_temp(root: str, step: _Step) -> None:
+    assert step.tmp is not None and step.data is not None
+    full = os.path.join(root, step.tmp)
+    mode = 0o666
+    if step.existed:
+        try:
+            mode = os.stat(os.path.join(root, step.path)).st_mode & 0o7777
+        except OSError:
+            pass
+    fd = os.open(full, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    try:
+        if step.existed:
+            os.fchmod(fd, mode)  # the umask must not narrow an existing file's permissions
+        _write_all(fd, step.data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _run(root: str, sdir: str, steps: list[_Step]) -> None:
+    journal_path = os.path.join(sdir, JOURNAL)
+    dirs = _missing_dirs(root, steps)
+    entries = []
+    blob: list[bytes] = []
+    offset = 0
+    for s in steps:
+        entries.append(s.journal(offset))
+        if s.pre is not None:
+            blob.append(s.pre)
+            offset += len(s.pre)
+    header = {
+        "version": 1,
+        "root": os.path.realpath(root),
+        "pid": os.getpid(),
+        "time": time.time(),
+        "dirs": dirs,
+        "files": entries,
+    }
+    journal_fd = _write_journal(journal_path, header, blob)
+    crash = _Crasher()
+    writes = [s for s in steps if s.op == "write"]
+    try:
+        for d in dirs:
+            os.makedirs(os.path.join(root, d), exist_ok=True)
+        if len(writes) >= _THREADED_FROM:
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(_THREADS) as pool:
+                for _ in pool.map(lambda s: _write_temp(root, s), writes):
+                    crash.step()
+        else:
+            for s in writes:
+                _write_temp(root, s)
+                crash.step()
+        # The journal is durable before anything the user can see changes.
+        os.fsync(journal_fd)
+        _fsync_dir(sdir)
+        for s in writes:
+            assert s.tmp is not None
+            os.replace(os.path.join(root, s.tmp), os.path.join(root, s.path))
+            crash.step()
+        for s in steps:
+            if s.op == "remove":
+                os.unlink(os.path.join(root, s.path))
+                crash.step()
+        for d in {os.path.dirname(os.path.join(root, s.path)) for s in steps}:
+            _fsync_dir(d)
+    except OSError as exc:
+        try:
+            report = _rollback(root, journal_path)
+        except OSError as again:
+            # The journal stays: the next run retries the rollback before doing anything else.
+            raise EditError(
+                Code.PARTIAL,
+                f"Writing the patch failed ({exc.strerror or exc}) and putting the files back "
+                f"failed too ({again.strerror or again}); some files may hold new content.",
+                "Fix the cause (permissions, disk space), then run any agent-edit edit command "
+                "in this workspace: it finishes the rollback first and reports it.",
+                {"files": [s.path for s in steps]},
+                committed=[{"path": s.path, "state": "unknown"} for s in steps],
+            ) from None
+        raise EditError(
+            Code.IO_ERROR,
+            f"Writing the patch failed ({exc.strerror or exc}"
+            f"{': ' + str(exc.filename) if exc.filename else ''}); every file was put back as "
+            "it was.",
+            "Fix the cause (permissions, disk space) and apply again.",
+            {"rolledBack": report},
+        ) from None
+    finally:
+        os.close(journal_fd)
+    os.unlink(journal_path)
+    _fsync_dir(sdir)
+
+
+def _recover_locked(root: str, sdir: str) -> list[dict[str, Any]]:
+    journal_path = os.path.join(sdir, JOURNAL)
+    if not os.path.exists(journal_path):
+        # A journal that never finished being written means nothing was touched yet.
+        tmp = journal_path + ".tmp"
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        return []
+    try:
+        return [_rollback(root, journal_path)]
+    except (ValueError, KeyError, TypeError):
+        # Unreadable (written by another version?): keep it for a human, do not guess.
+        kept = f"{journal_path}.unreadable-{int(time.time())}"
+        os.replace(journal_path, kept)
+        return [
+            {
+                "startedAt": None,
+                "pid": None,
+                "restored": [],
+                "removed": [],
+                "conflicts": [{"path": kept, "why": "journal unreadable; inspect it by hand"}],
+            }
+        ]
+
+
+def _sha(path: str) -> str | None:
+    try:
+        with open(path, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+    except FileNotFoundError:
+        return None
+    except IsADirectoryError:
+        return "<directory>"
+
+
+def _restore(full: str, pre: bytes) -> None:
+    tmp = full + ".agent-edit-restore.tmp"
+    try:
+        mode = os.stat(full).st_mode & 0o7777
+    except OSError:
+        mode = 0o666
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    try:
+        _write_all(fd, pre)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, full)
+
+
+def _rollback(root: str, journal_path: str) -> dict[str, Any]:
+    """Put every file of the journalled apply back to its pre-image; the report of what was done."""
+    journal, blob = _read_journal(journal_path)
+    restored: list[str] = []
+    removed: list[str] = []
+    conflicts: list[dict[str, str]] = []
+    for entry in journal["files"]:
+        path = entry["path"]
+        full = os.path.join(root, path)
+        if entry.get("tmp"):
+            try:
+                os.unlink(os.path.join(root, entry["tmp"]))
+            except FileNotFoundError:
+                pass
+        pre = None
+        if entry.get("pre") is not None:
+            start, length = entry["pre"]
+            pre = blob[start : start + length]
+        pre_sha = hashlib.sha256(pre).hexdigest() if pre is not None else None
+        current = _sha(full)
+        if current == pre_sha:
+            continue  # untouched (or already back)
+        if current is None or (entry["op"] == "write" and current == entry.get("newSha256")):
+            if pre is not None:
+                os.makedirs(os.path.dirname(full), exist_ok=True)
+                _restore(full, pre)
+                restored.append(path)
+            elif current is not None:
+                os.unlink(full)
+                removed.append(path)
+        else:
+            conflicts.append(
+                {"path": path, "why": "changed by someone else since the interrupted apply"}
+            )
+    for d in reversed(journal.get("dirs", [])):
+        try:
+            os.rmdir(os.path.join(root, d))
+        except OSError:
+            pass
+    for d in {os.path.dirname(os.path.join(root, e["path"])) for e in journal["files"]}:
+        _fsync_dir(d)
+    os.unlink(journal_path)
+    _fsync_dir(os.path.dirname(journal_path))
+    return {
+        "startedAt": journal.get("time"),
+        "pid": journal.get("pid"),
+        "restored": restored,
+        "removed": removed,
+        "conflicts": conflicts,
+    }

@@ -1,0 +1,475 @@
+"""Planning a V4A patch over snapshots: every hunk of every file located and verified, or nothing.
+
+`plan_patch(patch_text, get_snapshot)` parses the patch (v4a.py), asks `get_snapshot(path)` for
+each file it names (the open buffer, else the disk; `source="absent"` when there is no file) and
+returns a `Plan` whose `FileChange`s hold minimal `LineEdit`s. Any problem raises `EditError` and
+nothing is planned, so a front end (LSP or CLI) never starts an apply that could half-succeed.
+
+What a front end gets (the LSP `agentEdit.applyPatch` and the CLI both use it this way):
+
+- `get_snapshot(path)` receives each path exactly as the patch wrote it (Update/Add/Delete paths
+  and Move-to destinations). It resolves it (path policy) and returns the snapshot whose `.path`
+  is the canonical workspace-relative path, or raises `EditError` (OUTSIDE_WORKSPACE, DENIED,
+  BINARY, ...) which `plan_patch` lets through. The same canonical path twice is refused.
+- `plan.changes`, in patch order, one `FileChange` per file section:
+  `add` (`before` is the absent snapshot, `new_text` the content, no BOM),
+  `delete` (`before` is the file),
+  `update` (`edits`: sorted, minimal `LineEdit`s in `before.lines` coordinates, with character
+  offsets; `new_text` is built by slicing),
+  `move` (`path` the source, `moved_to`/`target_path` the destination, `edits` as for update,
+  relative to the source's content). An editor applies a move as RenameFile then the edits.
+- Per-path preconditions are the front end's: check each `change.before` (the source of a move)
+  against the agent's `expect` with `planner.check_precondition`.
+- `plan.summary`: `files`, `chunks`, and `lenient` (`[{path, patchLine, match}]`) when a chunk
+  only matched after whitespace or punctuation normalisation.
+- Refusals: PARSE_ERROR `{patchLine, line, expected}`; NOT_FOUND / ALREADY_EXISTS
+  `{path, patchLine}`; AMBIGUOUS `{path, patchLine, lines, count}`; NO_MATCH
+  `{path, patchLine, oldLines, candidates}`; INVALID_ARGUMENT for a path named twice.
+
+Seeking follows Codex (peers.md): an optional `@@ anchor` line moves a forward-only cursor; the
+chunk's old lines are then looked for from the cursor in four passes (matching.LADDER: exact,
+trailing whitespace, both ends trimmed, Unicode punctuation folded), the first pass with any match
+deciding; `*** End of File` tries only the last position; a chunk with no old lines is appended
+at the end of the file. One deliberate difference: if the first successful pass matches at more
+than one place in the window, the chunk is `AMBIGUOUS` (with every line number) instead of taking
+the first. Matched context lines are left exactly as the file has them (also under a lenient
+pass); added lines take the file's first line terminator; an updated file ends with a newline.
+
+Seeking never runs Python code per file line: a chunk is found by `list.index` on its longest
+line (a C loop) from the cursor, and verified by one list-slice comparison. Uniqueness needs
+the rest of the window: files with many chunks get an index of the last position of each
+chunk's pivot line (one C-level pass), so a pivot found at its last position needs no scan. 1,000
+chunks on a 100k-line file plan in tens of milliseconds.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from itertools import compress
+from typing import Any
+
+from lsp_server.engine.errors import Code, EditError
+from lsp_server.engine.matching import LADDER, MAX_LISTED_MATCHES
+from lsp_server.engine.model import FileChange, LineEdit, Plan, minimal_edit
+from lsp_server.engine.text import Snapshot, content
+from lsp_server.engine.v4a import AddFile, Chunk, DeleteFile, Patch, UpdateFile, parse_patch
+
+GetSnapshot = Callable[[str], Snapshot]
+_RUN = re.compile(r"[-+]+")
+MAX_SHOWN_LINES = 10
+
+
+def plan_patch(patch_text: str, get_snapshot: GetSnapshot) -> Plan:
+    """Parse and plan a V4A patch; `EditError` (PARSE_ERROR, NOT_FOUND, ...) on any problem."""
+    return plan_hunks(parse_patch(patch_text), get_snapshot)
+
+
+def plan_hunks(patch: Patch, get_snapshot: GetSnapshot) -> Plan:
+    """Plan already-parsed hunks (see `plan_patch`)."""
+    claimed: dict[str, int] = {}
+    changes: list[FileChange] = []
+    lenient: list[dict[str, Any]] = []
+
+    def claim(path: str, line: int) -> None:
+        if path in claimed:
+            raise EditError(
+                Code.INVALID_ARGUMENT,
+                f"{path} is named by more than one file section (patch lines {claimed[path]} "
+                f"and {line}); each file may appear once, so no section has to guess what an "
+                "earlier one left behind.",
+                "Put all chunks for one file under a single '*** Update File:' section, in file "
+                "order.",
+                {"argument": "patch", "path": path, "patchLine": line},
+            )
+        claimed[path] = line
+
+    for hunk in patch:
+        snap = get_snapshot(hunk.path)
+        claim(snap.path, hunk.patch_line)
+        if isinstance(hunk, AddFile):
+            if snap.exists:
+                raise EditError(
+                    Code.ALREADY_EXISTS,
+                    f"Add File {snap.path} (patch line {hunk.patch_line}) would overwrite an "
+                    "existing file.",
+                    "Use '*** Update File:' with chunks to change it, or '*** Delete File:' it "
+                    "first in a separate patch if replacing it whole is really intended.",
+                    {"path": snap.path, "patchLine": hunk.patch_line},
+                )
+            changes.append(FileChange("add", snap, new_text_override=hunk.text, new_bom=False))
+        elif isinstance(hunk, DeleteFile):
+            _require_file(snap, "delete", hunk.patch_line)
+            changes.append(FileChange("delete", snap))
+        else:
+            changes.append(_plan_update(hunk, snap, get_snapshot, claim, lenient))
+    summary: dict[str, object] = {
+        "files": len(changes),
+        "chunks": sum(len(h.chunks) for h in patch if isinstance(h, UpdateFile)),
+    }
+    if lenient:
+        summary["lenient"] = lenient
+    return Plan("applyPatch", tuple(changes), summary)
+
+
+def _require_file(snap: Snapshot, verb: str, patch_line: int) -> None:
+    if not snap.exists:
+        raise EditError(
+            Code.NOT_FOUND,
+            f"Cannot {verb} {snap.path} (patch line {patch_line}): no such file.",
+            "Check the path; to create a file use '*** Add File:' with '+' lines.",
+            {"path": snap.path, "patchLine": patch_line},
+        )
+
+
+def _plan_update(
+    hunk: UpdateFile,
+    snap: Snapshot,
+    get_snapshot: GetSnapshot,
+    claim: Callable[[str, int], None],
+    lenient: list[dict[str, Any]],
+) -> FileChange:
+    _require_file(snap, "update", hunk.patch_line)
+    moved_to: str | None = None
+    if hunk.move_to is not None:
+        dest = get_snapshot(hunk.move_to)
+        if dest.path != snap.path:
+            if dest.exists:
+                raise EditError(
+                    Code.ALREADY_EXISTS,
+                    f"Move to {dest.path} (patch line {hunk.patch_line}) would overwrite an "
+                    "existing file.",
+                    "Move to a path that does not exist yet, or update the destination file "
+                    "instead.",
+                    {"path": dest.path, "patchLine": hunk.patch_line},
+                )
+            claim(dest.path, hunk.patch_line)
+            moved_to = dest.path
+    edits = _FileSeeker(snap, lenient, hunk.chunks).edits(hunk.chunks)
+    if moved_to is not None:
+        return FileChange("move", snap, edits, moved_to=moved_to)
+    return FileChange("update", snap, edits)
+
+
+class _Level:
+    """One ladder level's view of the file: each line normalised, and optionally an index."""
+
+    __slots__ = ("values", "last", "reverse")
+
+    def __init__(self, values: list[str]) -> None:
+        self.values = values
+        # Last position of a value (-1: absent), for files with many chunks: a pivot line found
+        # at its last position has no later occurrence, so uniqueness needs no scan to the end.
+        self.last: dict[str, int] | None = None
+        self.reverse: list[str] | None = None
+
+    def prefill(self, wanted: set[str]) -> None:
+        """Index the last positions of `wanted` values in one C-level pass over the file."""
+        values = self.values
+        last = self.last = dict.fromkeys(wanted, -1)
+        for p in compress(range(len(values)), map(wanted.__contains__, values)):
+            last[values[p]] = p
+
+    def last_of(self, value: str) -> int:
+        assert self.last is not None
+        p = self.last.get(value)
+        if p is None:
+            # Not prefilled (an anchor or a retried pattern): scan back from the end once.
+            if self.reverse is None:
+                self.reverse = self.values[::-1]
+            try:
+                p = len(self.values) - 1 - self.reverse.index(value)
+            except ValueError:
+                p = -1
+            self.last[value] = p
+        return p
+
+
+# Past this many chunks in one file, indexing the chunks' pivot lines (one C-level pass) is
+# cheaper than scanning the rest of the file once per chunk to prove a match unique.
+INDEX_FROM_CHUNKS = 24
+
+
+def _pivot(want: Sequence[str]) -> int:
+    """The line a chunk is sought by: its longest (long lines are the rare ones)."""
+    lens = list(map(len, want))
+    return lens.index(max(lens))
+
+
+class _FileSeeker:
+    """Locates one file's chunks in order and turns them into minimal line edits."""
+
+    def __init__(self, snap: Snapshot, lenient: list[dict[str, Any]], chunks: Sequence[Chunk]):
+        self.snap = snap
+        self.lenient = lenient
+        self.eol = snap.eol
+        lines = snap.lines
+        last = lines[-1]
+        self.unterminated = last != ""
+        # The searchable lines: the final empty "line" after a trailing newline is not one, and
+        # an unterminated last line is searched (and kept) as if it had the file's terminator,
+        # because Codex ends every updated file with a newline.
+        self.lines = lines[:-1] + [last + self.eol] if self.unterminated else lines[:-1]
+        # Exact matching compares whole lines with their `\n` when the file has no other
+        # terminator (no per-line copies needed); otherwise the lines' contents.
+        self.lf_only = "\r" not in snap.text
+        self.chunks = chunks
+        self.exact_wants: dict[int, tuple[list[str], int]] = {}
+        self.indexed = len(chunks) >= INDEX_FROM_CHUNKS
+        self.levels: dict[str, _Level] = {}
+        if self.indexed:
+            self._level("exact", LADDER[0][1])
+
+    def _exact(self, line: str) -> str:
+        return line + "\n" if self.lf_only else line
+
+    def _pivots(self, norm: Callable[[str], str]) -> set[str]:
+        """Every chunk's pivot line (and anchor) as `norm` sees it: what an index must cover."""
+        wanted = {norm(c.anchor) for c in self.chunks if c.anchor is not None}
+        exact = norm == self._exact
+        for chunk in self.chunks:
+            if chunk.old_lines:
+                want = [norm(x) for x in chunk.old_lines]
+                pivot = _pivot(want)
+                wanted.add(want[pivot])
+                if exact:
+                    # find() asks for exactly this first; do not compute it twice.
+                    self.exact_wants[id(chunk.old_lines)] = (want, pivot)
+        return wanted
+
+    def content(self, i: int) -> str:
+        return content(self.lines[i])
+
+    def _level(self, name: str, norm: Callable[[str], str]) -> _Level:
+        level = self.levels.get(name)
+        if level is None:
+            if name != "exact":
+                values = list(map(norm, self.lines))  # every level below exact strips the end
+            elif self.lf_only:
+                values = self.lines
+            else:
+                values = [content(x) for x in self.lines]
+            level = self.levels[name] = _Level(values)
+            if self.indexed:
+                level.prefill(self._pivots(self._exact if name == "exact" else norm))
+        return level
+
+    def find(
+        self, pattern: Sequence[str], start: int, eof: bool, first_only: bool = False
+    ) -> tuple[str, list[int]]:
+        """The first ladder level with any match of `pattern` at or after `start`, and all hits."""
+        k = len(pattern)
+        n = len(self.lines)
+        if k > n or k == 0:
+            return "", []
+        for name, norm in LADDER:
+            level = self._level(name, norm)
+            values = level.values
+            cached = self.exact_wants.get(id(pattern)) if name == "exact" else None
+            if cached is not None:
+                want, pivot = cached
+            else:
+                if name != "exact":
+                    want = [norm(x) for x in pattern]
+                elif self.lf_only:
+                    want = [x + "\n" for x in pattern]
+                else:
+                    want = list(pattern)
+                pivot = _pivot(want)
+            if eof:
+                if values[n - k :] == want:
+                    return name, [n - k]
+                continue
+            v = want[pivot]
+            stop = n - k + pivot  # the pivot's last position that leaves room for the window
+            if level.last is not None:
+                stop = min(stop, level.last_of(v))
+            index = values.index
+            hits: list[int] = []
+            i = start + pivot
+            while i <= stop:
+                try:
+                    p = index(v, i, stop + 1)
+                except ValueError:
+                    break
+                s = p - pivot
+                if values[s : s + k] == want:
+                    hits.append(s)
+                    if first_only:
+                        break
+                i = p + 1
+            if hits:
+                return name, hits
+        return "", []
+
+    def edits(self, chunks: Sequence[Chunk]) -> tuple[LineEdit, ...]:
+        lines = self.lines
+        eol = self.eol
+        cursor = 0
+        pending: list[tuple[int, int, int, tuple[str, ...]]] = []  # (start, end, seq, new)
+        for seq, chunk in enumerate(chunks):
+            if chunk.anchor is not None:
+                level, hits = self.find([chunk.anchor], cursor, False, first_only=True)
+                if not hits:
+                    raise self._no_match(chunk, cursor, anchor=True)
+                cursor = hits[0] + 1
+                self._note(level, chunk)
+            old, new, ops = chunk.old_lines, chunk.new_lines, chunk.ops
+            if not old:
+                # Codex: a pure addition goes at the end of the file (before one trailing blank).
+                at = len(lines)
+                if at and self.content(at - 1) == "":
+                    at -= 1
+                pending.append((at, at, seq, tuple(x + eol for x in new)))
+                continue
+            level, hits = self.find(old, cursor, chunk.is_end_of_file)
+            if not hits and old[-1] == "" and ops[-1] in " -":
+                # Codex: a trailing empty line may stand for the file's final newline.
+                old = old[:-1]
+                if ops[-1] == " ":
+                    new = new[:-1]
+                ops = ops[:-1]
+                if old:
+                    level, hits = self.find(old, cursor, chunk.is_end_of_file)
+            if not hits:
+                raise self._no_match(chunk, cursor, anchor=False)
+            if len(hits) > 1:
+                raise self._ambiguous(chunk, cursor, hits)
+            self._note(level, chunk)
+            start = hits[0]
+            cursor = start + len(old)
+            # Each run of -/+ ops is one edit; context lines between runs stay untouched. Run
+            # positions come from counting ops (C-level), not from a loop over every line.
+            count = ops.count
+            for m in _RUN.finditer(ops):
+                a, b = m.span()
+                pos = start + a - count("+", 0, a)
+                ni = a - count("-", 0, a)
+                added = count("+", a, b)
+                pending.append(
+                    (
+                        pos,
+                        pos + (b - a) - added,
+                        seq,
+                        tuple([x + eol for x in new[ni : ni + added]]),
+                    )
+                )
+        return self._finish(pending)
+
+    def _finish(self, pending: list[tuple[int, int, int, tuple[str, ...]]]) -> tuple[LineEdit, ...]:
+        lines = self.lines
+        if self.unterminated:
+            last = len(lines) - 1
+            if not any(s <= last < e for s, e, _, _ in pending):
+                pending.append((last, last + 1, -1, (lines[last],)))
+        pending.sort(key=lambda p: (p[0], p[1], p[2]))
+        merged: list[tuple[int, int, list[str]]] = []
+        for s, e, _, new in pending:
+            if merged and s <= merged[-1][1]:
+                ms, me, mnew = merged[-1]
+                if s < me and s != e:
+                    raise EditError(  # the forward cursor makes this unreachable
+                        Code.INVALID_ARGUMENT,
+                        f"Two chunks of {self.snap.path} change the same lines.",
+                        "Merge the overlapping chunks into one.",
+                        {"argument": "patch", "path": self.snap.path},
+                    )
+                if s == me:
+                    mnew.extend(lines[me:s])
+                    mnew.extend(new)
+                    merged[-1] = (ms, max(me, e), mnew)
+                    continue
+                # A pure addition inside a replaced range goes after the replacement.
+                mnew.extend(new)
+                continue
+            merged.append((s, e, list(new)))
+        out: list[LineEdit] = []
+        old_lines = self.snap.lines
+        for s, e, new_lines in merged:
+            if s == e or not new_lines:
+                out.append(LineEdit(s, e, tuple(new_lines)))
+                continue
+            # A replaced line may come back unchanged (a `-x`/`+x` pair): keep the edit minimal.
+            # Compared with the snapshot's own lines: an unterminated last line differs.
+            edit = minimal_edit(old_lines[s:e], new_lines, s)
+            if edit is not None:
+                out.append(edit)
+        # Character offsets let FileChange build the new text by slicing the old one.
+        with_offsets: list[LineEdit] = []
+        line, char = 0, 0
+        for ed in out:
+            char += sum(map(len, old_lines[line : ed.start]))
+            line = ed.start
+            end = char + sum(map(len, old_lines[ed.start : ed.end]))
+            with_offsets.append(LineEdit(ed.start, ed.end, ed.new_lines, (char, end)))
+        return tuple(with_offsets)
+
+    def _note(self, level: str, chunk: Chunk) -> None:
+        if level != "exact":
+            self.lenient.append(
+                {"path": self.snap.path, "patchLine": chunk.patch_line, "match": level}
+            )
+
+    def _ambiguous(self, chunk: Chunk, cursor: int, hits: list[int]) -> EditError:
+        listed = [h + 1 for h in hits[:MAX_LISTED_MATCHES]]
+        return EditError(
+            Code.AMBIGUOUS,
+            f"The chunk at patch line {chunk.patch_line} matches {len(hits)} places in "
+            f"{self.snap.path} (lines {', '.join(map(str, listed))})"
+            f"{f' after line {cursor}' if cursor else ''}; applying it would mean guessing "
+            "which one.",
+            "Add context lines (or an '@@ <line>' anchor such as the enclosing def or class) so "
+            "the chunk matches exactly one place.",
+            {
+                "path": self.snap.path,
+                "patchLine": chunk.patch_line,
+                "lines": listed,
+                "count": len(hits),
+            },
+        )
+
+    def _no_match(self, chunk: Chunk, cursor: int, anchor: bool) -> EditError:
+        path = self.snap.path
+        if anchor:
+            what = "its '@@' anchor line was"
+            wanted: Sequence[str] = [chunk.anchor or ""]
+        else:
+            what = "its context and removed lines were"
+            wanted = chunk.old_lines
+        found: list[dict[str, Any]] = []
+        _, earlier = self.find(wanted, 0, False) if cursor else ("", [])
+        for h in earlier[:3]:
+            found.append(
+                {
+                    "line": h + 1,
+                    "text": self.content(h),
+                    "why": f"matches here, but before line {cursor + 1} where the previous "
+                    "chunk left off: chunks must be in file order",
+                }
+            )
+        if not found:
+            from lsp_server.engine.matching import candidates
+
+            found = [
+                dict(c, why=str(c["why"]).replace("oldText", "the chunk"))
+                for c in candidates(self.snap, "\n".join(wanted))
+            ]
+        place = f" after line {cursor}" if cursor else ""
+        if chunk.is_end_of_file and not anchor:
+            place = " at the end of the file ('*** End of File')"
+        shown = "\n".join(wanted[:MAX_SHOWN_LINES])
+        if len(wanted) > MAX_SHOWN_LINES:
+            shown += f"\n... ({len(wanted) - MAX_SHOWN_LINES} more lines)"
+        return EditError(
+            Code.NO_MATCH,
+            f"The chunk at patch line {chunk.patch_line} does not match {path}: {what} not "
+            f"found{place}, not even ignoring whitespace and typographic punctuation:\n{shown}",
+            "Read the file again and resend the chunk with context lines exactly as the file "
+            "has them, chunks in file order.",
+            {
+                "path": path,
+                "patchLine": chunk.patch_line,
+                "oldLines": list(wanted),
+                "candidates": found,
+            },
+        )

@@ -1,0 +1,480 @@
+"""The V4A patch format: one named normalising pre-pass, the lark LALR grammar, the hunk data model.
+
+`parse_patch(text)` is the only entry point most callers need: it returns a `Patch` (a tuple of
+`AddFile` / `DeleteFile` / `UpdateFile`, in patch order) or raises `EditError(PARSE_ERROR)` with
+`details = {patchLine, line, expected}`, `patchLine` being 1-based in the text as the agent sent it.
+
+Leniency lives in `normalise_patch` only, so the grammar (v4a.lark) stays strict and readable. It
+accepts what models really emit, following Codex's lenient rules (peers.md):
+
+- CRLF patch bodies (every `\\r\\n` becomes `\\n`);
+- leading/trailing blank lines around the patch (Codex trims the input);
+- a heredoc wrapper: `<<EOF`, `<<'EOF'`, `<<"EOF"` (optionally after `apply_patch `) ... `EOF`;
+- marker lines padded with whitespace (`  *** Update File: a`, ` *** End Patch `) and
+  `*** Add File:a` without the space; but inside a chunk a line starting with a space is a
+  context line whatever its text (as in Codex), so files containing patch text stay editable;
+- `@@` headers with trailing whitespace, and unified-diff style headers (`@@ -3,7 +3,8 @@ def f`,
+  whose line numbers are dropped: seeking is by content, and the text after them is the anchor);
+- blank lines between file sections (dropped) and inside a chunk (an empty context line, as Codex);
+- a blank line between `+` lines of an Add File (an empty line of the new file: models drop
+  the `+`);
+- a first chunk without `@@` (in the grammar).
+
+A chunk keeps, besides Codex's `old_lines`/`new_lines`, its `ops` (one of ` `, `-`, `+` per body
+line) so the planner can leave context lines byte for byte as the file has them.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from bisect import bisect_right
+from dataclasses import dataclass
+from functools import cache
+from typing import TYPE_CHECKING, Any
+
+from lsp_server.engine.errors import Code, EditError
+
+if TYPE_CHECKING:
+    from lark import Lark, Token
+
+BEGIN = "*** Begin Patch"
+END = "*** End Patch"
+END_OF_FILE = "*** End of File"
+
+GRAMMAR_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "v4a.lark")
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One `@@` section of an Update File: find `old_lines` (after `anchor`), put `new_lines`."""
+
+    anchor: str | None
+    old_lines: tuple[str, ...]
+    new_lines: tuple[str, ...]
+    is_end_of_file: bool = False
+    # One op per body line, in order: " " context, "-" removed, "+" added.
+    ops: str = ""
+    patch_line: int = 0  # 1-based line of the chunk's header (or first line) in the patch
+
+
+@dataclass(frozen=True)
+class AddFile:
+    path: str
+    lines: tuple[str, ...]
+    patch_line: int = 0
+
+    @property
+    def text(self) -> str:
+        """The new file's content: every line ends with `\\n` (as Codex writes it)."""
+        return "".join(line + "\n" for line in self.lines)
+
+
+@dataclass(frozen=True)
+class DeleteFile:
+    path: str
+    patch_line: int = 0
+
+
+@dataclass(frozen=True)
+class UpdateFile:
+    path: str
+    move_to: str | None
+    chunks: tuple[Chunk, ...]
+    patch_line: int = 0
+
+
+Hunk = AddFile | DeleteFile | UpdateFile
+Patch = tuple[Hunk, ...]
+
+
+class NormalisedPatch:
+    """The patch as the grammar reads it, and where each of its lines came from."""
+
+    # A plain class: a dataclass costs ~1 ms of import time each, a tenth of a small CLI run.
+    __slots__ = ("text", "first_line", "dropped", "source")
+
+    def __init__(self, text: str, first_line: int, dropped: tuple[int, ...], source: str):
+        self.text = text
+        self.first_line = first_line  # 1-based original line of the first normalised line
+        self.dropped = dropped  # original lines (1-based, sorted) that normalisation removed
+        self.source = source  # the original patch (LF), for quoting lines in errors
+
+    def original_line(self, normalised_line: int) -> int:
+        """The original patch line of normalised line `normalised_line` (both 1-based)."""
+        base = self.first_line - 1
+        o = base + max(normalised_line, 1)
+        if not self.dropped:
+            return o
+        while True:
+            o2 = base + normalised_line + bisect_right(self.dropped, o)
+            if o2 == o:
+                return o
+            o = o2
+
+    def text_of(self, original_line: int) -> str:
+        lines = self.source.split("\n")
+        return lines[original_line - 1] if 1 <= original_line <= len(lines) else ""
+
+
+_HEREDOC = re.compile(r"""^(?:apply_patch\s+)?<<\s*(?:EOF|'EOF'|"EOF")$""")
+_FILE_MARKER = re.compile(r"^\*\*\* (Add File|Delete File|Update File|Move to):[ \t]*(.*?)$")
+# `@@ -12,5 +12,6 @@ anchor` (unified diff) and `@@ anchor @@` (Hermes-style closing @@).
+_UNIFIED_HEADER = re.compile(r"^@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@[ \t]?(.*)$")
+_CLOSED_HEADER = re.compile(r"^@@ (.*?)[ \t]*@@$")
+# The start of every line normalisation might change or that might change its state: anything
+# but a `+`/`-` line or a ` x` context line. Plain body lines, the bulk of a patch, are never
+# looked at one by one.
+_INTERESTING = re.compile(r"\n(?=[^+\- \n]|[ ][ *\t\n]|\n)")
+
+# Normaliser states: where a blank line is dropped or means something.
+_TOP, _ADD, _UPDATE_HEAD, _CHUNK = range(4)
+
+
+def _marker(stripped: str) -> tuple[str, int] | None:
+    """The canonical form of a marker line and the state after it, or None if not a marker."""
+    if stripped in (BEGIN, END):
+        return stripped, _TOP
+    if stripped == END_OF_FILE:
+        return stripped, _UPDATE_HEAD
+    m = _FILE_MARKER.match(stripped)
+    if not m:
+        return None
+    kind, path = m.group(1), m.group(2)
+    state = {"Add File": _ADD, "Delete File": _TOP}.get(kind, _UPDATE_HEAD)
+    return f"*** {kind}: {path}", state
+
+
+def _header(line: str) -> str:
+    s = line.rstrip()
+    if s == "@@":
+        return s
+    m = _UNIFIED_HEADER.match(s) or _CLOSED_HEADER.match(s)
+    if m:
+        anchor = m.group(1).strip()
+        return f"@@ {anchor}" if anchor else "@@"
+    return s
+
+
+def _strip_lines(text: str) -> tuple[str, int]:
+    """`text` without leading/trailing whitespace, and how many lines went from its start."""
+    body = text.strip()
+    if not body:
+        return "", 0
+    return body, text.count("\n", 0, text.index(body[0]))
+
+
+def normalise_patch(text: str) -> NormalisedPatch:
+    """Turn what a model emitted into the strict form v4a.lark reads (see the module docstring)."""
+    if "\r" in text:
+        text = text.replace("\r\n", "\n")
+    body, skipped = _strip_lines(text)
+    first_line = skipped + 1
+    nl = body.find("\n")
+    if nl > 0 and _HEREDOC.match(body[:nl].strip()):
+        last_nl = body.rfind("\n")
+        if body[last_nl + 1 :].strip().endswith("EOF"):
+            inner, skipped = _strip_lines(body[nl + 1 : last_nl])
+            first_line += 1 + skipped
+            body = inner
+    s = body + "\n" if body else ""
+    pieces: list[str] = []
+    dropped: list[int] = []
+    state = _TOP
+    copied = 0  # s[:copied] is already in pieces
+    prev_end = 0  # end of the last line looked at
+    nl_counted, nl_pos = 0, 0
+    starts = (m.end() for m in _INTERESTING.finditer(s))
+    ls = 0 if s else -1
+    while ls >= 0:
+        le = s.index("\n", ls)
+        line = s[ls:le]
+        if ls > prev_end and state == _UPDATE_HEAD:
+            state = _CHUNK  # plain body lines since the header: the first chunk has no @@
+        prev_end = le + 1
+        replacement: str | None = line
+        c = line[:1]
+        stripped = line.strip()
+        if c == "+" or c == "-":
+            if state == _UPDATE_HEAD:
+                state = _CHUNK
+        elif c == " " and state == _CHUNK and (stripped != END or le + 1 < len(s)):
+            # A context line, even if its text looks like a marker (a file that contains a
+            # patch): inside a chunk only the final line may be a padded '*** End Patch'.
+            pass
+        elif not stripped:
+            if state == _CHUNK:
+                replacement = ""  # a whitespace-only line inside a chunk: empty context
+            elif state == _ADD and _next_is_added_line(s, le + 1):
+                replacement = "+"  # a blank line inside a new file's body: an empty line
+            else:
+                replacement = None  # between sections
+        elif stripped[:3] == "***":
+            marker = _marker(stripped)
+            if marker is not None:
+                replacement, state = marker
+        elif c == "@" and stripped[:2] == "@@":
+            replacement = _header(line)
+            state = _CHUNK
+        elif c == " " and state == _UPDATE_HEAD:
+            state = _CHUNK
+        if replacement != line:
+            pieces.append(s[copied:ls])
+            if replacement is None:
+                nl_counted += s.count("\n", nl_pos, ls)
+                nl_pos = ls
+                dropped.append(first_line + nl_counted)
+            else:
+                pieces.append(replacement + "\n")
+            copied = le + 1
+        ls = next(starts, -1)
+    pieces.append(s[copied:])
+    return NormalisedPatch("".join(pieces), first_line, tuple(dropped), text)
+
+
+def _next_is_added_line(s: str, pos: int) -> bool:
+    while pos < len(s):
+        end = s.index("\n", pos)
+        line = s[pos:end]
+        if line.strip():
+            return line[:1] == "+"
+        pos = end + 1
+    return False
+
+
+_EXPECTED = {
+    "BEGIN": "'*** Begin Patch'",
+    "ADD_FILE": "'*** Add File: <path>'",
+    "DELETE_FILE": "'*** Delete File: <path>'",
+    "UPDATE_FILE": "'*** Update File: <path>'",
+    "MOVE_TO": "'*** Move to: <path>'",
+    "CHUNK": "a chunk: '@@' or '@@ <anchor line>', then lines starting with ' ' (context), "
+    "'-' (removed) or '+' (added)",
+    "BARE_CHUNK": "a chunk line starting with ' ' (context), '-' (removed) or '+' (added)",
+    "ADD_BODY": "a '+' line of the new file",
+    "END": "'*** End Patch'",
+    "$END": "the end of the patch",
+}
+_FILE_HEADERS = ("ADD_FILE", "DELETE_FILE", "UPDATE_FILE")
+_EOF_LINE = END_OF_FILE
+
+
+def _parse_error(message: str, patch_line: int, line: str, expected: list[str]) -> EditError:
+    return EditError(
+        Code.PARSE_ERROR,
+        message,
+        "Fix that line and send the whole patch again: it must be '*** Begin Patch', then file "
+        "sections ('*** Add File: p' with '+' lines, '*** Delete File: p', '*** Update File: p' "
+        "with '@@' chunks of ' '/'-'/'+' lines), then '*** End Patch'.",
+        {"patchLine": patch_line, "line": line, "expected": expected},
+    )
+
+
+class _ToHunks:
+    """Lark LALR callbacks: build the data model while parsing (no parse tree is made)."""
+
+    def __init__(self) -> None:
+        self.norm: NormalisedPatch | None = None
+
+    def _line(self, token: Token) -> int:
+        assert self.norm is not None
+        return self.norm.original_line(token.line or 1)
+
+    def _path(self, token: Token, prefix: str) -> str:
+        path = str(token)[len(prefix) : -1].strip()
+        if not path:
+            line = self._line(token)
+            assert self.norm is not None
+            raise _parse_error(
+                f"Invalid patch line {line}: {self.norm.text_of(line)!r} names no file.",
+                line,
+                self.norm.text_of(line),
+                ["a path after the colon"],
+            )
+        return path
+
+    def start(self, children: list[Any]) -> Patch:
+        return tuple(children[1:-1])
+
+    def add_file(self, children: list[Any]) -> AddFile:
+        header = children[0]
+        body = str(children[1]) if len(children) > 1 else ""
+        lines = tuple([s[1:] for s in body.split("\n")[:-1]])
+        return AddFile(self._path(header, "*** Add File: "), lines, self._line(header))
+
+    def delete_file(self, children: list[Any]) -> DeleteFile:
+        header = children[0]
+        return DeleteFile(self._path(header, "*** Delete File: "), self._line(header))
+
+    def update_file(self, children: list[Any]) -> UpdateFile:
+        header = children[0]
+        move_to = None
+        rest = children[1:]
+        if rest[0].type == "MOVE_TO":
+            move_to = self._path(rest[0], "*** Move to: ")
+            rest = rest[1:]
+        chunks = tuple([self._chunk(t) for t in rest])
+        return UpdateFile(
+            self._path(header, "*** Update File: "), move_to, chunks, self._line(header)
+        )
+
+    def _chunk(self, token: Token) -> Chunk:
+        lines = str(token).split("\n")
+        lines.pop()
+        anchor = None
+        if token.type == "CHUNK":
+            header = lines[0]
+            anchor = header[3:] if header[:3] == "@@ " else None
+            del lines[0]
+        eof = lines[-1] == _EOF_LINE
+        if eof:
+            lines.pop()
+        return Chunk(
+            anchor,
+            tuple([x[1:] for x in lines if x[:1] != "+"]),
+            tuple([x[1:] for x in lines if x[:1] != "-"]),
+            eof,
+            "".join([x[:1] or " " for x in lines]),
+            self._line(token),
+        )
+
+
+_TRANSFORMER = _ToHunks()
+_LOCK = threading.Lock()
+
+
+@cache
+def _lark() -> Lark:
+    # Imported here so commands that never parse a patch do not pay for lark's import.
+    from lark import Lark
+
+    with open(GRAMMAR_PATH, encoding="utf-8") as f:
+        grammar = f.read()
+    return Lark(
+        grammar,
+        parser="lalr",
+        lexer="contextual",
+        transformer=_TRANSFORMER,
+        propagate_positions=False,
+        maybe_placeholders=False,
+        cache=True,
+    )
+
+
+def parse_patch(text: str) -> Patch:
+    """Parse a V4A patch into hunks, or raise `EditError(PARSE_ERROR)` saying where and why."""
+    norm = normalise_patch(text)
+    t = norm.text
+    if not t.startswith(BEGIN + "\n"):
+        n = norm.first_line
+        raise _parse_error(
+            "Invalid patch: the first line of the patch must be '*** Begin Patch'.",
+            n,
+            norm.text_of(n),
+            [_EXPECTED["BEGIN"]],
+        )
+    last_nl = t.rfind("\n", 0, len(t) - 1)
+    if t[last_nl + 1 :] != END + "\n" or last_nl < 0:
+        n_lines = t.count("\n")
+        n = norm.original_line(n_lines) + (1 if n_lines < 2 else 0)
+        raise _parse_error(
+            "Invalid patch: the last line of the patch must be '*** End Patch'.",
+            n,
+            norm.text_of(n),
+            [_EXPECTED["END"]],
+        )
+    from lark.exceptions import UnexpectedInput
+
+    with _LOCK:
+        _TRANSFORMER.norm = norm
+        try:
+            patch: Patch = _lark().parse(t)  # type: ignore[assignment]
+        except UnexpectedInput as exc:
+            raise _explain(exc, norm) from None
+        finally:
+            _TRANSFORMER.norm = None
+    if not patch:
+        n = norm.original_line(2)
+        raise _parse_error(
+            "Invalid patch: it has no file sections, so it would change nothing.",
+            n,
+            norm.text_of(n),
+            [_EXPECTED[name] for name in _FILE_HEADERS],
+        )
+    return patch
+
+
+def _explain(exc: Any, norm: NormalisedPatch) -> EditError:
+    """A PARSE_ERROR naming the original line, what it is, and what was expected there."""
+    lines = norm.text.split("\n")
+    token = getattr(exc, "token", None)
+    n_line = int(getattr(exc, "line", 0) or 0)
+    if not n_line and token is not None:
+        n_line = int(token.line or 0)
+    n_line = n_line or len(lines) - 1
+    allowed = set(getattr(exc, "expected", None) or getattr(exc, "allowed", None) or ())
+    expected = [_EXPECTED[t] for t in _EXPECTED if t in allowed]
+    here = lines[n_line - 1] if n_line <= len(lines) else ""
+    prev = lines[n_line - 2] if n_line >= 2 else ""
+    if here.startswith("@@") and "CHUNK" in allowed:
+        # The chunk token failed after its header: the culprit is the line after it.
+        n = norm.original_line(n_line + 1)
+        text = norm.text_of(n)
+        if n_line >= len(lines) - 1 or lines[n_line].startswith(("***", "@@")):
+            at = norm.original_line(n_line)
+            why = (
+                f"follows the '@@' line {at} with no chunk lines; a chunk needs at least one "
+                "' ', '-' or '+' line"
+            )
+        else:
+            why = (
+                "is not a chunk line; every line of an update chunk starts with ' ' (context), "
+                "'-' (removed) or '+' (added), and a new chunk starts with '@@'"
+            )
+        return _parse_error(
+            f"Invalid patch line {n}: {text!r} {why}.", n, text, [_EXPECTED["BARE_CHUNK"]]
+        )
+    if prev.startswith(("*** Update File: ", "*** Move to: ")) and "CHUNK" in allowed:
+        # Codex: "Update file hunk for path 'p' is empty".
+        n = norm.original_line(n_line - 1)
+        path = prev.split(": ", 1)[1]
+        return _parse_error(
+            f"Invalid patch line {n}: the Update File section for {path!r} has no chunk; an "
+            "update needs at least one '@@' chunk of changed lines.",
+            n,
+            norm.text_of(n),
+            expected,
+        )
+    section = next(
+        (x for x in reversed(lines[: n_line - 1]) if x.startswith("*** ") and x != END_OF_FILE),
+        "",
+    )
+    n = norm.original_line(n_line)
+    text = norm.text_of(n)
+    if prev == END_OF_FILE and not here.startswith("***"):
+        why = (
+            "follows '*** End of File', which ends its chunk at the end of the file; start "
+            "another chunk with '@@' (in file order) or the next file section"
+        )
+    elif section.startswith("*** Add File: ") and not here.startswith("***"):
+        why = "is not part of the new file; every line of an Add File section starts with '+'"
+    elif section.startswith("*** Delete File: ") and not here.startswith("***"):
+        why = "follows a Delete File line, which takes no body; the next line must be a file header"
+    elif "CHUNK" in allowed and "BARE_CHUNK" not in allowed and not here.startswith("***"):
+        why = (
+            "is not a chunk line; every line of an update chunk starts with ' ' (context), "
+            "'-' (removed) or '+' (added), and a new chunk starts with '@@'"
+        )
+    elif allowed & set(_FILE_HEADERS) and here.startswith("***"):
+        why = (
+            "is not a valid file header; valid headers are '*** Add File: <path>', "
+            "'*** Delete File: <path>' and '*** Update File: <path>'"
+        )
+    elif "ADD_BODY" in allowed:
+        why = "is not part of the new file; every line of an Add File section starts with '+'"
+    elif here.startswith("***"):
+        why = "is not a valid marker here"
+    else:
+        why = "is not valid here"
+    return _parse_error(f"Invalid patch line {n}: {text!r} {why}.", n, text, expected)

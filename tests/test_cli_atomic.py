@@ -1,0 +1,450 @@
+"""The headless CLI on disk: all files or none, crash rollback on the next run, exit codes.
+
+The crash tests use the `AGENT_EDIT_CRASH_AFTER=N` hook of engine/files.py: the CLI process
+SIGKILLs itself right after its N-th write/rename/delete step, at every step of an apply.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from lsp_server.engine import files
+from lsp_server.engine.errors import Code, EditError
+from lsp_server.engine.patching import plan_patch
+
+REPO = Path(__file__).resolve().parent.parent
+
+OLD_TREE = {
+    "a.txt": b"alpha\nbeta\ngamma\n",
+    "crlf.txt": b"one\r\ntwo\r\n",
+    "gone.txt": b"bye\n",
+    "src/old.py": b"x = 1\n",
+}
+PATCH = """*** Begin Patch
+*** Update File: a.txt
+@@
+ alpha
+-beta
++BETA
+*** Update File: crlf.txt
+@@
+-two
++TWO
+*** Add File: new/dir/added.txt
++fresh
+*** Delete File: gone.txt
+*** Update File: src/old.py
+*** Move to: dst/new.py
+@@
+-x = 1
++x = 2
+*** End Patch
+"""
+NEW_TREE = {
+    "a.txt": b"alpha\nBETA\ngamma\n",
+    "crlf.txt": b"one\r\nTWO\r\n",
+    "new/dir/added.txt": b"fresh\n",
+    "dst/new.py": b"x = 2\n",
+}
+# 4 temp files written, 4 renames, 2 deletes (gone.txt and the move's source).
+STEPS = 10
+
+
+def tree(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+def dirs(root: Path) -> set[str]:
+    return {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_dir()}
+
+
+def make(root: Path, content: dict[str, bytes]) -> None:
+    for rel, data in content.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_bytes(data)
+
+
+def cli(
+    *args: str, state: Path, stdin: str | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    full_env = dict(os.environ, PYTHONPATH=str(REPO), AGENT_EDIT_STATE_DIR=str(state))
+    full_env.pop(files.CRASH_ENV, None)
+    full_env.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "lsp_server", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=60,
+    )
+
+
+@pytest.fixture
+def work(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    root.mkdir()
+    make(root, OLD_TREE)
+    return root
+
+
+@pytest.fixture
+def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "state"
+    monkeypatch.setenv(files.STATE_DIR_ENV, str(path))
+    return path
+
+
+def test_apply_writes_everything(work: Path, state: Path) -> None:
+    proc = cli("apply-patch", "--root", str(work), "-", state=state, stdin=PATCH)
+    assert proc.returncode == 0, proc.stderr
+    assert tree(work) == NEW_TREE
+    assert "A new/dir/added.txt" in proc.stdout and "R src/old.py -> dst/new.py" in proc.stdout
+    assert "+BETA" in proc.stdout
+    # Nothing left behind: no temp files in the workspace, no journal in the state dir.
+    assert not [p for p in work.rglob("*agent-edit*")]
+    assert not list(state.rglob(files.JOURNAL))
+
+
+def test_result_hashes_are_the_written_files(work: Path, state: Path) -> None:
+    import hashlib
+
+    proc = cli("apply-patch", "--root", str(work), "--json", "-", state=state, stdin=PATCH)
+    result = json.loads(proc.stdout)
+    for entry in result["files"]:
+        if entry["change"] == "delete":
+            assert entry["sha256"] is None
+            continue
+        path = entry.get("movedTo") or entry["path"]
+        assert entry["sha256"] == hashlib.sha256((work / path).read_bytes()).hexdigest()
+
+
+def test_second_file_failing_changes_nothing(work: Path, state: Path) -> None:
+    bad = PATCH.replace("-two\n+TWO\n", "-three\n+THREE\n")
+    proc = cli("apply-patch", "--root", str(work), "--json", "-", state=state, stdin=bad)
+    assert proc.returncode == 1
+    result = json.loads(proc.stdout)
+    assert result["ok"] is False and result["code"] == "NO_MATCH"
+    assert result["details"]["path"] == "crlf.txt"
+    assert result["committed"] == []
+    assert tree(work) == OLD_TREE
+
+
+@pytest.mark.parametrize("crash_after", range(1, STEPS + 1))
+def test_sigkill_mid_apply_is_rolled_back_on_the_next_run(
+    work: Path, state: Path, crash_after: int
+) -> None:
+    before_dirs = dirs(work)
+    proc = cli(
+        "apply-patch",
+        "--root",
+        str(work),
+        "-",
+        state=state,
+        stdin=PATCH,
+        env={files.CRASH_ENV: str(crash_after)},
+    )
+    assert proc.returncode == -signal.SIGKILL
+    assert list(state.rglob(files.JOURNAL)), "the journal survives the crash"
+    # The next run (any edit command) rolls the interrupted apply back and says so.
+    again = cli("replace", "--root", str(work), "--json", "a.txt", "gamma", "GAMMA", state=state)
+    assert "rolled back an interrupted apply" in again.stderr
+    result = json.loads(again.stdout)
+    assert result["ok"] is True
+    assert result["recovered"][0]["conflicts"] == []
+    expected = dict(OLD_TREE, **{"a.txt": b"alpha\nbeta\nGAMMA\n"})
+    assert tree(work) == expected
+    assert dirs(work) == before_dirs  # created folders are removed again
+    assert not list(state.rglob(files.JOURNAL))
+
+
+@pytest.mark.parametrize("crash_after", [1, 15, 20, 21, 33, 40])
+def test_sigkill_during_a_threaded_many_file_apply(
+    tmp_path: Path, state: Path, crash_after: int
+) -> None:
+    """Past 16 files the temporary files are written by a thread pool; same guarantee."""
+    root = tmp_path / "many"
+    old = {f"d{i % 3}/f{i}.txt": f"line {i}\n".encode() for i in range(20)}
+    make(root, old)
+    patch = "*** Begin Patch\n" + "".join(
+        f"*** Update File: d{i % 3}/f{i}.txt\n@@\n-line {i}\n+LINE {i}\n" for i in range(20)
+    )
+    patch += "*** End Patch\n"
+    proc = cli(
+        "apply-patch",
+        "--root",
+        str(root),
+        "-",
+        state=state,
+        stdin=patch,
+        env={files.CRASH_ENV: str(crash_after)},
+    )
+    assert proc.returncode == -signal.SIGKILL  # 20 writes + 20 renames = 40 steps
+    files.recover(str(root))
+    assert tree(root) == old
+
+
+def test_every_file_all_old_or_all_new_at_each_crash_point(work: Path, state: Path) -> None:
+    """Right after each crash (before recovery) every file is whole: old or new bytes."""
+    for crash_after in range(1, STEPS + 1):
+        for rel in list(tree(work)):
+            (work / rel).unlink()
+        make(work, OLD_TREE)
+        proc = cli(
+            "apply-patch",
+            "--root",
+            str(work),
+            "-",
+            state=state,
+            stdin=PATCH,
+            env={files.CRASH_ENV: str(crash_after)},
+        )
+        assert proc.returncode == -signal.SIGKILL
+        for rel, data in tree(work).items():
+            if ".agent-edit-" in rel:
+                continue  # a temporary file, removed by recovery
+            assert data in (OLD_TREE.get(rel), NEW_TREE.get(rel)), (crash_after, rel)
+        files.recover(str(work))
+        assert tree(work) == OLD_TREE
+
+
+def test_io_error_mid_apply_rolls_back(
+    work: Path, state: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = str(work)
+    plan = plan_patch(PATCH, lambda p: files.read_snapshot(root, p))
+    real_replace = os.replace
+    calls = {"n": 0}
+
+    def flaky(src: str, dst: str) -> None:
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise OSError(28, "No space left on device", dst)
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", flaky)
+    with pytest.raises(EditError) as info:
+        files.apply_plan(root, plan)
+    monkeypatch.setattr(os, "replace", real_replace)
+    assert info.value.code == Code.IO_ERROR
+    assert "put back" in info.value.message
+    assert tree(work) == OLD_TREE
+    assert not list(state.rglob(files.JOURNAL))
+
+
+def test_failed_rollback_is_partial_and_finished_next_run(
+    work: Path, state: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = str(work)
+    plan = plan_patch(PATCH, lambda p: files.read_snapshot(root, p))
+    real_replace = os.replace
+    calls = {"n": 0}
+
+    def flaky(src: str, dst: str) -> None:
+        calls["n"] += 1
+        if calls["n"] >= 3:  # the journal rename and the first file succeed, then all fail
+            raise OSError(5, "Input/output error", dst)
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", flaky)
+    with pytest.raises(EditError) as info:
+        files.apply_plan(root, plan)
+    monkeypatch.setattr(os, "replace", real_replace)
+    assert info.value.code == Code.PARTIAL
+    assert info.value.committed
+    assert list(state.rglob(files.JOURNAL)), "kept for the next run"
+    (report,) = files.recover(root)
+    assert "a.txt" in report["restored"]
+    assert tree(work) == OLD_TREE
+
+
+def test_unreadable_journal_is_set_aside(work: Path, state: Path) -> None:
+    sdir = Path(files.state_dir(str(work)))
+    (sdir / files.JOURNAL).write_bytes(b"not json\n")
+    (report,) = files.recover(str(work))
+    assert "unreadable" in report["conflicts"][0]["why"]
+    assert not (sdir / files.JOURNAL).exists()
+    assert tree(work) == OLD_TREE
+
+
+def test_file_changed_between_plan_and_apply_is_stale(work: Path, state: Path) -> None:
+    root = str(work)
+    plan = plan_patch(PATCH, lambda p: files.read_snapshot(root, p))
+    (work / "crlf.txt").write_bytes(b"someone else saved this\n")
+    with pytest.raises(EditError) as info:
+        files.apply_plan(root, plan)
+    assert info.value.code == Code.STALE and info.value.details["path"] == "crlf.txt"
+    assert tree(work) == dict(OLD_TREE, **{"crlf.txt": b"someone else saved this\n"})
+    # A file created where the patch adds one is refused the same way.
+    for rel in list(tree(work)):
+        (work / rel).unlink()
+    make(work, OLD_TREE)
+    plan = plan_patch(PATCH, lambda p: files.read_snapshot(root, p))
+    make(work, {"new/dir/added.txt": b"mine\n"})
+    with pytest.raises(EditError) as info:
+        files.apply_plan(root, plan)
+    assert info.value.code == Code.STALE
+    assert (work / "new/dir/added.txt").read_bytes() == b"mine\n"
+
+
+def test_recovery_leaves_files_changed_by_someone_else(work: Path, state: Path) -> None:
+    proc = cli(
+        "apply-patch",
+        "--root",
+        str(work),
+        "-",
+        state=state,
+        stdin=PATCH,
+        env={files.CRASH_ENV: "6"},  # all 4 temps written, 2 renames done
+    )
+    assert proc.returncode == -signal.SIGKILL
+    (work / "a.txt").write_bytes(b"the user typed this\n")
+    (report,) = files.recover(str(work))
+    assert report["conflicts"] == [
+        {"path": "a.txt", "why": "changed by someone else since the interrupted apply"}
+    ]
+    assert (work / "a.txt").read_bytes() == b"the user typed this\n"
+    assert tree(work) == dict(OLD_TREE, **{"a.txt": b"the user typed this\n"})
+
+
+def test_state_dir_is_outside_the_workspace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(files.STATE_DIR_ENV, raising=False)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg"))
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    sdir = Path(files.state_dir(str(ws)))
+    assert ws not in sdir.parents
+    assert sdir.is_dir()
+    other = tmp_path / "other"
+    other.mkdir()
+    assert files.state_dir(str(other)) != str(sdir)
+
+
+@pytest.mark.parametrize("xdg", [None, "/tmp/some-xdg-state"])
+def test_state_base_follows_platformdirs(monkeypatch: pytest.MonkeyPatch, xdg: str | None) -> None:
+    from platformdirs import user_state_dir
+
+    if xdg is None:
+        monkeypatch.delenv("XDG_STATE_HOME", raising=False)
+    else:
+        monkeypatch.setenv("XDG_STATE_HOME", xdg)
+    assert files.user_state_base() == user_state_dir("agent-edit")
+
+
+def test_bom_mode_and_dry_run(work: Path, state: Path) -> None:
+    (work / "bom.txt").write_bytes(b"\xef\xbb\xbfhello\nworld\n")
+    script = work / "run.sh"
+    script.write_bytes(b"#!/bin/sh\necho hi\n")
+    script.chmod(0o755)
+    patch = (
+        "*** Begin Patch\n*** Update File: bom.txt\n@@\n-world\n+WORLD\n"
+        "*** Update File: run.sh\n@@\n-echo hi\n+echo bye\n*** End Patch\n"
+    )
+    dry = cli("apply-patch", "--root", str(work), "--dry-run", "-", state=state, stdin=patch)
+    assert dry.returncode == 0 and "+WORLD" in dry.stdout and "Would change" in dry.stdout
+    assert (work / "bom.txt").read_bytes() == b"\xef\xbb\xbfhello\nworld\n"
+    proc = cli("apply-patch", "--root", str(work), "--json", "-", state=state, stdin=patch)
+    assert proc.returncode == 0, proc.stdout
+    result = json.loads(proc.stdout)
+    assert result["status"] == "applied" and result["saved"] is True
+    assert [f["change"] for f in result["files"]] == ["update", "update"]
+    assert (work / "bom.txt").read_bytes() == b"\xef\xbb\xbfhello\nWORLD\n"
+    assert stat.S_IMODE(script.stat().st_mode) == 0o755
+
+
+def test_replace_command(work: Path, state: Path, tmp_path: Path) -> None:
+    proc = cli("replace", "--root", str(work), "a.txt", "beta", "BETA", state=state)
+    assert proc.returncode == 0, proc.stderr
+    assert (work / "a.txt").read_bytes() == b"alpha\nBETA\ngamma\n"
+    # @file arguments, and a line-ending-preserving multi-line replace.
+    (tmp_path / "old").write_text("one\ntwo")
+    (tmp_path / "new").write_text("1\n2")
+    proc = cli(
+        "replace",
+        "--root",
+        str(work),
+        "crlf.txt",
+        f"@{tmp_path / 'old'}",
+        f"@{tmp_path / 'new'}",
+        state=state,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert (work / "crlf.txt").read_bytes() == b"1\r\n2\r\n"
+
+
+def test_replace_refusals(work: Path, state: Path) -> None:
+    (work / "dup.txt").write_text("x\nx\n")
+    amb = cli("replace", "--root", str(work), "--json", "dup.txt", "x", "y", state=state)
+    assert amb.returncode == 1
+    assert json.loads(amb.stdout)["details"]["lines"] == [1, 2]
+    allx = cli("replace", "--root", str(work), "--replace-all", "dup.txt", "x", "y", state=state)
+    assert allx.returncode == 0 and (work / "dup.txt").read_text() == "y\ny\n"
+    stale = cli(
+        "replace", "--root", str(work), "--expect-sha256", "0" * 64, "a.txt", "a", "b", state=state
+    )
+    assert stale.returncode == 1 and "STALE" in stale.stderr
+    assert (work / "a.txt").read_bytes() == OLD_TREE["a.txt"]
+
+
+@pytest.mark.parametrize(
+    "path", ["../outside.txt", "/etc/hostname", "link/escape.txt", ".git/config"]
+)
+def test_paths_must_stay_inside_the_root(work: Path, state: Path, path: str) -> None:
+    (work / "link").symlink_to(work.parent)
+    (work / ".git").mkdir()
+    (work / ".git" / "config").write_text("x\n")
+    patch = f"*** Begin Patch\n*** Add File: {path}\n+x\n*** End Patch\n"
+    proc = cli("apply-patch", "--root", str(work), "--json", "-", state=state, stdin=patch)
+    assert proc.returncode == 1
+    assert json.loads(proc.stdout)["code"] in ("OUTSIDE_WORKSPACE", "DENIED")
+    assert not (work.parent / "outside.txt").exists()
+    assert not (work.parent / "escape.txt").exists()
+
+
+def test_usage_errors_exit_2(work: Path, state: Path, tmp_path: Path) -> None:
+    assert cli("apply-patch", state=state).returncode == 2
+    missing = cli("apply-patch", "--root", str(work), str(tmp_path / "nope.patch"), state=state)
+    assert missing.returncode == 2 and "cannot read PATCH" in missing.stderr
+    assert cli("replace", "--root", str(work), "a.txt", state=state).returncode == 2
+    assert cli("apply-patch", "--root", str(tmp_path / "nodir"), "-", state=state).returncode == 2
+
+
+def test_parse_error_exit_1_with_patch_line(work: Path, state: Path) -> None:
+    proc = cli(
+        "apply-patch",
+        "--root",
+        str(work),
+        "--json",
+        "-",
+        state=state,
+        stdin="*** Begin Patch\n*** Update File: a.txt\n@@\nbogus\n*** End Patch\n",
+    )
+    assert proc.returncode == 1
+    result = json.loads(proc.stdout)
+    assert result["code"] == "PARSE_ERROR" and result["details"]["patchLine"] == 4
+
+
+def test_headless_commands_do_not_import_pygls(work: Path, state: Path) -> None:
+    code = (
+        "import sys\n"
+        "from lsp_server.cli import main\n"
+        f"rc = main(['replace', '--root', {str(work)!r}, 'a.txt', 'beta', 'B'])\n"
+        "assert rc == 0, rc\n"
+        "bad = [m for m in sys.modules if m.split('.')[0] in ('pygls', 'lsprotocol')]\n"
+        "assert not bad, bad\n"
+    )
+    env = dict(os.environ, PYTHONPATH=str(REPO), AGENT_EDIT_STATE_DIR=str(state))
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr

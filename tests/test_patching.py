@@ -1,0 +1,364 @@
+"""Planning V4A patches over snapshots: seeking, refusals, line endings, minimal edits."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lsp_server.engine import patching
+from lsp_server.engine.diffing import file_diff
+from lsp_server.engine.errors import Code, EditError
+from lsp_server.engine.model import Plan, apply_line_edits
+from lsp_server.engine.patching import plan_patch
+from lsp_server.engine.text import Snapshot, absent
+
+
+def snaps(files: dict[str, str]):  # type: ignore[no-untyped-def]
+    def get(path: str) -> Snapshot:
+        if path in files:
+            return Snapshot(path, files[path], "disk")
+        return absent(path)
+
+    return get
+
+
+def plan(files: dict[str, str], body: str) -> Plan:
+    return plan_patch(f"*** Begin Patch\n{body}*** End Patch\n", snaps(files))
+
+
+def new_texts(p: Plan) -> dict[str, str | None]:
+    return {c.target_path: (None if c.change == "delete" else c.new_text) for c in p.changes} | {
+        c.path: None for c in p.changes if c.change == "move"
+    }
+
+
+def spans(c: object) -> list[tuple[int, int, tuple[str, ...]]]:
+    return [(e.start, e.end, e.new_lines) for e in c.edits]  # type: ignore[attr-defined]
+
+
+def refused(files: dict[str, str], body: str) -> EditError:
+    with pytest.raises(EditError) as info:
+        plan(files, body)
+    return info.value
+
+
+def test_update_with_context() -> None:
+    p = plan({"a": "one\ntwo\nthree\n"}, "*** Update File: a\n@@\n one\n-two\n+TWO\n three\n")
+    (c,) = p.changes
+    assert c.change == "update"
+    assert c.new_text == "one\nTWO\nthree\n"
+    assert spans(c) == [(1, 2, ("TWO\n",))]
+
+
+def test_edits_are_minimal_runs_and_context_is_not_rewritten() -> None:
+    text = "".join(f"l{i}\n" for i in range(10))
+    body = "*** Update File: a\n@@\n l1\n-l2\n+L2\n l3\n l4\n-l5\n+L5\n+L5b\n l6\n"
+    (c,) = plan({"a": text}, body).changes
+    assert spans(c) == [(2, 3, ("L2\n",)), (5, 6, ("L5\n", "L5b\n"))]
+    # A -x/+x pair that puts the same line back is not an edit.
+    (c,) = plan({"a": text}, "*** Update File: a\n@@\n-l1\n+l1\n-l2\n+X\n").changes
+    assert spans(c) == [(2, 3, ("X\n",))]
+
+
+def test_diff_from_plan() -> None:
+    (c,) = plan({"a": "a\nb\nc\n"}, "*** Update File: a\n@@\n a\n-b\n+B\n").changes
+    d = file_diff(c)
+    assert "--- a/a\n+++ b/a\n@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n" in d
+
+
+def test_ambiguous_chunk_lists_every_line() -> None:
+    text = "x\nfoo\ny\nfoo\nz\nfoo\n"
+    err = refused({"a": text}, "*** Update File: a\n@@\n-foo\n+bar\n")
+    assert err.code == Code.AMBIGUOUS
+    assert err.details["lines"] == [2, 4, 6]
+    assert err.details["path"] == "a"
+    assert err.details["patchLine"] == 3
+    assert "2, 4, 6" in err.message
+
+
+def test_anchor_narrows_an_otherwise_ambiguous_chunk() -> None:
+    text = "def f():\n    return 1\ndef g():\n    return 1\n"
+    body = "*** Update File: a\n@@ def g():\n-    return 1\n+    return 2\n"
+    (c,) = plan({"a": text}, body).changes
+    assert c.new_text == "def f():\n    return 1\ndef g():\n    return 2\n"
+
+
+def test_ambiguity_is_counted_only_after_the_cursor() -> None:
+    text = "a\nx\nb\nx\n"
+    body = "*** Update File: a\n@@\n a\n-x\n+1\n@@\n-x\n+2\n"
+    (c,) = plan({"a": text}, body).changes
+    assert c.new_text == "a\n1\nb\n2\n"
+
+
+def test_anchor_not_found() -> None:
+    err = refused({"a": "a\nb\n"}, "*** Update File: a\n@@ def nope():\n-a\n+b\n")
+    assert err.code == Code.NO_MATCH
+    assert err.details["oldLines"] == ["def nope():"]
+
+
+def test_no_match_names_the_lines_and_candidates() -> None:
+    err = refused({"a": "    value = 1\n"}, "*** Update File: a\n@@\n-\tvalue = 2\n+x\n")
+    assert err.code == Code.NO_MATCH
+    assert err.details["patchLine"] == 3
+    assert "\tvalue = 2" in err.message
+    assert isinstance(err.details["candidates"], list)
+
+
+def test_chunks_out_of_order_say_so() -> None:
+    err = refused({"a": "a\nb\nc\n"}, "*** Update File: a\n@@\n-c\n+C\n@@\n-a\n+A\n")
+    assert err.code == Code.NO_MATCH
+    cands = err.details["candidates"]
+    assert cands and cands[0]["line"] == 1 and "file order" in cands[0]["why"]
+
+
+@pytest.mark.parametrize(
+    ("file_line", "patch_line", "level"),
+    [
+        ("x = 1   ", "x = 1", "trailing whitespace"),
+        ("    x = 1", "x = 1", "surrounding whitespace"),
+        ("say(\u201chi\u201d) \u2014 ok", 'say("hi") - ok', "unicode punctuation"),
+    ],
+)
+def test_lenient_passes_keep_context_as_the_file_has_it(
+    file_line: str, patch_line: str, level: str
+) -> None:
+    text = f"{file_line}\nold\n"
+    p = plan({"a": text}, f"*** Update File: a\n@@\n {patch_line}\n-old\n+new\n")
+    (c,) = p.changes
+    assert c.new_text == f"{file_line}\nnew\n"
+    assert p.summary["lenient"] == [{"path": "a", "patchLine": 3, "match": level}]
+
+
+def test_exact_beats_lenient_without_ambiguity() -> None:
+    text = "x \nx\n"
+    (c,) = plan({"a": text}, "*** Update File: a\n@@\n-x\n+y\n").changes
+    assert c.new_text == "x \ny\n"
+
+
+def test_end_of_file_matches_only_at_the_end() -> None:
+    text = "a\nb\na\nb\n"
+    body = "*** Update File: a\n@@\n a\n-b\n+B\n*** End of File\n"
+    (c,) = plan({"a": text}, body).changes
+    assert c.new_text == "a\nb\na\nB\n"
+    err = refused({"a": "a\nb\nc\n"}, "*** Update File: a\n@@\n-a\n+A\n*** End of File\n")
+    assert err.code == Code.NO_MATCH
+
+
+def test_pure_addition_goes_to_the_end() -> None:
+    (c,) = plan({"a": "a\nb\n"}, "*** Update File: a\n@@ a\n+new\n").changes
+    assert c.new_text == "a\nb\nnew\n"
+    # Codex inserts before a single trailing blank line.
+    (c,) = plan({"a": "a\n\n"}, "*** Update File: a\n@@\n+new\n").changes
+    assert c.new_text == "a\nnew\n\n"
+    (c,) = plan({"a": ""}, "*** Update File: a\n@@\n+first\n").changes
+    assert c.new_text == "first\n"
+
+
+def test_trailing_empty_context_may_stand_for_the_final_newline() -> None:
+    (c,) = plan({"a": "a\nb\n"}, "*** Update File: a\n@@\n a\n-b\n+B\n\n").changes
+    assert c.new_text == "a\nB\n"
+
+
+def test_line_endings_crlf_and_mixed() -> None:
+    (c,) = plan(
+        {"a": "one\r\ntwo\r\nthree\r\n"},
+        "*** Update File: a\n@@\n-one\n+ONE\n two\n+between\n three\n",
+    ).changes
+    assert c.new_text == "ONE\r\ntwo\r\nbetween\r\nthree\r\n"
+    (c,) = plan(
+        {"a": "one\r\ntwo\rthree\nfour\r\n"},
+        "*** Update File: a\n@@\n one\n two\n-three\n+THREE\n four\n",
+    ).changes
+    assert c.new_text == "one\r\ntwo\rTHREE\r\nfour\r\n"
+
+
+def test_updated_file_ends_with_a_newline() -> None:
+    (c,) = plan({"a": "a\nb"}, "*** Update File: a\n@@\n-a\n+A\n").changes
+    assert c.new_text == "A\nb\n"
+    (c,) = plan({"a": "a\nb"}, "*** Update File: a\n@@\n b\n+c\n").changes
+    assert c.new_text == "a\nb\nc\n"
+    (c,) = plan({"a": "a\nb"}, "*** Update File: a\n@@\n+c\n").changes
+    assert c.new_text == "a\nb\nc\n"
+
+
+def test_add_delete_move() -> None:
+    files = {"keep": "k\n", "gone": "g\n", "old/name": "from\n"}
+    body = (
+        "*** Add File: new/file.txt\n+hello\n+\n"
+        "*** Delete File: gone\n"
+        "*** Update File: old/name\n*** Move to: renamed/name\n@@\n-from\n+to\n"
+    )
+    p = plan(files, body)
+    kinds = [(c.change, c.path, c.moved_to) for c in p.changes]
+    assert kinds == [
+        ("add", "new/file.txt", None),
+        ("delete", "gone", None),
+        ("move", "old/name", "renamed/name"),
+    ]
+    assert new_texts(p) == {
+        "new/file.txt": "hello\n\n",
+        "gone": None,
+        "renamed/name": "to\n",
+        "old/name": None,
+    }
+
+
+@pytest.mark.parametrize(
+    ("files", "body", "code", "path"),
+    [
+        ({"a": "x\n"}, "*** Add File: a\n+y\n", Code.ALREADY_EXISTS, "a"),
+        (
+            {"a": "x\n", "b": "y\n"},
+            "*** Update File: a\n*** Move to: b\n@@\n-x\n+z\n",
+            Code.ALREADY_EXISTS,
+            "b",
+        ),
+        ({}, "*** Update File: a\n@@\n-x\n+z\n", Code.NOT_FOUND, "a"),
+        ({}, "*** Delete File: a\n", Code.NOT_FOUND, "a"),
+        (
+            {"a": "x\n"},
+            "*** Update File: a\n@@\n-x\n+y\n*** Delete File: a\n",
+            Code.INVALID_ARGUMENT,
+            "a",
+        ),
+    ],
+    ids=["add-existing", "move-onto-existing", "update-missing", "delete-missing", "twice"],
+)
+def test_refusals(files: dict[str, str], body: str, code: Code, path: str) -> None:
+    err = refused(files, body)
+    assert err.code == code
+    assert err.details["path"] == path
+    assert err.hint
+
+
+def test_second_file_failure_plans_nothing() -> None:
+    files = {"a": "a\n", "b": "b\n"}
+    body = "*** Update File: a\n@@\n-a\n+A\n*** Update File: b\n@@\n-nope\n+B\n"
+    err = refused(files, body)
+    assert err.code == Code.NO_MATCH and err.details["path"] == "b"
+
+
+def test_move_to_same_path_is_an_update() -> None:
+    (c,) = plan({"a": "x\n"}, "*** Update File: a\n*** Move to: a\n@@\n-x\n+y\n").changes
+    assert c.change == "update" and c.new_text == "y\n"
+
+
+def test_snapshot_errors_propagate() -> None:
+    def get(path: str) -> Snapshot:
+        raise EditError(Code.DENIED, "no", "", {"path": path, "rule": "x"})
+
+    with pytest.raises(EditError) as info:
+        plan_patch("*** Begin Patch\n*** Delete File: a\n*** End Patch\n", get)
+    assert info.value.code == Code.DENIED
+
+
+def test_many_chunks_use_the_index_and_still_find_ambiguity() -> None:
+    n = patching.INDEX_FROM_CHUNKS + 6
+    lines = [f"line {i}" for i in range(n * 10)] + ["dup", "x", "dup"]
+    text = "\n".join(lines) + "\n"
+    chunks = "".join(f"@@\n-line {i * 10}\n+LINE {i * 10}\n" for i in range(n))
+    (c,) = plan({"a": text}, f"*** Update File: a\n{chunks}").changes
+    assert c.new_text.count("LINE ") == n
+    err = refused({"a": text}, f"*** Update File: a\n{chunks}@@\n-dup\n+DUP\n")
+    assert err.code == Code.AMBIGUOUS
+    assert err.details["lines"] == [n * 10 + 1, n * 10 + 3]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.sampled_from(["a", "b", "c", "", "  d", "e "]), min_size=1, max_size=30),
+    st.data(),
+)
+def test_indexed_and_scanning_seekers_agree(lines: list[str], data: st.DataObject) -> None:
+    text = "\n".join(lines) + "\n"
+    k = data.draw(st.integers(1, min(3, len(lines))))
+    start = data.draw(st.integers(0, len(lines) - k))
+    body = "".join(f"-{x}\n" for x in lines[start : start + k]) + "+NEW\n"
+    patch = f"*** Begin Patch\n*** Update File: f\n@@\n{body}*** End Patch\n"
+
+    def outcome() -> object:
+        try:
+            (c,) = plan_patch(patch, snaps({"f": text})).changes
+            return c.new_text
+        except EditError as err:
+            return (err.code, err.details.get("lines"))
+
+    scanning = outcome()
+    if isinstance(scanning, str):
+        # The new text built by slicing (edit offsets) is the text the line edits describe.
+        (c,) = plan_patch(patch, snaps({"f": text})).changes
+        assert scanning == "".join(apply_line_edits(c.before.lines, list(c.edits)))
+    old = patching.INDEX_FROM_CHUNKS
+    patching.INDEX_FROM_CHUNKS = 1
+    try:
+        indexed = outcome()
+    finally:
+        patching.INDEX_FROM_CHUNKS = old
+    assert scanning == indexed
+    if isinstance(scanning, str):
+        expected = lines[:start] + ["NEW"] + lines[start + k :]
+        # A unique match replaces exactly that window (possibly found by a lenient pass).
+        assert scanning.count("NEW") == 1
+        assert len(scanning.split("\n")) - 1 == len(expected)
+
+
+@st.composite
+def edit_scripts(draw: st.DrawFn) -> tuple[list[str], str, list[str]]:
+    """A file of unique lines, a patch of ordered chunks, and the text the patch must produce."""
+    n = draw(st.integers(1, 40))
+    lines = [f"line {i}" for i in range(n)]
+    out: list[str] = []
+    body: list[str] = []
+    pos = 0
+    while pos < n and draw(st.booleans()):
+        start = draw(st.integers(pos, n - 1))
+        removed = draw(st.integers(0, min(3, n - start)))
+        added = [f"new {start}.{j}" for j in range(draw(st.integers(0, 3)))]
+        if removed == 0 and not added:
+            continue
+        ctx_before = lines[max(pos, start - draw(st.integers(0, 2))) : start]
+        after_end = start + removed
+        ctx_after = lines[after_end : min(n, after_end + draw(st.integers(0, 2)))]
+        if not ctx_before and not ctx_after and removed == 0:
+            ctx_after = lines[after_end : after_end + 1]
+            if not ctx_after:
+                continue  # a pure addition would go to the end of the file instead
+        out.extend(lines[pos : start - len(ctx_before)])
+        out.extend(ctx_before + added + ctx_after)
+        body.append("@@\n")
+        body.extend(f" {x}\n" for x in ctx_before)
+        body.extend(f"-{x}\n" for x in lines[start:after_end])
+        body.extend(f"+{x}\n" for x in added)
+        body.extend(f" {x}\n" for x in ctx_after)
+        pos = after_end + len(ctx_after)
+    out.extend(lines[pos:])
+    return lines, "".join(body), out
+
+
+@settings(max_examples=300, deadline=None)
+@given(edit_scripts(), st.sampled_from(["\n", "\r\n"]), st.booleans(), st.booleans())
+def test_generated_patches_produce_the_expected_text(
+    script: tuple[list[str], str, list[str]], eol: str, final_newline: bool, indexed: bool
+) -> None:
+    lines, body, expected = script
+    if not body:
+        return
+    text = eol.join(lines) + (eol if final_newline else "")
+    patch = f"*** Begin Patch\n*** Update File: f\n{body}*** End Patch\n"
+    old = patching.INDEX_FROM_CHUNKS
+    patching.INDEX_FROM_CHUNKS = 1 if indexed else 10**9
+    try:
+        (c,) = plan_patch(patch, snaps({"f": text})).changes
+    finally:
+        patching.INDEX_FROM_CHUNKS = old
+    # Codex ends an updated file with a newline; every new line takes the file's terminator
+    # (`\n` when the file has none at all).
+    if len(lines) == 1 and not final_newline:
+        eol = "\n"
+    assert c.new_text == "".join(x + eol for x in expected)
+    assert c.new_text == "".join(apply_line_edits(c.before.lines, list(c.edits)))
+    for e in c.edits:  # minimal: no edit starts or ends with a line it leaves unchanged
+        old_lines, new_lines = c.before.lines[e.start : e.end], list(e.new_lines)
+        if old_lines and new_lines:
+            assert old_lines[0] != new_lines[0] and old_lines[-1] != new_lines[-1]
