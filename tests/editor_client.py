@@ -11,7 +11,10 @@ Fault injection for tests: `reject_all`, `never_answer`.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import os
+import shutil
+import tempfile
 import re
 import sys
 from dataclasses import dataclass
@@ -30,9 +33,15 @@ _CAPS = {"visual-studio-code": "visual-studio-code", "neovim": "neovim@0.11.0", 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n|$)")
 
 
+# Journals (history, crash recovery) go to a throwaway state directory, never the user's.
+STATE_DIR = tempfile.mkdtemp(prefix="agent-edit-test-state-")
+atexit.register(shutil.rmtree, STATE_DIR, True)
+
+
 def server_config() -> ClientServerConfig:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+    env["AGENT_EDIT_STATE_DIR"] = STATE_DIR
     return ClientServerConfig(
         server_command=[sys.executable, "-m", "lsp_server", "serve"], server_env=env
     )
@@ -96,6 +105,17 @@ class Editor:
                 report(error, source)
 
         client.report_server_error = report_server_error  # type: ignore[method-assign]
+
+        self.history_changes: list[Any] = []
+        self.lens_refreshes = 0
+
+        @client.feature("agentEdit/historyChanged")
+        def history_changed(params: Any) -> None:
+            self.history_changes.append(params)
+
+        @client.feature(t.WORKSPACE_CODE_LENS_REFRESH)
+        def code_lens_refresh(params: Any) -> None:
+            self.lens_refreshes += 1
 
         @client.feature(t.WORKSPACE_APPLY_EDIT)
         async def apply_edit(params: t.ApplyWorkspaceEditParams) -> t.ApplyWorkspaceEditResult:

@@ -57,6 +57,7 @@ SCHEMAS: dict[str, dict[str, Field]] = {
     "agentEdit.history": {
         "format": Field(STR),
         "editId": Field(INT),
+        "limit": Field(INT),
     },
     "agentEdit.undo": {
         "editId": Field(INT, True),

@@ -20,12 +20,15 @@ from pygls.uris import to_fs_path
 from lsp_server import __version__
 from lsp_server.engine.diffing import plan_diff
 from lsp_server.engine.errors import Code, EditError
-from lsp_server.engine.model import FileChange
+from lsp_server.engine.history import History, open_history
+from lsp_server.engine.model import FileChange, Plan
+from lsp_server.engine.patching import plan_patch
 from lsp_server.engine.planner import check_precondition, plan_replace, plan_write, require_exists
 from lsp_server.engine.results import success
 from lsp_server.engine.text import Snapshot, absent, decode_file, describe_eol
+from lsp_server.engine.undo import plan_rollback
 from lsp_server.lsp import arguments
-from lsp_server.lsp.apply import Location, Verifier, apply_and_verify, uri_of
+from lsp_server.lsp.apply import Location, Outcome, Verifier, apply_and_verify, uri_of
 from lsp_server.lsp.diagnostics import document_changed, document_opened, publish_after_edit
 from lsp_server.lsp.documents import DocumentStore
 from lsp_server.lsp.session import Session
@@ -88,6 +91,7 @@ class AgentEditServer(LanguageServer):
         self.settings = Settings()
         self.paths = WorkspacePaths([])
         self.edit_lock = asyncio.Lock()
+        self.history = History()  # replaced by the workspace's journal-backed one at initialize
 
     @property
     def encoding(self) -> str:
@@ -128,31 +132,108 @@ class AgentEditServer(LanguageServer):
         doc = self.store.by_path(where.abs_path)
         return Location(where.abs_path, doc.uri if doc else uri_of(where.abs_path))
 
+    # -- history -----------------------------------------------------------------------------
+
+    def open_history(self) -> None:
+        self.history = open_history(self.paths.roots[0])
+        if self.history.journal_error:
+            log.warning("agent-edit history: %s", self.history.journal_error)
+        self.history.listeners.append(self._history_changed)
+
+    def _history_changed(self, entry: Any) -> None:
+        self.protocol.notify(
+            "agentEdit/historyChanged",
+            {"editId": entry.id, "action": entry.action, "outcome": entry.outcome},
+        )
+        caps = self.client_capabilities.workspace
+        if caps and caps.code_lens and caps.code_lens.refresh_support:
+            self.protocol.send_request("workspace/codeLens/refresh", None)
+
+    def live(self, path: str) -> Snapshot | None:
+        """What a history path shows now (buffer or disk), for net diffs and undo checks."""
+        try:
+            return self.snapshot(self.paths.resolve(path))
+        except EditError:
+            return None
+
+    def recover_unfinished(self) -> None:
+        """An edit begun but never finished (the server died mid-way): find out and say so."""
+        for entry in self.history.unfinished():
+            observed = {p: s for p in entry.paths if (s := self.live(p)) is not None}
+            try:
+                done = self.history.recover(entry.id, observed)
+            except EditError as exc:
+                log.warning("could not recover edit #%s: %s", entry.id, exc.message)
+                continue
+            self.window_show_message(
+                t.ShowMessageParams(
+                    type=t.MessageType.Warning,
+                    message=f"agent-edit: edit #{done.id} ({done.action} of "
+                    f"{', '.join(done.paths)}) was interrupted; it ended {done.outcome}. "
+                    f"Review it with agentEdit.history, undo it with agentEdit.undo "
+                    f"{{editId: {done.id}}}.",
+                )
+            )
+
+    def code_lenses(self, uri: str) -> list[t.CodeLens]:
+        doc = self.store.get(uri)
+        if doc is None:
+            return []
+        try:
+            rel = self.paths.resolve(uri).rel
+        except EditError:
+            return []
+        lenses: list[t.CodeLens] = []
+        for lens in self.history.lenses(rel, doc.snapshot()):
+            rng = t.Range(
+                start=t.Position(line=lens["line"], character=0),
+                end=t.Position(line=lens["endLine"], character=0),
+            )
+            edit = {"editId": lens["editId"]}
+            for title, command, arg in (
+                (lens["title"], "agentEdit.history", {"format": "diff", **edit}),
+                ("undo", "agentEdit.undo", edit),
+                ("diff", "agentEdit.history", {"format": "diff", **edit}),
+            ):
+                lenses.append(
+                    t.CodeLens(
+                        range=rng, command=t.Command(title=title, command=command, arguments=[arg])
+                    )
+                )
+        return lenses
+
     # -- carrying out plans ----------------------------------------------------------------
 
     async def carry_out(
-        self, action: str, changes: list[FileChange], where: dict[str, Resolved], dry_run: bool
+        self,
+        action: str,
+        args: dict[str, Any],
+        changes: list[FileChange],
+        where: dict[str, Resolved],
+        dry_run: bool,
+        undoes: int | None = None,
     ) -> dict[str, Any]:
-        edit_id = self.session.new_edit_id()
+        """Journal, send, verify and record one plan; roll back what landed of a failed one."""
+        plan = Plan(action, tuple(changes))
         # The diff is made now, from the lent line lists, before anything awaits the editor.
         diff = plan_diff(changes)
         if dry_run:
-            return success(edit_id, "dry-run", changes, diff=diff)
+            entry = self.history.record(action, args, plan=plan, outcome="dry-run")
+            return success(entry.id, "dry-run", changes, diff=diff)
+        # The plan and its pre-images are on disk before the editor sees anything.
+        edit_id = self.history.begin(plan, args, undoes=undoes)
+        for r in list(where.values()):
+            where.setdefault(r.rel, r)
         locations = {p: self.location(r) for p, r in where.items()}
-        outcome = await apply_and_verify(
-            self,
-            changes,
-            locations,
-            self.store,
-            self.verifier,
-            self.encoding,
-            f"agent-edit: {action}",
-            self.settings.apply_timeout_ms / 1000,
-            self.settings.verify_timeout_ms / 1000,
-        )
+        outcome = await self._apply(plan, locations, action)
         if outcome.error is not None:
-            outcome.error.details.setdefault("editId", edit_id)
-            raise outcome.error
+            error = outcome.error
+            if error.code == Code.PARTIAL:
+                error = await self._roll_back(plan, where, locations, error)
+            error.details["editId"] = edit_id
+            self.history.finish(edit_id, str(error.code), error=error, committed=error.committed)
+            error.recorded = True  # type: ignore[attr-defined]
+            raise error
         versions: dict[str, int | None] = {}
         for c in changes:
             doc = self.store.by_path(locations[c.target_path].abs_path)
@@ -165,11 +246,64 @@ class AgentEditServer(LanguageServer):
             if c.change == "move":
                 self.session.forget(c.path)
             self.session.saw(c.target_path, versions.get(c.target_path), c.new_sha256)
+        self.history.finish(edit_id, "applied", versions=versions)
         diagnostics = await publish_after_edit(self, changes, locations, versions)
         result = success(edit_id, "applied", changes, versions, diagnostics, diff=diff)
         if self.settings.save_after_edit:
             await self.save_touched(changes, locations, result)
         return result
+
+    async def _apply(self, plan: Plan, locations: dict[str, Location], action: str) -> Outcome:
+        return await apply_and_verify(
+            self,
+            list(plan.changes),
+            locations,
+            self.store,
+            self.verifier,
+            self.encoding,
+            f"agent-edit: {action}",
+            self.settings.apply_timeout_ms / 1000,
+            self.settings.verify_timeout_ms / 1000,
+        )
+
+    async def _roll_back(
+        self,
+        plan: Plan,
+        where: dict[str, Resolved],
+        locations: dict[str, Location],
+        error: EditError,
+    ) -> EditError:
+        """Part of a plan landed (editors are not transactional): send the inverse of what landed.
+
+        Verified like any edit; only a verified rollback turns PARTIAL into PARTIAL_ROLLED_BACK.
+        """
+        observed = {p: self.snapshot(r) for p, r in where.items()}
+        committed, back = plan_rollback(plan, observed)
+        if not back.changes:
+            return error
+        outcome = await self._apply(back, locations, "rollback")
+        landed = [c for c in committed if c.get("state") == "applied"]
+        if outcome.error is None and all(c.get("revertible", True) for c in landed):
+            return EditError(
+                Code.PARTIAL_ROLLED_BACK,
+                f"{error.message} What landed ({', '.join(c['path'] for c in landed)}) was "
+                "undone again, so every file is as it was.",
+                "Nothing is changed now. Read the files again, then send the edit again "
+                "(the editor may have refused part of it because a file changed).",
+                {"files": committed},
+                committed=[],
+            )
+        observed = {p: self.snapshot(r) for p, r in where.items()}
+        committed, _ = plan_rollback(plan, observed)
+        return EditError(
+            Code.PARTIAL,
+            f"{error.message} The rollback of what landed could not be verified either.",
+            "Some files are changed and some are not (details.files): inspect them with "
+            "agentEdit.read and agentEdit.history, then undo or fix them; do not resend the "
+            "whole edit.",
+            {"files": committed},
+            committed=[c for c in committed if c.get("state") == "applied"],
+        )
 
     async def save_touched(
         self, changes: list[FileChange], locations: dict[str, Location], result: dict[str, Any]
@@ -204,13 +338,33 @@ class AgentEditServer(LanguageServer):
         result["saved"] = bool(uris) and all(u in saved for u in uris.values())
 
 
+EDIT_ACTIONS = {
+    "replace": "replace",
+    "write": "write",
+    "apply_patch": "applyPatch",
+    "undo": "undo",
+}
+
+
 def _result(fn):  # type: ignore[no-untyped-def]
-    """Domain failures become `{ok: false, ...}` results; protocol errors stay JSON-RPC errors."""
+    """Domain failures become `{ok: false, ...}` results; protocol errors stay JSON-RPC errors.
+
+    A refused edit action is a history entry too (the agent's attempt is part of the record).
+    """
+
+    action = fn.__name__.rstrip("_")
 
     async def wrapper(ls: AgentEditServer, *args: Any) -> dict[str, Any]:
         try:
             return await fn(ls, *args)
         except EditError as err:
+            if action in EDIT_ACTIONS and not getattr(err, "recorded", False):
+                raw = args[0] if args and isinstance(args[0], dict) else {}
+                try:
+                    entry = ls.history.record(EDIT_ACTIONS[action], raw, error=err)
+                    err.details.setdefault("editId", entry.id)
+                except Exception:  # noqa: BLE001 - a record failure must not hide the refusal
+                    log.exception("could not record a refused %s", action)
             return err.to_result()
 
     wrapper.__name__ = fn.__name__
@@ -235,6 +389,15 @@ def create_server() -> AgentEditServer:
             roots.append(params.root_path)
         ls.paths = WorkspacePaths(roots)
         ls.settings = ls.settings.updated(params.initialization_options)
+        ls.open_history()
+
+    @server.feature(t.INITIALIZED)
+    def initialized(ls: AgentEditServer, params: t.InitializedParams) -> None:
+        ls.recover_unfinished()
+
+    @server.feature(t.TEXT_DOCUMENT_CODE_LENS)
+    def code_lens(ls: AgentEditServer, params: t.CodeLensParams) -> list[t.CodeLens]:
+        return ls.code_lenses(params.text_document.uri)
 
     @server.feature(t.WORKSPACE_DID_CHANGE_CONFIGURATION)
     def did_change_configuration(
@@ -314,7 +477,7 @@ def create_server() -> AgentEditServer:
                 match=a.get("match", "exact"),
             )
             return await ls.carry_out(
-                "replace", [change], {where.rel: where}, a.get("dryRun", False)
+                "replace", a, [change], {where.rel: where}, a.get("dryRun", False)
             )
 
     @server.command("agentEdit.write")
@@ -343,7 +506,60 @@ def create_server() -> AgentEditServer:
                     "Nothing to do; send different text to change it.",
                     {"argument": "text", "reason": "NO_CHANGE"},
                 )
-            return await ls.carry_out("write", [change], {where.rel: where}, a.get("dryRun", False))
+            return await ls.carry_out("write", a, [change], {where.rel: where}, a.get("dryRun", False))
+
+    @server.command("agentEdit.applyPatch")
+    @_result
+    async def apply_patch(ls: AgentEditServer, *args: Any) -> dict[str, Any]:
+        a = arguments.parse("agentEdit.applyPatch", args)
+        expect = {ls.paths.resolve(k).rel: v for k, v in (a.get("expect") or {}).items()}
+        known = dict(ls.session.reads)  # what the agent knew when it sent the patch
+        async with ls.edit_lock:
+            where: dict[str, Resolved] = {}
+
+            def get_snapshot(path: str) -> Snapshot:
+                r = ls.paths.resolve(path)
+                where[r.rel] = r
+                snap = ls.snapshot(r)
+                return snap
+
+            plan = plan_patch(a["patch"], get_snapshot)
+            for c in plan.changes:
+                if c.moved_to and c.moved_to not in where:
+                    where[c.moved_to] = ls.paths.resolve(c.moved_to)
+                if c.before.exists:
+                    check_precondition(
+                        c.before,
+                        expect.get(c.path),
+                        known.get(c.path),
+                        required=ls.settings.require_read,
+                    )
+            return await ls.carry_out(
+                "applyPatch", a, list(plan.changes), where, a.get("dryRun", False)
+            )
+
+    @server.command("agentEdit.undo")
+    @_result
+    async def undo(ls: AgentEditServer, *args: Any) -> dict[str, Any]:
+        a = arguments.parse("agentEdit.undo", args)
+        edit_id = a["editId"]
+        async with ls.edit_lock:
+            ls.history.refresh()
+            where = {p: ls.paths.resolve(p) for p in ls.history.undo_paths(edit_id)}
+            current = {p: ls.snapshot(r) for p, r in where.items()}
+            plan = ls.history.plan_undo(edit_id, current)
+            return await ls.carry_out(
+                "undo", a, list(plan.changes), where, a.get("dryRun", False), undoes=edit_id
+            )
+
+    @server.command("agentEdit.history")
+    @_result
+    async def history(ls: AgentEditServer, *args: Any) -> dict[str, Any]:
+        a = arguments.parse("agentEdit.history", args)
+        ls.history.refresh()
+        if a.get("format", "json") == "diff":
+            return {"ok": True, "diff": ls.history.to_diff_text(ls.live, a.get("editId"))}
+        return ls.history.to_json(live=ls.live, edit_id=a.get("editId"), limit=a.get("limit", 200))
 
     return server
 
