@@ -13,10 +13,10 @@ from __future__ import annotations
 import asyncio
 import atexit
 import os
-import shutil
-import tempfile
 import re
+import shutil
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -93,6 +93,10 @@ class Editor:
         self.encoding = "utf-16"
         self.reject_all = False
         self.never_answer = False
+        # Indices of documentChanges of the next applyEdit to skip while still answering
+        # applied: true (an editor that half-applies: VS Code aborts resource operations, Neovim
+        # skips stale text edits). One-shot: a following rollback is applied whole.
+        self.skip_changes: set[int] = set()
         self.apply_requests: list[t.ApplyWorkspaceEditParams] = []
         self._held = asyncio.Event()
 
@@ -152,6 +156,16 @@ class Editor:
 
     def text(self, rel: str) -> str:
         return self.docs[self.uri(rel)].text
+
+    def view(self) -> dict[str, bytes]:
+        """What the user sees for every file: the buffer if open, else the disk."""
+        out = {}
+        for p in sorted(self.root.rglob("*")):
+            if p.is_file():
+                rel = p.relative_to(self.root).as_posix()
+                doc = self.docs.get(self.uri(rel))
+                out[rel] = doc.text.encode() if doc is not None else p.read_bytes()
+        return out
 
     def type(
         self, rel: str, line: int, character: int, new_text: str, end: tuple[int, int] | None = None
@@ -228,13 +242,23 @@ class Editor:
                         f"{c.text_document.version}, you have {doc.version}"
                     )
         first = True
-        for c in changes:
+        skip, self.skip_changes = self.skip_changes, set()
+        for index, c in enumerate(changes):
+            if index in skip:
+                continue
             if isinstance(c, t.TextDocumentEdit):
                 if self.kind == "neovim" and first and self._stale(c):
                     first = False
                     continue  # "Buffer ... newer than edits": skipped, yet applied: true
                 first = False
-                doc = self.docs.get(c.text_document.uri) or self._load(c.text_document.uri)
+                doc = self.docs.get(c.text_document.uri)
+                if doc is None:
+                    if not Path(to_fs_path(c.text_document.uri) or "").is_file():
+                        # What came before stays applied: resource operations are not undone.
+                        return t.ApplyWorkspaceEditResult(
+                            applied=False, failure_reason="file not found", failed_change=index
+                        )
+                    doc = self._load(c.text_document.uri)
                 edits = sorted(
                     c.edits,
                     key=lambda e: (e.range.start.line, e.range.start.character),

@@ -468,7 +468,9 @@ def create_server() -> AgentEditServer:
         async with ls.edit_lock:
             snap = ls.snapshot(where)
             require_exists(snap)
-            check_precondition(snap, known, None, required=ls.settings.require_read)
+            # oldText is itself checked against the buffer as it is now, so without a read or
+            # `expect` the replace still cannot land on text the agent did not name.
+            check_precondition(snap, known, None, required=False)
             change = plan_replace(
                 snap,
                 a["oldText"],
@@ -489,8 +491,9 @@ def create_server() -> AgentEditServer:
         async with ls.edit_lock:
             snap = ls.snapshot(where)
             if snap.exists:
-                # Overwriting always needs proof the agent saw the current content.
-                check_precondition(snap, known, None, required=True)
+                # Overwriting replaces text the agent may never have seen: it needs a read or
+                # `expect` (unless the requireRead setting is off).
+                check_precondition(snap, known, None, required=ls.settings.require_read)
             elif a.get("expect"):
                 raise EditError(
                     Code.NOT_FOUND,
@@ -506,7 +509,9 @@ def create_server() -> AgentEditServer:
                     "Nothing to do; send different text to change it.",
                     {"argument": "text", "reason": "NO_CHANGE"},
                 )
-            return await ls.carry_out("write", a, [change], {where.rel: where}, a.get("dryRun", False))
+            return await ls.carry_out(
+                "write", a, [change], {where.rel: where}, a.get("dryRun", False)
+            )
 
     @server.command("agentEdit.applyPatch")
     @_result
@@ -532,7 +537,7 @@ def create_server() -> AgentEditServer:
                         c.before,
                         expect.get(c.path),
                         known.get(c.path),
-                        required=ls.settings.require_read,
+                        required=False,  # context and removed lines are checked as they are now
                     )
             return await ls.carry_out(
                 "applyPatch", a, list(plan.changes), where, a.get("dryRun", False)

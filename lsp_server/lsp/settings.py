@@ -14,6 +14,7 @@ from lsp_server.engine.text import DEFAULT_MAX_BYTES
 
 @dataclass(frozen=True)
 class Settings:
+    # Whole-file overwrites need a read (or `expect`) of the current content first.
     require_read: bool = True
     # How long to wait for the editor's answer to workspace/applyEdit (a user may be asked).
     apply_timeout_ms: int = 30_000
