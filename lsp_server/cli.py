@@ -4,6 +4,11 @@
     agent-edit apply-patch [--root DIR] [--dry-run] [--json] PATCH|-
     agent-edit replace [--root DIR] [--dry-run] [--json] [--replace-all] [--expect-sha256 H]
                        PATH OLD NEW
+    agent-edit history [--root DIR] [--json] [--diff] [--edit ID]
+    agent-edit undo [--root DIR] [--dry-run] [--json] ID
+
+Edits are recorded in the workspace's edit history, the same journal the language server keeps,
+so `history` and `undo` see the editor's agent edits and the CLI's alike.
 
 OLD and NEW may be `@file` to read the text from a file (`@@x` is the literal text `@x`).
 Output is a short summary and the diff, or with `--json` exactly the result object of product.md
@@ -66,6 +71,16 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("path", metavar="PATH")
     rp.add_argument("old", metavar="OLD", help="text to find, or @file")
     rp.add_argument("new", metavar="NEW", help="replacement text, or @file")
+
+    hp = sub.add_parser("history", help="show the workspace's agent edits and the net diff")
+    hp.add_argument("--root", default=".", help="workspace folder (default: current dir)")
+    hp.add_argument("--json", action="store_true", help="print the history object as JSON")
+    hp.add_argument("--diff", action="store_true", help="print the diffs")
+    hp.add_argument("--edit", type=int, metavar="ID", help="only this edit")
+
+    up = sub.add_parser("undo", help="revert one edit, if its lines are still as it left them")
+    common(up)
+    up.add_argument("edit_id", metavar="ID", type=int)
     return parser
 
 
@@ -101,11 +116,23 @@ def _run_edit(args: argparse.Namespace) -> int:
     root = os.path.realpath(args.root)
     if not os.path.isdir(root):
         raise UsageError(f"--root {args.root} is not a directory")
+    if args.command == "history":
+        return _run_history(root, args)
+    summary: dict[str, Any]
     if args.command == "apply-patch":
         patch_text = _read_text(args.patch, "PATCH")
-    else:
+        summary = {"patch": patch_text}
+    elif args.command == "replace":
         old, new = _arg_text(args.old, "OLD"), _arg_text(args.new, "NEW")
+        summary = {"path": args.path, "oldText": old, "newText": new}
+    else:
+        summary = {"editId": args.edit_id}
+    action = {"apply-patch": "applyPatch", "replace": "replace", "undo": "undo"}[args.command]
+    from lsp_server.engine.history import open_history
+
+    history = open_history(root)
     recovered: list[dict[str, Any]] = []
+    edit_id: int | None = None
     try:
         recovered = files.recover(root)
         _report_recovery(recovered)
@@ -113,11 +140,23 @@ def _run_edit(args: argparse.Namespace) -> int:
             from lsp_server.engine.patching import plan_patch
 
             plan = plan_patch(patch_text, lambda p: _snapshot(root, p))
-        else:
+        elif args.command == "replace":
             plan = _plan_replace(root, args, old, new)
-        if not args.dry_run:
+        else:
+            current = {p: _snapshot(root, p) for p in history.undo_paths(args.edit_id)}
+            plan = history.plan_undo(args.edit_id, current)
+        if args.dry_run:
+            edit_id = history.record(action, summary, plan=plan, outcome="dry-run").id
+        else:
+            edit_id = history.begin(plan, summary, undoes=summary.get("editId"))
             recovered += files.apply_plan(root, plan)
+            history.finish(edit_id, "applied")
     except EditError as err:
+        if edit_id is None:
+            edit_id = history.record(action, summary, error=err).id
+        else:
+            history.finish(edit_id, str(err.code), error=err, committed=err.committed)
+        err.details.setdefault("editId", edit_id)
         result = err.to_result()
         if recovered:
             result["recovered"] = recovered
@@ -127,10 +166,41 @@ def _run_edit(args: argparse.Namespace) -> int:
 
     # On disk, an applied edit is saved by definition.
     status = "dry-run" if args.dry_run else "applied"
-    result = success(None, status, plan.changes, saved=not args.dry_run)
+    result = success(edit_id, status, plan.changes, saved=not args.dry_run)
     if recovered:
         result["recovered"] = recovered
     _print_success(result, plan, args.json)
+    return EXIT_OK
+
+
+def _run_history(root: str, args: argparse.Namespace) -> int:
+    from lsp_server.engine.errors import EditError
+    from lsp_server.engine.history import open_history
+
+    history = open_history(root)
+
+    def live(path: str) -> Snapshot | None:
+        try:
+            return _snapshot(root, path)
+        except EditError:
+            return None
+
+    try:
+        if args.json:
+            out = history.to_json(live=live, edit_id=args.edit, diffs=args.diff)
+            print(json.dumps(out, indent=2, ensure_ascii=False))
+        elif args.diff:
+            sys.stdout.write(history.to_diff_text(live, args.edit))
+        else:
+            entries = history.to_json(live=live, edit_id=args.edit, diffs=False)["entries"]
+            for e in entries:
+                files = ", ".join(f.get("path", "?") for f in e.get("files", []))
+                print(f"#{e['id']}  {e['time']}  {e['action']:<10} {e['outcome']:<20} {files}")
+            if not entries:
+                print("no agent edits recorded in this workspace")
+    except EditError as err:
+        _print_failure(err.to_result(), args.json)
+        return EXIT_FAILED
     return EXIT_OK
 
 
