@@ -62,7 +62,7 @@ async def bench_round_trip(n_lines: int, reps: int) -> float:
         root = Path(tmp)
         (root / "big.txt").write_text(make_text(n_lines))
         editor = MiniEditor(root)
-        await editor.start()
+        await editor.start(state_dir=str(Path(tmp) / "state"))
         try:
             editor.open("big.txt", "plaintext")
             await editor.command("agentEdit.read", {"path": "big.txt"})

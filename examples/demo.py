@@ -36,7 +36,7 @@ async def main() -> int:
         root = Path(tmp) / "workspace"
         shutil.copytree(Path(__file__).parent / "workspace", root)
         editor = MiniEditor(root)
-        await editor.start()
+        await editor.start(state_dir=str(Path(tmp) / "state"))
         try:
             editor.open("app.py", "python")
             show(

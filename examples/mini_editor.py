@@ -41,8 +41,15 @@ class MiniEditor:
         def show_message(params: t.ShowMessageParams) -> None:
             pass
 
-    async def start(self) -> None:
+        @self.client.feature("agentEdit/historyChanged")
+        def history_changed(params: object) -> None:
+            pass
+
+    async def start(self, state_dir: str | None = None) -> None:
+        """Start the server; `state_dir` keeps its edit journal away from the user's own."""
         env = dict(os.environ)
+        if state_dir is not None:
+            env["AGENT_EDIT_STATE_DIR"] = state_dir
         env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
         # AGENT_EDIT_SERVER_PREFIX lets a profiler wrap the server, e.g. "-m cProfile -o out.prof".
         prefix = os.environ.get("AGENT_EDIT_SERVER_PREFIX", "").split()
