@@ -97,6 +97,12 @@ class Editor:
         # applied: true (an editor that half-applies: VS Code aborts resource operations, Neovim
         # skips stale text edits). One-shot: a following rollback is applied whole.
         self.skip_changes: set[int] = set()
+        # Fail at change index `fail_at` of the next applyEdit, after applying the ones before:
+        # "reject" (applied: false), "error" (JSON-RPC error), "hold" (never answer until
+        # `release()`), "kill" (kill the server process: it dies between applyEdit and recording
+        # the outcome). One-shot too.
+        self.fail_at: int | None = None
+        self.fail_mode = "reject"
         self.apply_requests: list[t.ApplyWorkspaceEditParams] = []
         self._held = asyncio.Event()
 
@@ -223,7 +229,7 @@ class Editor:
 
     async def _apply(self, params: t.ApplyWorkspaceEditParams) -> t.ApplyWorkspaceEditResult:
         self.apply_requests.append(params)
-        if self.never_answer:
+        if self.never_answer and self.fail_at is None:
             # Silent until the test lets go (`release()`), then a late answer.
             await self._held.wait()
             return t.ApplyWorkspaceEditResult(applied=False, failure_reason="too late")
@@ -243,7 +249,10 @@ class Editor:
                     )
         first = True
         skip, self.skip_changes = self.skip_changes, set()
+        fail_at, self.fail_at = self.fail_at, None
         for index, c in enumerate(changes):
+            if index == fail_at:
+                return await self._fail(index)
             if index in skip:
                 continue
             if isinstance(c, t.TextDocumentEdit):
@@ -285,6 +294,20 @@ class Editor:
                 if was_open:
                     self.open(str(new.relative_to(self.root)), text)
         return t.ApplyWorkspaceEditResult(applied=True)
+
+    async def _fail(self, index: int) -> t.ApplyWorkspaceEditResult:
+        if self.fail_mode == "error":
+            raise EditorRefusal(message=f"injected error at change {index}")
+        if self.fail_mode == "hold":
+            await self._held.wait()
+        if self.fail_mode == "kill":
+            server = self.client._server
+            assert server is not None
+            server.kill()
+            await server.wait()
+        return t.ApplyWorkspaceEditResult(
+            applied=False, failure_reason=f"injected failure at change {index}", failed_change=index
+        )
 
     def _load(self, uri: str) -> Doc:
         # Like VS Code: a file the edit touches is opened (didOpen from disk), then changed.

@@ -338,6 +338,8 @@ class AgentEditServer(LanguageServer):
         result["saved"] = bool(uris) and all(u in saved for u in uris.values())
 
 
+RECOVERY_DELAY_S = 0.5
+
 EDIT_ACTIONS = {
     "replace": "replace",
     "write": "write",
@@ -393,7 +395,9 @@ def create_server() -> AgentEditServer:
 
     @server.feature(t.INITIALIZED)
     def initialized(ls: AgentEditServer, params: t.InitializedParams) -> None:
-        ls.recover_unfinished()
+        # An editor re-opens its buffers right after `initialized`; judge an interrupted edit
+        # from those buffers, not from the disk alone, so wait for the didOpens first.
+        asyncio.get_running_loop().call_later(RECOVERY_DELAY_S, ls.recover_unfinished)
 
     @server.feature(t.TEXT_DOCUMENT_CODE_LENS)
     def code_lens(ls: AgentEditServer, params: t.CodeLensParams) -> list[t.CodeLens]:

@@ -1,0 +1,155 @@
+"""Fault injection: every failure of a 5-file patch ends all-old, all-new, or PARTIAL with a
+committed list that matches the files exactly; never a silent partial.
+
+The editor fails at each change index of one WorkspaceEdit (create, text edits, rename, delete)
+in each way editors fail: refusing (applied: false), skipping a change yet answering applied:
+true, answering with a JSON-RPC error, never answering, or the server dying mid-way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from lsprotocol import types as t
+from pytest_lsp import LanguageClient
+
+from tests.editor_client import Editor, server_config, start_session
+
+PATCH = """*** Begin Patch
+*** Add File: src/new.py
++print("new")
+*** Update File: src/app.py
+@@ def main():
+-    return 1
++    return 2
+*** Update File: old/name.txt
+*** Move to: new/name.txt
+@@
+ keep
+-drop
++added
+*** Delete File: gone.txt
+*** Update File: lib.py
+-X = 1
++X = 2
+*** End Patch
+"""
+# documentChanges: 0 CreateFile, 1 edit new.py, 2 edit app.py (open), 3 RenameFile,
+# 4 edit new/name.txt, 5 DeleteFile, 6 edit lib.py
+CHANGES = 7
+OLD = {
+    "src/app.py": b"def main():\n    return 1\n",
+    "old/name.txt": b"keep\ndrop\n",
+    "gone.txt": b"bye\n",
+    "lib.py": b"X = 1\n",
+}
+NEW = {
+    "src/new.py": b'print("new")\n',
+    "src/app.py": b"def main():\n    return 2\n",
+    "new/name.txt": b"keep\nadded\n",
+    "lib.py": b"X = 2\n",
+}
+# Which plan path each file of the views belongs to.
+PLAN_PATHS = {
+    "src/new.py": "src/new.py",
+    "src/app.py": "src/app.py",
+    "old/name.txt": "old/name.txt",
+    "new/name.txt": "old/name.txt",
+    "gone.txt": "gone.txt",
+    "lib.py": "lib.py",
+}
+
+
+def seed(ed: Editor) -> None:
+    for rel, data in OLD.items():
+        ed.write_file(rel, data)
+    ed.open("src/app.py")
+
+
+def landed(view: dict[str, bytes]) -> set[str]:
+    """The plan paths whose change shows in `view` (a file's own state, independently)."""
+    out = set()
+    if view.get("src/new.py") == NEW["src/new.py"]:
+        out.add("src/new.py")
+    if view.get("src/app.py") == NEW["src/app.py"]:
+        out.add("src/app.py")
+    if "old/name.txt" not in view and view.get("new/name.txt") == NEW["new/name.txt"]:
+        out.add("old/name.txt")
+    if "gone.txt" not in view:
+        out.add("gone.txt")
+    if view.get("lib.py") == NEW["lib.py"]:
+        out.add("lib.py")
+    return out
+
+
+def visible(view: dict[str, bytes]) -> dict[str, bytes]:
+    # CreateFile leaves an empty file behind if its text edit never came: that is "not landed".
+    return {k: v for k, v in view.items() if v or k != "src/new.py"}
+
+
+def judge(result: dict, view: dict[str, bytes]) -> None:
+    done = landed(view)
+    if result["ok"]:
+        assert visible(view) == NEW, (result, view)
+    elif result["code"] == "PARTIAL":
+        committed = {c["path"] for c in result["committed"]}
+        assert committed == done and done, (result, view)
+    else:
+        assert result["code"] in {"CLIENT_REJECTED", "NOT_APPLIED", "TIMEOUT", "PARTIAL_ROLLED_BACK"}
+        assert visible(view) == OLD, (result, view)
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("mode", ["reject", "partial", "error", "hold"])
+@pytest.mark.parametrize("index", range(CHANGES))
+async def test_fault_at_each_change(client: LanguageClient, tmp_path, mode, index):
+    ed = await start_session(
+        client, "visual-studio-code", tmp_path, options={"applyTimeoutMs": 400, "verifyTimeoutMs": 400}
+    )
+    seed(ed)
+    if mode == "partial":
+        ed.skip_changes = {index}
+    else:
+        ed.fail_at, ed.fail_mode = index, mode
+    result = await ed.command("agentEdit.applyPatch", {"patch": PATCH})
+    ed.release()
+    await asyncio.sleep(0.05)
+    judge(result, ed.view())
+    hist = await ed.command("agentEdit.history", {"format": "json"})
+    last = hist["entries"][-1]
+    assert last["outcome"] == ("applied" if result["ok"] else result["code"])
+    if not result["ok"]:
+        assert "read" in result["hint"].lower() or "inspect" in result["hint"].lower()
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("index", [0, 2, 4, 6])
+async def test_server_killed_between_apply_and_outcome(client: LanguageClient, tmp_path, index):
+    ed = await start_session(client, "visual-studio-code", tmp_path)
+    seed(ed)
+    ed.fail_at, ed.fail_mode = index, "kill"
+    with pytest.raises(Exception):
+        await asyncio.wait_for(ed.command("agentEdit.applyPatch", {"patch": PATCH}), 10)
+    view = ed.view()
+    # The editor keeps its buffers and starts a new server, which re-opens them.
+    second = await server_config().start()
+    try:
+        ed2 = await start_session(second, "visual-studio-code", tmp_path)
+        for uri, doc in ed.docs.items():
+            rel = uri.split(tmp_path.as_uri() + "/", 1)[1]
+            ed2.open(rel, doc.text)
+        message = await asyncio.wait_for(second.wait_for_notification(t.WINDOW_SHOW_MESSAGE), 10)
+        assert "interrupted" in message.message and "agentEdit.undo" in message.message
+        hist = await ed2.command("agentEdit.history", {"format": "json"})
+        entry = hist["entries"][-1]
+        done = landed(view)
+        if entry["outcome"] == "applied":
+            assert visible(view) == NEW
+        elif entry["outcome"] == "PARTIAL":
+            assert {c["path"] for c in entry["committed"]} == done
+        else:
+            assert entry["outcome"] == "NOT_APPLIED" and visible(view) == OLD, (entry, view)
+    finally:
+        await second.shutdown_session()
+        await second.stop()
