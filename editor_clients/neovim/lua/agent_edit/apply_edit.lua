@@ -1,0 +1,204 @@
+--- agent_edit.apply_edit: the `workspace/applyEdit` handler of the agent-edit client.
+---
+--- Why it exists: Neovim's built-in handler checks only the FIRST TextDocumentEdit's version,
+--- skips a stale one silently (it prints "Buffer ... newer than edits.") and still answers
+--- `applied = true`. An agent must never get "applied" for text that did not land, and a user's
+--- unsaved typing must never be overwritten by an edit computed from older text. So this handler
+--- checks EVERY versioned TextDocumentEdit against the buffer's current LSP version before anything
+--- is applied, refuses the whole edit with `applied = false` and a reason if one is stale, and
+--- otherwise hands the edit to Neovim's own apply. It contains no edit logic of its own.
+
+local M = {}
+
+local util = vim.lsp.util
+
+--- A path in one canonical spelling, so URIs from the server and buffer names compare equal.
+--- @param path string
+--- @return string
+local function canonical(path)
+  return vim.fs.normalize(vim.fn.fnamemodify(path, ':p'))
+end
+
+--- The loaded buffer that shows `uri`, or nil. Never creates a buffer (vim.uri_to_bufnr would).
+--- @param uri string
+--- @return integer?
+function M.find_buffer(uri)
+  local ok, fname = pcall(vim.uri_to_fname, uri)
+  if not ok then
+    return nil
+  end
+  local want = canonical(fname)
+  for _, bufnr in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.api.nvim_buf_is_loaded(bufnr) then
+      local name = vim.api.nvim_buf_get_name(bufnr)
+      if name ~= '' and canonical(name) == want then
+        return bufnr
+      end
+    end
+  end
+  return nil
+end
+
+--- @param v any
+--- @return boolean
+local function is_null(v)
+  return v == nil or v == vim.NIL
+end
+
+--- Every versioned TextDocumentEdit whose version is not the buffer's current one.
+--- A null version means "not open when the server computed the edit": unchecked, by the spec.
+--- @param edit table lsp.WorkspaceEdit
+--- @return table[] stale list of {uri, expected, current}
+function M.stale_documents(edit)
+  local stale = {}
+  for _, change in ipairs(edit.documentChanges or {}) do
+    local doc = change.textDocument
+    if change.kind == nil and doc and not is_null(doc.version) then
+      local bufnr = M.find_buffer(doc.uri)
+      if bufnr == nil then
+        -- The server computed this edit against an open buffer that has since been closed: the
+        -- text it saw is gone, so applying it to whatever is on disk would be a guess.
+        table.insert(stale, { uri = doc.uri, expected = doc.version, current = vim.NIL })
+      else
+        local current = util.buf_versions[bufnr]
+        if current ~= doc.version then
+          table.insert(stale, { uri = doc.uri, expected = doc.version, current = current })
+        end
+      end
+    end
+  end
+  return stale
+end
+
+--- @param stale table[]
+--- @return string
+local function failure_reason(stale)
+  local parts = {}
+  for _, s in ipairs(stale) do
+    local path = vim.uri_to_fname(s.uri)
+    if s.current == vim.NIL then
+      table.insert(
+        parts,
+        string.format(
+          '%s: edit is for version %s but the buffer is no longer open',
+          path,
+          s.expected
+        )
+      )
+    else
+      table.insert(
+        parts,
+        string.format(
+          '%s: edit is for version %s but the buffer is at version %s',
+          path,
+          s.expected,
+          s.current
+        )
+      )
+    end
+  end
+  return 'STALE: the buffer changed since the edit was computed; nothing was applied. '
+    .. table.concat(parts, '; ')
+end
+
+--- Buffers a WorkspaceEdit will write into (text edits), with whether each was modified before.
+--- @param edit table
+--- @return table<string, boolean> uri -> modified-before (false also for buffers not loaded)
+local function touched_uris(edit)
+  local uris = {}
+  local function modified(uri)
+    local bufnr = M.find_buffer(uri)
+    return bufnr ~= nil and vim.bo[bufnr].modified or false
+  end
+  local function note(uri)
+    uris[uri] = uris[uri] or modified(uri)
+  end
+  for _, change in ipairs(edit.documentChanges or {}) do
+    if change.kind == nil and change.textDocument then
+      note(change.textDocument.uri)
+    elseif change.kind == 'create' then
+      note(change.uri)
+    elseif change.kind == 'rename' then
+      -- The buffer moves with the file: its unsaved state is the old buffer's.
+      uris[change.newUri] = modified(change.oldUri)
+    end
+  end
+  for uri in pairs(edit.changes or {}) do
+    note(uri)
+  end
+  return uris
+end
+
+--- Writes the buffers the edit touched that held no unsaved user text before it, so the files on
+--- disk match what the agent was told; a user's own unsaved changes are never written behind their
+--- back (the same rule as the VS Code client's `saveAfterEdit = "clean"`).
+--- @param before table<string, boolean>
+local function save_clean(before)
+  for uri, was_modified in pairs(before) do
+    local bufnr = M.find_buffer(uri)
+    if bufnr and not was_modified and vim.bo[bufnr].modified and vim.bo[bufnr].buftype == '' then
+      vim.api.nvim_buf_call(bufnr, function()
+        vim.cmd('silent keepalt keepjumps write!')
+      end)
+    end
+  end
+end
+
+--- Sends the didChange for buffers the edit touched now, not after the debounce, so the server
+--- (which verifies an edit from the didChange it receives) sees it before this handler's answer.
+--- @param client_id integer
+local function flush_changes(client_id)
+  local client = vim.lsp.get_client_by_id(client_id)
+  if client == nil then
+    return
+  end
+  -- _changetracking is internal; if a future Neovim moves it, the debounced didChange still
+  -- arrives, only later, so the failure is safe to ignore.
+  pcall(function()
+    require('vim.lsp._changetracking').flush(client)
+  end)
+end
+
+--- Options set by agent_edit.setup().
+M.options = { save_after_edit = 'clean' }
+
+--- The handler: `handlers["workspace/applyEdit"]` of the agent-edit client.
+--- @param err any
+--- @param params table lsp.ApplyWorkspaceEditParams
+--- @param ctx table lsp.HandlerContext
+--- @return table lsp.ApplyWorkspaceEditResult
+function M.handler(err, params, ctx)
+  if not params or type(params.edit) ~= 'table' then
+    return { applied = false, failureReason = 'workspace/applyEdit without an edit' }
+  end
+  local stale = M.stale_documents(params.edit)
+  if #stale > 0 then
+    return { applied = false, failureReason = failure_reason(stale) }
+  end
+  -- A null version can arrive as vim.NIL (from Lua callers); Neovim's apply compares it as a
+  -- number and fails, so make it the nil the JSON decoder gives.
+  for _, change in ipairs(params.edit.documentChanges or {}) do
+    if change.textDocument and change.textDocument.version == vim.NIL then
+      change.textDocument.version = nil
+    end
+  end
+  local before = touched_uris(params.edit)
+  local builtin = vim.lsp.handlers['workspace/applyEdit']
+  local result = builtin(err, params, ctx)
+  if result and result.applied then
+    if M.options.save_after_edit == 'clean' then
+      local ok, save_err = pcall(save_clean, before)
+      if not ok then
+        -- The text is in the buffers (what the server verifies); say why the disk lags behind.
+        vim.notify(
+          'agent-edit: could not save after edit: ' .. tostring(save_err),
+          vim.log.levels.WARN
+        )
+      end
+    end
+    flush_changes(ctx.client_id)
+  end
+  return result
+end
+
+return M
