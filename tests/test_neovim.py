@@ -225,3 +225,14 @@ def test_checkhealth_reports_server_and_versions(tmp_path: Path) -> None:
     assert "server command: " in text and "-m lsp_server serve" in text
     assert "is running" in text, text
     assert "ERROR" not in text, text
+
+
+def test_edits_at_end_of_file_land_exactly(tmp_path: Path) -> None:
+    data = run_scenario("end_of_file", tmp_path)
+    ok(data["append"], data)
+    assert data["appended"] == ["one", "two", "three"]
+    # The buffer was clean before the edit, so the plugin saved it.
+    assert data["appended_disk"] == "one\ntwo\nthree\n"
+    ok(data["create"], data)
+    assert data["created_disk"] == "alpha\nbeta\n"
+    assert data["created_buffer"] in (None, ["alpha", "beta"])

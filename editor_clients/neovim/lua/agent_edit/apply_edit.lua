@@ -159,6 +159,103 @@ local function flush_changes(client_id)
   end)
 end
 
+--- Neovim's apply_text_edits mishandles two valid LSP edits at the end of a document, adding an
+--- extra empty line (observed on 0.11.4, the server then rightly reports NOT_APPLIED):
+---  * an insertion at (n, 0) where n is the buffer's line count (the position after the final
+---    newline): it appends the lines of the new text including the empty one after its last "\n";
+---  * an insertion at (0, 0) into a file created by the same edit: the new buffer is one empty line
+---    with 'eol', so the inserted text keeps an extra empty last line.
+--- Both are rewritten into equivalent edits that end past the last line, which Neovim's apply
+--- treats as "replace through the end" and trims correctly. The text that results is the same as
+--- the LSP edit defines; nothing else is touched.
+
+--- @param line string
+--- @param encoding string
+--- @return integer
+local function encoded_length(line, encoding)
+  if encoding == 'utf-8' then
+    return #line
+  end
+  return vim.str_utfindex(line, encoding)
+end
+
+--- Lines of a document as Neovim will load it: the loaded buffer, else the file on disk.
+--- @param uri string
+--- @return string[]? lines, boolean eol
+local function document_lines(uri)
+  local bufnr = M.find_buffer(uri)
+  if bufnr then
+    return vim.api.nvim_buf_get_lines(bufnr, 0, -1, false), vim.bo[bufnr].eol
+  end
+  local fname = vim.uri_to_fname(uri)
+  if vim.fn.filereadable(fname) ~= 1 then
+    return nil, false
+  end
+  local lines = vim.fn.readfile(fname, 'b')
+  if #lines == 0 then
+    return { '' }, true
+  end
+  if lines[#lines] == '' then
+    table.remove(lines)
+    return lines, true
+  end
+  return lines, false
+end
+
+--- @param text_edits table[]
+--- @param lines string[]
+--- @param encoding string
+local function adapt_end_insertions(text_edits, lines, encoding)
+  local n = #lines
+  for _, te in ipairs(text_edits) do
+    local s, e = te.range.start, te.range['end']
+    if s.line == n and s.character == 0 and e.line == n and n > 0 then
+      local last_line_is_touched = false
+      for _, other in ipairs(text_edits) do
+        if other ~= te and other.range['end'].line >= n - 1 then
+          last_line_is_touched = true
+        end
+      end
+      if not last_line_is_touched then
+        te.range = {
+          start = { line = n - 1, character = encoded_length(lines[n], encoding) },
+          ['end'] = { line = n, character = 0 },
+        }
+        te.newText = '\n' .. te.newText
+      end
+    end
+  end
+end
+
+--- Rewrites, in place, the end-of-document edits Neovim would misapply (see above).
+--- @param edit table lsp.WorkspaceEdit
+--- @param encoding string
+function M.adapt_for_neovim(edit, encoding)
+  local created = {}
+  for _, change in ipairs(edit.documentChanges or {}) do
+    if change.kind == 'create' then
+      created[change.uri] = true
+    elseif change.kind == 'rename' then
+      created[change.newUri] = created[change.oldUri] and true or nil
+    elseif change.kind == nil and change.textDocument then
+      local uri = change.textDocument.uri
+      if created[uri] then
+        for _, te in ipairs(change.edits or {}) do
+          local s, e = te.range.start, te.range['end']
+          if s.line == 0 and s.character == 0 and e.line == 0 and e.character == 0 then
+            te.range = { start = s, ['end'] = { line = 1, character = 0 } }
+          end
+        end
+      else
+        local lines, eol = document_lines(uri)
+        if lines and eol then
+          adapt_end_insertions(change.edits or {}, lines, encoding)
+        end
+      end
+    end
+  end
+end
+
 --- Options set by agent_edit.setup().
 M.options = { save_after_edit = 'clean' }
 
@@ -182,9 +279,15 @@ function M.handler(err, params, ctx)
       change.textDocument.version = nil
     end
   end
+  local client = vim.lsp.get_client_by_id(ctx.client_id)
+  M.adapt_for_neovim(params.edit, client and client.offset_encoding or 'utf-16')
   local before = touched_uris(params.edit)
+  -- The built-in handler prints the label into the message area on every edit; the history view
+  -- is where agent edits are shown, so leave it out.
+  local quiet = vim.tbl_extend('force', {}, params)
+  quiet.label = nil
   local builtin = vim.lsp.handlers['workspace/applyEdit']
-  local result = builtin(err, params, ctx)
+  local result = builtin(err, quiet, ctx)
   if result and result.applied then
     if M.options.save_after_edit == 'clean' then
       local ok, save_err = pcall(save_clean, before)

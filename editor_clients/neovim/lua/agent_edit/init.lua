@@ -9,9 +9,9 @@ local M = {}
 
 M.name = 'agent_edit'
 
---- Neovim the plugin is written and tested against (vim.lsp.start with `attach`, `client:request`
---- method syntax, vim.fs.root).
-M.min_nvim = { 0, 10, 0 }
+--- Neovim the plugin needs: 0.11 brought the `client:request(...)` method syntax,
+--- `vim.lsp.start(..., {attach = false})` and `vim.str_utfindex(s, encoding)` used here.
+M.min_nvim = { 0, 11, 0 }
 
 local defaults = {
   --- Command starting the server; nil means `agent-edit serve` if that executable exists, else
@@ -423,6 +423,13 @@ end
 --- @param opts table? {cmd?, cmd_env?, root_markers?, settings?, save_after_edit?, timeout_ms?,
 ---   codelens?}
 function M.setup(opts)
+  if vim.version.lt(vim.version(), M.min_nvim) then
+    vim.notify(
+      'agent-edit needs Neovim ' .. table.concat(M.min_nvim, '.') .. ' or newer; not started',
+      vim.log.levels.ERROR
+    )
+    return
+  end
   M.config = vim.tbl_deep_extend('force', vim.deepcopy(defaults), opts or {})
   if opts and opts.root_markers then
     M.config.root_markers = opts.root_markers
