@@ -44,7 +44,14 @@ def find_nvim() -> str:
 
 NVIM = find_nvim()
 
-LUA_ERROR_MARKERS = ("E5108", "E5113", "Error executing", "stack traceback", ".lua:")
+LUA_ERROR_MARKERS = (
+    "E5108",
+    "E5113",
+    "Error executing",
+    "stack traceback",
+    ".lua:",
+    "LSP[agent_edit]: Error",
+)
 
 
 def run_scenario(name: str, tmp_path: Path) -> dict[str, Any]:
@@ -91,6 +98,10 @@ def run_scenario(name: str, tmp_path: Path) -> dict[str, Any]:
     assert "lua_error" not in data, f"Lua error in the scenario: {data['lua_error']}\n{context}"
     for marker in LUA_ERROR_MARKERS:
         assert marker not in data["messages"], f"Lua error in :messages: {data['messages']}"
+    # A Lua error inside an LSP handler goes to the LSP log, not :messages. (The server's own
+    # stderr is logged there too, but Python tracebacks never say "stack traceback".)
+    if lsp_log.exists():
+        assert "stack traceback" not in lsp_log.read_text(), f"Lua error in lsp.log\n{context}"
     return data
 
 

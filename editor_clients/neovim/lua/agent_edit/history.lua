@@ -82,6 +82,11 @@ function M.net_diff(result)
     local parts = {}
     for _, item in ipairs(net) do
       if type(item) == 'table' then
+        -- Notes (e.g. "the buffer changed since the agent's last edit") as '#' lines, which
+        -- diff syntax and `git apply` both leave alone.
+        for _, note in ipairs(val(item.notes) or {}) do
+          table.insert(parts, string.format('# %s: %s\n', tostring(val(item.path)), note))
+        end
         table.insert(parts, tostring(val(item.diff) or ''))
       else
         table.insert(parts, tostring(item))
@@ -96,7 +101,12 @@ function M.net_diff(result)
         table.insert(parts, type(d) == 'table' and tostring(val(d.diff) or '') or tostring(d))
       end
     end
-    net = table.concat(parts, '\n')
+    for i, part in ipairs(parts) do
+      if part ~= '' and part:sub(-1) ~= '\n' then
+        parts[i] = part .. '\n'
+      end
+    end
+    net = table.concat(parts, '')
   end
   return type(net) == 'string' and net or ''
 end
@@ -360,6 +370,17 @@ function M.latest_undoable()
   end
   local undone = {}
   local entries = M.entries(result)
+  -- The server says which entries can be undone; older servers only list outcomes.
+  for i = #entries, 1, -1 do
+    if val(entries[i].undoable) ~= nil then
+      for j = #entries, 1, -1 do
+        if entries[j].undoable == true then
+          return M.entry_id(entries[j])
+        end
+      end
+      return nil
+    end
+  end
   for i = #entries, 1, -1 do
     local entry = entries[i]
     local outcome = M.entry_outcome(entry)
