@@ -247,3 +247,22 @@ def test_edits_at_end_of_file_land_exactly(tmp_path: Path) -> None:
     ok(data["create"], data)
     assert data["created_disk"] == "alpha\nbeta\n"
     assert data["created_buffer"] in (None, ["alpha", "beta"])
+
+
+def test_edit_with_no_buffer_open(tmp_path: Path) -> None:
+    data = run_scenario("closed_file", tmp_path)
+    assert ok(data["read"], data)["source"] == "disk"
+    ok(data["replace"], data)
+    assert data["disk"] == "VALUE = 2\n"
+    assert data["buffer"] in (None, ["VALUE = 2"])
+    assert data["modified"] in (None, False)
+    assert data["clients"] == 1
+
+
+def test_code_lenses_are_shown_after_an_edit(tmp_path: Path) -> None:
+    data = run_scenario("codelens", tmp_path)
+    ok(data["replace"], data)
+    titles = [lens["title"] for lens in data["lenses"]]
+    assert any("undo" in str(t).lower() for t in titles), data["lenses"]
+    # Displayed as virtual text near the changed line (0-based line 1), as a user sees it.
+    assert any(v["line"] <= 1 and "undo" in v["text"].lower() for v in data["virt"]), data["virt"]
