@@ -11,6 +11,8 @@ H.run(function(data)
   data.disk = H.read_file('pkg/mod.py')
   local b = H.buffer_of('pkg/mod.py')
   data.buffer = b and H.lines(b) or vim.NIL
-  data.modified = b and vim.bo[b].modified or vim.NIL
+  if b then
+    data.modified = vim.bo[b].modified
+  end
   data.clients = #ae.clients()
 end)
