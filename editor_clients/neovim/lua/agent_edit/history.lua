@@ -9,8 +9,11 @@ local M = {}
 
 local HISTORY_NAME = 'agent-edit://history'
 
---- bufnr -> { entries = {line -> entry} } for every open history buffer.
+--- bufnr -> { entry_at = {line -> entry}, result } for every open history buffer.
 M._views = {}
+
+--- name -> bufnr of the scratch buffers this module made.
+M._scratch = {}
 
 --- @param v any
 --- @return any v, or nil for JSON null
@@ -193,11 +196,12 @@ end
 --- @param name string
 --- @return integer
 local function scratch(name)
-  local existing = vim.fn.bufnr('^' .. vim.fn.escape(name, '\\/.*$^~[]') .. '$')
-  if existing ~= -1 and vim.api.nvim_buf_is_valid(existing) then
+  local existing = M._scratch[name]
+  if existing and vim.api.nvim_buf_is_valid(existing) then
     return existing
   end
   local bufnr = vim.api.nvim_create_buf(false, true)
+  M._scratch[name] = bufnr
   vim.bo[bufnr].buftype = 'nofile'
   vim.bo[bufnr].bufhidden = 'wipe'
   vim.bo[bufnr].swapfile = false
