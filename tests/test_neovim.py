@@ -120,9 +120,10 @@ def test_replace_lands_in_open_modified_unsaved_buffer(tmp_path: Path) -> None:
     assert result["status"] == "applied"
     assert "-x = 1" in result["diff"] and "+x = 10" in result["diff"]
     assert data["lines"] == ["x = 10", "y = 2", "# typed by the user"]
-    # The user's unsaved text is not written to disk behind their back.
+    # The user's unsaved text is not written to disk behind their back, and the agent is told.
     assert data["modified_after"] is True
     assert data["disk"] == "x = 1\ny = 2\n"
+    assert result["saved"] is False and result["files"][0]["saved"] is False
 
 
 def test_edit_from_before_the_user_typed_is_stale(tmp_path: Path) -> None:
@@ -240,11 +241,11 @@ def test_checkhealth_reports_server_and_versions(tmp_path: Path) -> None:
 
 def test_edits_at_end_of_file_land_exactly(tmp_path: Path) -> None:
     data = run_scenario("end_of_file", tmp_path)
-    ok(data["append"], data)
+    assert ok(data["append"], data)["saved"] is True
     assert data["appended"] == ["one", "two", "three"]
-    # The buffer was clean before the edit, so the plugin saved it.
+    # The buffer was clean before the edit, so the plugin saved it when the server asked.
     assert data["appended_disk"] == "one\ntwo\nthree\n"
-    ok(data["create"], data)
+    assert ok(data["create"], data)["saved"] is True
     assert data["created_disk"] == "alpha\nbeta\n"
     assert data["created_buffer"] == ["alpha", "beta"]
 
@@ -252,7 +253,7 @@ def test_edits_at_end_of_file_land_exactly(tmp_path: Path) -> None:
 def test_edit_with_no_buffer_open(tmp_path: Path) -> None:
     data = run_scenario("closed_file", tmp_path)
     assert ok(data["read"], data)["source"] == "disk"
-    ok(data["replace"], data)
+    assert ok(data["replace"], data)["saved"] is True
     assert data["disk"] == "VALUE = 2\n"
     # Neovim applies an edit to a file that is not open by loading it into a buffer.
     assert data["buffer"] == ["VALUE = 2"]

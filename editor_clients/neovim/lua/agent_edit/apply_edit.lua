@@ -8,7 +8,7 @@
 --- is applied, refuses the whole edit with `applied = false` and a reason if one is stale, and
 --- otherwise hands the edit to Neovim's own apply. It plans nothing itself: the only change it makes
 --- to an edit is rewriting two end-of-document forms that Neovim's apply gets wrong into equivalent
---- ones (adapt_for_neovim), and after applying it saves buffers that held no unsaved user text.
+--- ones (adapt_for_neovim). It also answers the server's `agentEdit/saveDocuments` request.
 
 local M = {}
 
@@ -131,19 +131,48 @@ local function touched_uris(edit)
   return uris
 end
 
---- Writes the buffers the edit touched that held no unsaved user text before it, so the files on
---- disk match what the agent was told; a user's own unsaved changes are never written behind their
---- back (the same rule as the VS Code client's `saveAfterEdit = "clean"`).
---- @param before table<string, boolean>
-local function save_clean(before)
-  for uri, was_modified in pairs(before) do
+--- Canonical path -> whether that buffer held unsaved text before the latest applied agent edit
+--- touched it; read by the `agentEdit/saveDocuments` request the server sends after verifying.
+M._dirty_before = {}
+
+--- @param uri string
+--- @return string?
+local function path_key(uri)
+  local ok, fname = pcall(vim.uri_to_fname, uri)
+  return ok and canonical(fname) or nil
+end
+
+--- The `agentEdit/saveDocuments` request (sent when the server's `saveAfterEdit` is on): writes
+--- the touched buffers that held no unsaved user text before the edit, so the files on disk match
+--- what the agent was told; a buffer with the user's own unsaved changes is skipped, never written
+--- behind their back (the same rule as the VS Code client). Answers `{saved, skipped}` (URIs).
+--- @param params table {uris: string[]}
+--- @return table
+function M.save_documents(_, params, _)
+  local saved, skipped = {}, {}
+  for _, uri in ipairs(type(params) == 'table' and params.uris or {}) do
+    local key = path_key(uri)
     local bufnr = M.find_buffer(uri)
-    if bufnr and not was_modified and vim.bo[bufnr].modified and vim.bo[bufnr].buftype == '' then
-      vim.api.nvim_buf_call(bufnr, function()
-        vim.cmd('silent keepalt keepjumps write!')
-      end)
+    local ok = false
+    if
+      M.options.save_after_edit == 'clean'
+      and key
+      and bufnr
+      and M._dirty_before[key] == false
+      and vim.bo[bufnr].buftype == ''
+    then
+      if vim.bo[bufnr].modified then
+        ok = pcall(vim.api.nvim_buf_call, bufnr, function()
+          vim.cmd('silent keepalt keepjumps lockmarks write!')
+        end)
+        ok = ok and not vim.bo[bufnr].modified
+      else
+        ok = true -- already on disk as shown
+      end
     end
+    table.insert(ok and saved or skipped, uri)
   end
+  return { saved = saved, skipped = skipped }
 end
 
 --- Sends the didChange for buffers the edit touched now, not after the debounce, so the server
@@ -291,14 +320,10 @@ function M.handler(err, params, ctx)
   local builtin = vim.lsp.handlers['workspace/applyEdit']
   local result = builtin(err, quiet, ctx)
   if result and result.applied then
-    if M.options.save_after_edit == 'clean' then
-      local ok, save_err = pcall(save_clean, before)
-      if not ok then
-        -- The text is in the buffers (what the server verifies); say why the disk lags behind.
-        vim.notify(
-          'agent-edit: could not save after edit: ' .. tostring(save_err),
-          vim.log.levels.WARN
-        )
+    for uri, was_modified in pairs(before) do
+      local key = path_key(uri)
+      if key then
+        M._dirty_before[key] = was_modified
       end
     end
     flush_changes(ctx.client_id)

@@ -24,8 +24,10 @@ local defaults = {
   root_markers = { '.git', '.hg', '.jj' },
   --- Sent as initializationOptions (and answered to workspace/configuration under `agentEdit`).
   settings = {},
-  --- After an applied edit, write the touched buffers that held no unsaved user text before it
-  --- ("clean"), or leave every buffer unsaved ("never").
+  --- After a verified edit the server asks to save what it touched (agentEdit/saveDocuments):
+  --- "clean" writes the buffers that held no unsaved user text before the edit, "never" writes
+  --- nothing (and tells the server not to ask). Sets the server's `saveAfterEdit` unless
+  --- `settings.saveAfterEdit` is given.
   save_after_edit = 'clean',
   --- How long the synchronous API waits for the server's answer. The server itself bounds its wait
   --- for the editor, so this only has to outlast that.
@@ -98,7 +100,11 @@ end
 --- @param root string
 --- @return vim.lsp.ClientConfig
 local function client_config(root)
-  local settings = M.config.settings or {}
+  local settings = vim.deepcopy(M.config.settings or {})
+  if settings.saveAfterEdit == nil then
+    -- The server asks for the save (agentEdit/saveDocuments); the plugin decides what is safe.
+    settings.saveAfterEdit = M.config.save_after_edit ~= 'never'
+  end
   return {
     name = M.name,
     cmd = M.server_cmd(),
@@ -114,6 +120,9 @@ local function client_config(root)
         return require('agent_edit.apply_edit').handler(...)
       end,
       ['agentEdit/historyChanged'] = on_history_changed,
+      ['agentEdit/saveDocuments'] = function(...)
+        return require('agent_edit.apply_edit').save_documents(...)
+      end,
     },
     on_attach = function(client, bufnr)
       if M.config.codelens and client:supports_method('textDocument/codeLens') then
