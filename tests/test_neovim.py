@@ -268,3 +268,8 @@ def test_code_lenses_are_shown_after_an_edit(tmp_path: Path) -> None:
     assert any("undo" in str(t).lower() for t in titles), data["lenses"]
     # Displayed as virtual text near the changed line (0-based line 1), as a user sees it.
     assert any(v["line"] <= 1 and "undo" in v["text"].lower() for v in data["virt"]), data["virt"]
+    assert data["ran_diff"] is True
+    assert data["diff_view"]["filetype"] == "diff"
+    assert "+    return 2" in data["diff_view"]["lines"]
+    assert data["ran_undo"] is True
+    assert data["after_undo"] == ["def run():", "    return 1"]

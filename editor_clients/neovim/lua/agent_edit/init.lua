@@ -97,6 +97,30 @@ local function on_history_changed(_, params, ctx)
   end
 end
 
+--- The server's code lenses carry its own commands (`agentEdit.history {format: "diff", editId}`,
+--- `agentEdit.undo {editId}`). Sent to the server as they are, their results would be dropped and
+--- the user would see nothing; run client-side instead, they open the edit's diff and report the
+--- undo's outcome.
+local lens_commands = {
+  ['agentEdit.history'] = function(command)
+    local arg = command.arguments and command.arguments[1]
+    local id = type(arg) == 'table' and arg.editId or nil
+    require('agent_edit.history').open({ edit_id = id })
+  end,
+  ['agentEdit.undo'] = function(command, ctx)
+    local arg = command.arguments and command.arguments[1]
+    if type(arg) ~= 'table' then
+      return
+    end
+    M.undo(arg, {
+      bufnr = ctx and ctx.bufnr,
+      callback = function(result)
+        M.notify_result(result, 'undo of edit ' .. tostring(arg.editId))
+      end,
+    })
+  end,
+}
+
 --- @param root string
 --- @return vim.lsp.ClientConfig
 local function client_config(root)
@@ -114,6 +138,7 @@ local function client_config(root)
     -- vim.empty_dict: an empty Lua table would be sent as a JSON array.
     init_options = next(settings) and settings or vim.empty_dict(),
     settings = { agentEdit = next(settings) and settings or vim.empty_dict() },
+    commands = lens_commands,
     handlers = {
       -- Looked up per call, so a wrapper installed later (a plugin, a test) takes effect.
       ['workspace/applyEdit'] = function(...)
@@ -417,17 +442,6 @@ local function create_commands()
   end, { nargs = '?', desc = 'agent-edit: undo an agent edit (default: the latest)' })
 end
 
---- Client-side commands that code lenses may carry (the server's own commands go to the server).
-local function register_lens_commands()
-  local function show(command)
-    local arg = command.arguments and command.arguments[1]
-    local id = type(arg) == 'table' and (arg.editId or arg.id) or arg
-    require('agent_edit.history').open({ edit_id = id })
-  end
-  vim.lsp.commands['agentEdit.showDiff'] = show
-  vim.lsp.commands['agentEdit.showHistory'] = show
-end
-
 --- Starts agent-edit for buffers in the workspace.
 --- @param opts table? {cmd?, cmd_env?, root_markers?, settings?, save_after_edit?, timeout_ms?,
 ---   codelens?}
@@ -463,7 +477,6 @@ function M.setup(opts)
     })
   end
   create_commands()
-  register_lens_commands()
   -- Buffers opened before setup ran (lazy loading) get attached too.
   for _, bufnr in ipairs(vim.api.nvim_list_bufs()) do
     if vim.api.nvim_buf_is_loaded(bufnr) then
