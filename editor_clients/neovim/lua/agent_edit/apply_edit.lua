@@ -6,9 +6,9 @@
 --- unsaved typing must never be overwritten by an edit computed from older text. So this handler
 --- checks EVERY versioned TextDocumentEdit against the buffer's current LSP version before anything
 --- is applied, refuses the whole edit with `applied = false` and a reason if one is stale, and
---- otherwise hands the edit to Neovim's own apply. It plans nothing itself: the only change it makes
---- to an edit is rewriting two end-of-document forms that Neovim's apply gets wrong into equivalent
---- ones (adapt_for_neovim). It also answers the server's `agentEdit/saveDocuments` request.
+--- otherwise hands the edit to Neovim's own apply. It plans nothing itself: the only change it
+--- makes to an edit is rewriting two end-of-document forms that Neovim's apply gets wrong into
+--- equivalent ones (adapt_for_neovim). It also answers the server's `agentEdit/saveDocuments`.
 
 local M = {}
 
