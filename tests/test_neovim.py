@@ -148,8 +148,10 @@ def test_edit_arriving_after_the_user_typed_is_refused_by_the_handler(tmp_path: 
     assert "STALE" in answers[0]["failureReason"]
     result = data["replace"]
     assert result["ok"] is False, result
-    # The editor refused (CLIENT_REJECTED), or the server saw the keystroke first (STALE).
-    assert result["code"] in ("CLIENT_REJECTED", "STALE"), result
+    # The server computed the edit before the keystroke, so it is the editor that refused it,
+    # and the agent is told why.
+    assert result["code"] == "CLIENT_REJECTED", result
+    assert "STALE" in result["message"], result
     assert data["lines"] == ["# Notes", "first", "second", " typed during the round trip"]
 
 
