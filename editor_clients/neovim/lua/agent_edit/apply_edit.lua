@@ -1,0 +1,334 @@
+--- agent_edit.apply_edit: the `workspace/applyEdit` handler of the agent-edit client.
+---
+--- Why it exists: Neovim's built-in handler checks only the FIRST TextDocumentEdit's version,
+--- skips a stale one silently (it prints "Buffer ... newer than edits.") and still answers
+--- `applied = true`. An agent must never get "applied" for text that did not land, and a user's
+--- unsaved typing must never be overwritten by an edit computed from older text. So this handler
+--- checks EVERY versioned TextDocumentEdit against the buffer's current LSP version before anything
+--- is applied, refuses the whole edit with `applied = false` and a reason if one is stale, and
+--- otherwise hands the edit to Neovim's own apply. It plans nothing itself: the only change it
+--- makes to an edit is rewriting two end-of-document forms that Neovim's apply gets wrong into
+--- equivalent ones (adapt_for_neovim). It also answers the server's `agentEdit/saveDocuments`.
+
+local M = {}
+
+local util = vim.lsp.util
+
+--- A path in one canonical spelling, so URIs from the server and buffer names compare equal.
+--- @param path string
+--- @return string
+local function canonical(path)
+  return vim.fs.normalize(vim.fn.fnamemodify(path, ':p'))
+end
+
+--- The loaded buffer that shows `uri`, or nil. Never creates a buffer (vim.uri_to_bufnr would).
+--- @param uri string
+--- @return integer?
+function M.find_buffer(uri)
+  local ok, fname = pcall(vim.uri_to_fname, uri)
+  if not ok then
+    return nil
+  end
+  local want = canonical(fname)
+  for _, bufnr in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.api.nvim_buf_is_loaded(bufnr) then
+      local name = vim.api.nvim_buf_get_name(bufnr)
+      if name ~= '' and canonical(name) == want then
+        return bufnr
+      end
+    end
+  end
+  return nil
+end
+
+--- @param v any
+--- @return boolean
+local function is_null(v)
+  return v == nil or v == vim.NIL
+end
+
+--- Every versioned TextDocumentEdit whose version is not the buffer's current one.
+--- A null version means "not open when the server computed the edit": unchecked, by the spec.
+--- @param edit table lsp.WorkspaceEdit
+--- @return table[] stale list of {uri, expected, current}
+function M.stale_documents(edit)
+  local stale = {}
+  for _, change in ipairs(edit.documentChanges or {}) do
+    local doc = change.textDocument
+    if change.kind == nil and doc and not is_null(doc.version) then
+      local bufnr = M.find_buffer(doc.uri)
+      if bufnr == nil then
+        -- The server computed this edit against an open buffer that has since been closed: the
+        -- text it saw is gone, so applying it to whatever is on disk would be a guess.
+        table.insert(stale, { uri = doc.uri, expected = doc.version, current = vim.NIL })
+      else
+        local current = util.buf_versions[bufnr]
+        if current ~= doc.version then
+          table.insert(stale, { uri = doc.uri, expected = doc.version, current = current })
+        end
+      end
+    end
+  end
+  return stale
+end
+
+--- @param stale table[]
+--- @return string
+local function failure_reason(stale)
+  local parts = {}
+  for _, s in ipairs(stale) do
+    local path = vim.uri_to_fname(s.uri)
+    if s.current == vim.NIL then
+      table.insert(
+        parts,
+        string.format(
+          '%s: edit is for version %s but the buffer is no longer open',
+          path,
+          s.expected
+        )
+      )
+    else
+      table.insert(
+        parts,
+        string.format(
+          '%s: edit is for version %s but the buffer is at version %s',
+          path,
+          s.expected,
+          s.current
+        )
+      )
+    end
+  end
+  return 'STALE: the buffer changed since the edit was computed; nothing was applied. '
+    .. table.concat(parts, '; ')
+end
+
+--- Buffers a WorkspaceEdit will write into (text edits), with whether each was modified before.
+--- @param edit table
+--- @return table<string, boolean> uri -> modified-before (false also for buffers not loaded)
+local function touched_uris(edit)
+  local uris = {}
+  local function modified(uri)
+    local bufnr = M.find_buffer(uri)
+    return bufnr ~= nil and vim.bo[bufnr].modified or false
+  end
+  local function note(uri)
+    uris[uri] = uris[uri] or modified(uri)
+  end
+  for _, change in ipairs(edit.documentChanges or {}) do
+    if change.kind == nil and change.textDocument then
+      note(change.textDocument.uri)
+    elseif change.kind == 'create' then
+      note(change.uri)
+    elseif change.kind == 'rename' then
+      -- The buffer moves with the file: its unsaved state is the old buffer's.
+      uris[change.newUri] = modified(change.oldUri)
+    end
+  end
+  for uri in pairs(edit.changes or {}) do
+    note(uri)
+  end
+  return uris
+end
+
+--- Canonical path -> whether that buffer held unsaved text before the latest applied agent edit
+--- touched it; read by the `agentEdit/saveDocuments` request the server sends after verifying.
+M._dirty_before = {}
+
+--- @param uri string
+--- @return string?
+local function path_key(uri)
+  local ok, fname = pcall(vim.uri_to_fname, uri)
+  return ok and canonical(fname) or nil
+end
+
+--- The `agentEdit/saveDocuments` request (sent when the server's `saveAfterEdit` is on): writes
+--- the touched buffers that held no unsaved user text before the edit, so the files on disk match
+--- what the agent was told; a buffer with the user's own unsaved changes is skipped, never written
+--- behind their back (the same rule as the VS Code client). Answers `{saved, skipped}` (URIs).
+--- @param params table {uris: string[]}
+--- @return table
+function M.save_documents(_, params, _)
+  local saved, skipped = {}, {}
+  for _, uri in ipairs(type(params) == 'table' and params.uris or {}) do
+    local key = path_key(uri)
+    local bufnr = M.find_buffer(uri)
+    local ok = false
+    if
+      M.options.save_after_edit == 'clean'
+      and key
+      and bufnr
+      and M._dirty_before[key] == false
+      and vim.bo[bufnr].buftype == ''
+    then
+      if vim.bo[bufnr].modified then
+        ok = pcall(vim.api.nvim_buf_call, bufnr, function()
+          vim.cmd('silent keepalt keepjumps lockmarks write!')
+        end)
+        ok = ok and not vim.bo[bufnr].modified
+      else
+        ok = true -- already on disk as shown
+      end
+    end
+    table.insert(ok and saved or skipped, uri)
+  end
+  return { saved = saved, skipped = skipped }
+end
+
+--- Sends the didChange for buffers the edit touched now, not after the debounce, so the server
+--- (which verifies an edit from the didChange it receives) sees it before this handler's answer.
+--- @param client_id integer
+local function flush_changes(client_id)
+  local client = vim.lsp.get_client_by_id(client_id)
+  if client == nil then
+    return
+  end
+  -- _changetracking is internal; if a future Neovim moves it, the debounced didChange still
+  -- arrives, only later, so the failure is safe to ignore.
+  pcall(function()
+    require('vim.lsp._changetracking').flush(client)
+  end)
+end
+
+--- Neovim's apply_text_edits mishandles two valid LSP edits at the end of a document, adding an
+--- extra empty line (observed on 0.11.4, the server then rightly reports NOT_APPLIED):
+---  * an insertion at (n, 0) where n is the buffer's line count (the position after the final
+---    newline): it appends the lines of the new text including the empty one after its last "\n";
+---  * an insertion at (0, 0) into a file created by the same edit: the new buffer is one empty line
+---    with 'eol', so the inserted text keeps an extra empty last line.
+--- Both are rewritten into equivalent edits that end past the last line, which Neovim's apply
+--- treats as "replace through the end" and trims correctly. The text that results is the same as
+--- the LSP edit defines; nothing else is touched.
+
+--- @param line string
+--- @param encoding string
+--- @return integer
+local function encoded_length(line, encoding)
+  if encoding == 'utf-8' then
+    return #line
+  end
+  return vim.str_utfindex(line, encoding)
+end
+
+--- Lines of a document as Neovim will load it: the loaded buffer, else the file on disk.
+--- @param uri string
+--- @return string[]? lines, boolean eol
+local function document_lines(uri)
+  local bufnr = M.find_buffer(uri)
+  if bufnr then
+    return vim.api.nvim_buf_get_lines(bufnr, 0, -1, false), vim.bo[bufnr].eol
+  end
+  local fname = vim.uri_to_fname(uri)
+  if vim.fn.filereadable(fname) ~= 1 then
+    return nil, false
+  end
+  local lines = vim.fn.readfile(fname, 'b')
+  if #lines == 0 then
+    return { '' }, true
+  end
+  if lines[#lines] == '' then
+    table.remove(lines)
+    return lines, true
+  end
+  return lines, false
+end
+
+--- @param text_edits table[]
+--- @param lines string[]
+--- @param encoding string
+local function adapt_end_insertions(text_edits, lines, encoding)
+  local n = #lines
+  for _, te in ipairs(text_edits) do
+    local s, e = te.range.start, te.range['end']
+    if s.line == n and s.character == 0 and e.line == n and n > 0 then
+      local last_line_is_touched = false
+      for _, other in ipairs(text_edits) do
+        if other ~= te and other.range['end'].line >= n - 1 then
+          last_line_is_touched = true
+        end
+      end
+      if not last_line_is_touched then
+        te.range = {
+          start = { line = n - 1, character = encoded_length(lines[n], encoding) },
+          ['end'] = { line = n, character = 0 },
+        }
+        te.newText = '\n' .. te.newText
+      end
+    end
+  end
+end
+
+--- Rewrites, in place, the end-of-document edits Neovim would misapply (see above).
+--- @param edit table lsp.WorkspaceEdit
+--- @param encoding string
+function M.adapt_for_neovim(edit, encoding)
+  local created = {}
+  for _, change in ipairs(edit.documentChanges or {}) do
+    if change.kind == 'create' then
+      created[change.uri] = true
+    elseif change.kind == 'rename' then
+      created[change.newUri] = created[change.oldUri] and true or nil
+    elseif change.kind == nil and change.textDocument then
+      local uri = change.textDocument.uri
+      if created[uri] then
+        for _, te in ipairs(change.edits or {}) do
+          local s, e = te.range.start, te.range['end']
+          if s.line == 0 and s.character == 0 and e.line == 0 and e.character == 0 then
+            te.range = { start = s, ['end'] = { line = 1, character = 0 } }
+          end
+        end
+      else
+        local lines, eol = document_lines(uri)
+        if lines and eol then
+          adapt_end_insertions(change.edits or {}, lines, encoding)
+        end
+      end
+    end
+  end
+end
+
+--- Options set by agent_edit.setup().
+M.options = { save_after_edit = 'clean' }
+
+--- The handler: `handlers["workspace/applyEdit"]` of the agent-edit client.
+--- @param err any
+--- @param params table lsp.ApplyWorkspaceEditParams
+--- @param ctx table lsp.HandlerContext
+--- @return table lsp.ApplyWorkspaceEditResult
+function M.handler(err, params, ctx)
+  if not params or type(params.edit) ~= 'table' then
+    return { applied = false, failureReason = 'workspace/applyEdit without an edit' }
+  end
+  local stale = M.stale_documents(params.edit)
+  if #stale > 0 then
+    return { applied = false, failureReason = failure_reason(stale) }
+  end
+  -- A null version can arrive as vim.NIL (from Lua callers); Neovim's apply compares it as a
+  -- number and fails, so make it the nil the JSON decoder gives.
+  for _, change in ipairs(params.edit.documentChanges or {}) do
+    if change.textDocument and change.textDocument.version == vim.NIL then
+      change.textDocument.version = nil
+    end
+  end
+  local client = vim.lsp.get_client_by_id(ctx.client_id)
+  M.adapt_for_neovim(params.edit, client and client.offset_encoding or 'utf-16')
+  local before = touched_uris(params.edit)
+  -- The built-in handler prints the label into the message area on every edit; the history view
+  -- is where agent edits are shown, so leave it out.
+  local quiet = vim.tbl_extend('force', {}, params)
+  quiet.label = nil
+  local builtin = vim.lsp.handlers['workspace/applyEdit']
+  local result = builtin(err, quiet, ctx)
+  if result and result.applied then
+    for uri, was_modified in pairs(before) do
+      local key = path_key(uri)
+      if key then
+        M._dirty_before[key] = was_modified
+      end
+    end
+    flush_changes(ctx.client_id)
+  end
+  return result
+end
+
+return M

