@@ -71,7 +71,7 @@ function netDiffOf(history: any): string {
   return typeof net === 'string' ? net : '';
 }
 
-const idOf = (e: any): string => String(e.id ?? e.editId);
+const idOf = (e: any): string | number => e.id ?? e.editId;
 const appliedOf = (e: any): boolean =>
   (e.outcome ?? e.status ?? (e.ok ? 'applied' : 'failed')) === 'applied';
 
@@ -117,8 +117,8 @@ export class HistoryView implements vscode.TreeDataProvider<Node>, vscode.TextDo
   }
 
   async show(): Promise<void> {
-    await this.refresh();
     await vscode.commands.executeCommand('agentEditHistory.focus');
+    await this.refresh();
   }
 
   async undoLast(): Promise<any> {
