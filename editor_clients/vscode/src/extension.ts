@@ -65,7 +65,7 @@ async function saveDocuments(params: { uris: string[] }): Promise<{ saved: strin
     const doc = vscode.workspace.textDocuments.find((d) => d.uri.toString() === uri);
     if (dirtyBeforeEdit.get(uri)) {
       skipped.push(raw);
-    } else if (!doc || !doc.isDirty || (await doc.save())) {
+    } else if (doc && (!doc.isDirty || (await doc.save()))) {
       saved.push(raw);
     } else {
       skipped.push(raw);

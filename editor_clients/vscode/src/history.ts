@@ -123,7 +123,10 @@ export class HistoryView implements vscode.TreeDataProvider<Node>, vscode.TextDo
 
   async undoLast(): Promise<any> {
     await this.refresh();
-    const last = [...this.entries].reverse().find(appliedOf);
+    // Walk back like an undo stack: skip edits already undone and the undo entries themselves.
+    const last = [...this.entries]
+      .reverse()
+      .find((e) => appliedOf(e) && e.undoneBy == null && e.undoes == null);
     if (!last) {
       void vscode.window.showInformationMessage('Agent Edit: no applied edit to undo.');
       return undefined;
@@ -172,7 +175,9 @@ export class HistoryView implements vscode.TreeDataProvider<Node>, vscode.TextDo
     if (node) return fileNodes(node.files ?? [], node.title ?? '');
     const net: Node = { label: 'Session net diff', files: splitDiff(this.net), title: 'session' };
     const edits = [...this.entries].reverse().map((e) => {
-      const files = Array.isArray(e.files) ? e.files.map((f: any) => f.movedTo ?? f.path) : [];
+      const files = (Array.isArray(e.files) ? e.files : []).map((f: any) =>
+        typeof f === 'string' ? f : (f.movedTo ?? f.path),
+      );
       return {
         label: `#${idOf(e)} ${e.action ?? ''}`,
         description: `${e.outcome ?? e.status ?? e.code ?? ''} ${files.join(', ')}`.trim(),
