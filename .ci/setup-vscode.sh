@@ -19,8 +19,13 @@ mkdir -p "$TOOLS"
 if [ ! -x /usr/bin/chromium ]; then
   log "installing chromium (apt)"
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq >/dev/null
-  apt-get install -y -qq --no-install-recommends chromium >/dev/null
+  apt_log="$(mktemp)"
+  if ! { apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium; } \
+    >"$apt_log" 2>&1; then
+    cat "$apt_log" >&2
+    exit 1
+  fi
+  rm -f "$apt_log"
 fi
 
 NODE_DIR="$TOOLS/node-$NODE_VERSION"

@@ -322,6 +322,7 @@ def test_save_after_edit_saves_only_clean_documents(code_server_run: Run) -> Non
         assert d["clean"]["disk"] == "n = 1\n" and d["clean"]["dirty"] is False
         assert d["cleanResult"]["saved"] in (True, ["save_clean.py"]), d["cleanResult"]
         # The user's unsaved text is never persisted behind their back.
+        assert d["dirtyResult"]["saved"] in (False, []), d["dirtyResult"]
         assert d["dirty"]["disk"] == "m = 0\n" and d["dirty"]["dirty"] is True
         assert d["dirty"]["buffer"] == "# unsaved user text\nm = 1\n"
 

@@ -186,7 +186,15 @@ async function undo() {
 
 async function saveAfterEdit() {
   const config = vscode.workspace.getConfiguration('agentEdit');
+  // vscode-languageclient forwards the change from its own (earlier registered) listener, so once
+  // ours has fired the didChangeConfiguration notification is queued ahead of the next request.
+  const changed = new Promise((resolve) => {
+    const l = vscode.workspace.onDidChangeConfiguration((e) => {
+      if (e.affectsConfiguration('agentEdit.saveAfterEdit')) resolve(l.dispose());
+    });
+  });
   await config.update('saveAfterEdit', true, vscode.ConfigurationTarget.Workspace);
+  await changed;
   try {
     const clean = await open('save_clean.py');
     const dirty = await open('save_dirty.py');
