@@ -96,9 +96,14 @@ export async function activate(context: vscode.ExtensionContext): Promise<AgentE
   };
   const history = new HistoryView(run);
   client.onRequest('agentEdit/saveDocuments', saveDocuments);
-  client.onNotification('agentEdit/historyChanged', () => void history.refresh());
+  // A burst of edits gives one refresh: the history answer holds every diff of the session.
+  let pending: NodeJS.Timeout | undefined;
+  client.onNotification('agentEdit/historyChanged', () => {
+    clearTimeout(pending);
+    pending = setTimeout(() => history.refresh().catch(() => undefined), 150);
+  });
   const ready = client.start();
   context.subscriptions.push(client, history, ...registerTools(run));
-  void ready.then(() => history.refresh());
+  void ready.then(() => history.refresh()).catch(() => undefined);
   return { client, ready, history, run };
 }

@@ -8,14 +8,8 @@ import * as vscode from 'vscode';
 
 type Run = (command: string, args: object) => Promise<any>;
 
-const TOOLS: Record<string, string> = {
-  agentEdit_read: 'agentEdit.read',
-  agentEdit_replace: 'agentEdit.replace',
-  agentEdit_applyPatch: 'agentEdit.applyPatch',
-  agentEdit_write: 'agentEdit.write',
-  agentEdit_history: 'agentEdit.history',
-  agentEdit_undo: 'agentEdit.undo',
-};
+// Tool `agentEdit_<verb>` runs server command `agentEdit.<verb>` (tool names may not hold dots).
+const VERBS = ['read', 'replace', 'applyPatch', 'write', 'history', 'undo'];
 
 /** Resolves a result path (workspace-relative, absolute, or a file:// URI) to a URI. */
 export function toUri(path: string): vscode.Uri {
@@ -81,13 +75,13 @@ async function invoke(run: Run, command: string, input: object, token: vscode.Ca
 }
 
 export function registerTools(run: Run): vscode.Disposable[] {
-  return Object.entries(TOOLS).map(([name, command]) =>
-    vscode.lm.registerTool<object>(name, {
-      invoke: (options, token) => invoke(run, command, options.input, token),
+  return VERBS.map((verb) =>
+    vscode.lm.registerTool<object>(`agentEdit_${verb}`, {
+      invoke: (options, token) => invoke(run, `agentEdit.${verb}`, options.input, token),
       prepareInvocation: (options) => {
         const input = options.input as { path?: string; editId?: string };
         const target = input.path ?? (input.editId ? `edit ${input.editId}` : '');
-        return { invocationMessage: `Agent Edit: ${command.slice(10)} ${target}`.trim() };
+        return { invocationMessage: `Agent Edit: ${verb} ${target}`.trim() };
       },
     }),
   );
