@@ -22,15 +22,17 @@ function readResults() {
   }
 }
 
-async function runCommand(page, title) {
+async function runCommand(page, title, step = () => {}) {
   await page.keyboard.press('Escape');
   await page.keyboard.press('F1');
   const input = page.locator('.quick-input-widget input');
   await input.waitFor({ state: 'visible', timeout: 10000 });
   await input.fill(`>${title}`);
+  step('palette open');
   const row = page.locator('.quick-input-list .monaco-list-row', { hasText: title }).first();
   await row.waitFor({ state: 'visible', timeout: 5000 });
   await page.keyboard.press('Enter');
+  step(`ran ${title}`);
 }
 
 async function main() {
@@ -47,18 +49,25 @@ async function main() {
   page.on('console', (m) => {
     if (m.type() === 'error') (seen.consoleErrors = seen.consoleErrors || []).push(m.text().slice(0, 300));
   });
+  step('browser started');
   try {
     await page.goto(url, { waitUntil: 'domcontentloaded', timeout: 60000 });
     await page.locator('.monaco-workbench').waitFor({ timeout: 60000 });
     step('workbench visible');
+    // The extension's view appears once the workbench has read the installed extensions; only
+    // then does the palette list their commands.
+    await page.locator('.pane-header', { hasText: 'Agent Edit History' }).waitFor({ timeout: 60000 });
+    step('extensions registered');
     // The palette lists the test command once the extension host has read the extensions.
     const deadline = Date.now() + 60000;
     for (;;) {
       try {
-        await runCommand(page, 'Agent Edit Test: Run Scenarios');
-        await sleep(1000);
+        await runCommand(page, 'Agent Edit Test: Run Scenarios', step);
+        // Running it activates both extensions first; give that time before asking again.
+        for (let i = 0; i < 20 && !readResults(); i++) await sleep(250);
         if (readResults()) break;
       } catch (err) {
+        step(`palette not ready: ${String(err.message).split('\n')[0]}`);
         if (Date.now() > deadline) throw err;
       }
       await sleep(1000);
