@@ -126,6 +126,8 @@ class Run:
 def code_server_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
     tools = _require_tools()
     ARTIFACTS_ROOT.mkdir(parents=True, exist_ok=True)
+    for old in sorted(ARTIFACTS_ROOT.glob("run-*"))[:-9]:
+        shutil.rmtree(old, ignore_errors=True)
     artifacts = ARTIFACTS_ROOT / time.strftime("run-%Y%m%d-%H%M%S")
     artifacts.mkdir(exist_ok=True)
     run = Run(artifacts)
@@ -159,6 +161,14 @@ def code_server_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
         env=env,
     )
 
+    # The server is started the default way (`<agentEdit.server.python> -m lsp_server serve`),
+    # through a wrapper that keeps its stderr: VS Code's own log files need native modules
+    # this install leaves out.
+    python = tmp / "python"
+    python.write_text(
+        f'#!/bin/sh\nexec "{sys.executable}" "$@" 2>>"{artifacts / "server-stderr.log"}"\n'
+    )
+    python.chmod(0o755)
     settings = {
         "workbench.startupEditor": "none",
         "workbench.tips.enabled": False,
@@ -167,7 +177,7 @@ def code_server_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
         "extensions.ignoreRecommendations": True,
         "files.autoSave": "off",
         "workbench.secondarySideBar.defaultVisibility": "hidden",
-        "agentEdit.server.python": sys.executable,
+        "agentEdit.server.python": str(python),
         "agentEdit.trace.server": "messages",
     }
     (data / "User").mkdir(parents=True, exist_ok=True)
