@@ -56,9 +56,11 @@ async function invoke(run: Run, command: string, input: object, token: vscode.Ca
   let result: any;
   try {
     result = await run(command, input);
-  } catch (err) {
-    // Malformed input is a JSON-RPC error; the model still needs to read why.
-    result = { ok: false, code: 'INVALID_ARGUMENT', message: String((err as Error).message ?? err) };
+  } catch (err: any) {
+    // Malformed input is a JSON-RPC error (InvalidParams), not a result; the model still needs
+    // to read why. Anything else means the server is not there to ask.
+    const code = err?.code === -32602 ? 'INVALID_ARGUMENT' : 'SERVER_ERROR';
+    result = { ok: false, code, message: String(err?.message ?? err) };
   }
   const parts: vscode.LanguageModelTextPart[] = [];
   const { diff, text, ...summary } = result ?? {};
