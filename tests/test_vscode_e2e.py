@@ -182,8 +182,6 @@ def code_server_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
     }
     (data / "User").mkdir(parents=True, exist_ok=True)
     (data / "User" / "settings.json").write_text(json.dumps(settings, indent=1))
-    (data / "Machine").mkdir(parents=True, exist_ok=True)
-    (data / "Machine" / "settings.json").write_text(json.dumps(settings, indent=1))
 
     workspace = tmp / "workspace"
     (workspace / ".vscode").mkdir(parents=True)
