@@ -43,6 +43,7 @@ WORKSPACE_FILES = {
     "patch_src.py": "def old():\n    return 1\n",
     "patch_other.py": "x = 1\n",
     "tool.py": "a = 1\n",
+    "tool_syntax.py": "def f():\n    return 1\n",
     "undo.py": "count = 0\n",
     "save_clean.py": "n = 0\n",
     "save_dirty.py": "m = 0\n",
@@ -321,6 +322,11 @@ def test_lm_tool_through_invoke_tool(code_server_run: Run) -> None:
         want = {"path": "tool.py", "line": 1, "source": "test-linter"}
         assert want.items() <= reported[0].items(), reported
         assert d["buffer"]["text"] == "a = 2\n"
+        broken = json.loads(d["broken"][0])
+        assert broken["ok"] and broken["diagnostics"], broken
+        diags = next(p for p in d["broken"] if p.startswith("editorDiagnostics: "))
+        reported = json.loads(diags.removeprefix("editorDiagnostics: "))
+        assert any(r["source"] == "agent-edit" and r["path"] == "tool_syntax.py" for r in reported)
 
 
 def test_save_after_edit_saves_only_clean_documents(code_server_run: Run) -> None:

@@ -132,10 +132,17 @@ async function lmTool() {
     input: { path: 'tool.py', oldText: 'a = 1', newText: 'a = 2' },
     toolInvocationToken: undefined,
   });
+  // An edit that breaks the syntax: the server's own diagnostics reach the tool result too.
+  await vscode.lm.invokeTool('agentEdit_read', { input: { path: 'tool_syntax.py' }, toolInvocationToken: undefined });
+  const broken = await vscode.lm.invokeTool('agentEdit_replace', {
+    input: { path: 'tool_syntax.py', oldText: '    return 1', newText: '    return (1' },
+    toolInvocationToken: undefined,
+  });
   return {
     tools: tools.map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema })),
     read: texts(read),
     replace: texts(replace),
+    broken: texts(broken),
     buffer: bufferText('tool.py'),
   };
 }
