@@ -6,7 +6,8 @@ One code-server session per module: the test-only extension (tests/vscode/extens
 scenario inside the extension host and writes what it observed to a JSON file; the browser driver
 (tests/vscode/driver.js) starts it from the command palette, then opens the history view the way a
 user does. Each test below asserts one scenario. When one fails, the screenshots and logs of the
-run are kept and their folder is named in the failure.
+run are kept and their folder is named in the failure (set AGENT_EDIT_KEEP_ARTIFACTS=1 to keep
+them always).
 
 Needs `bash .ci/setup-vscode.sh` (Node 24, code-server, chromium, playwright-core, the extension's
 npm dependencies); without it these tests fail, they never skip.
@@ -242,7 +243,7 @@ def code_server_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
         server_log.close()
-        if run.failed:
+        if run.failed or os.environ.get("AGENT_EDIT_KEEP_ARTIFACTS"):
             shutil.copytree(data / "logs", artifacts / "vscode-logs", dirs_exist_ok=True)
             sys.stderr.write(f"\nVS Code e2e: screenshots and logs kept in {artifacts}\n")
         else:

@@ -159,7 +159,7 @@ export class HistoryView implements vscode.TreeDataProvider<Node>, vscode.TextDo
 
   getTreeItem(node: Node): vscode.TreeItem {
     const collapsed = vscode.TreeItemCollapsibleState.Collapsed;
-    const item = new vscode.TreeItem(node.label, node.files ? collapsed : vscode.TreeItemCollapsibleState.None);
+    const item = new vscode.TreeItem(node.label, node.files?.length ? collapsed : vscode.TreeItemCollapsibleState.None);
     item.description = node.description;
     item.tooltip = node.tooltip;
     if (node.file) {
