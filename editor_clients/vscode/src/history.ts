@@ -60,20 +60,10 @@ export function splitDiff(diff: string): FileDiff[] {
   return files.map((f) => ({ path: f.path, before: f.before.join('\n'), after: f.after.join('\n') }));
 }
 
-function entriesOf(history: any): any[] {
-  const list = history?.edits ?? history?.entries ?? history?.history ?? [];
-  return Array.isArray(list) ? list : [];
-}
-
-function netDiffOf(history: any): string {
-  const net = history?.netDiff ?? history?.net_diff ?? history?.net ?? '';
-  if (Array.isArray(net)) return net.map((f: any) => f.diff ?? '').join('\n');
-  return typeof net === 'string' ? net : '';
-}
-
-const idOf = (e: any): string | number => e.id ?? e.editId;
-const appliedOf = (e: any): boolean =>
-  (e.outcome ?? e.status ?? (e.ok ? 'applied' : 'failed')) === 'applied';
+// `agentEdit.history` answers {entries: [{id, action, files, outcome, diff, undoes?, undoneBy?}],
+// net: [{path, diff}], diff: the net diff}, with the latest LIMIT entries.
+const LIMIT = 200;
+const appliedOf = (e: any): boolean => e.outcome === 'applied';
 
 export class HistoryView implements vscode.TreeDataProvider<Node>, vscode.TextDocumentContentProvider {
   readonly view: vscode.TreeView<Node>;
@@ -107,11 +97,12 @@ export class HistoryView implements vscode.TreeDataProvider<Node>, vscode.TextDo
   }
 
   async refresh(): Promise<void> {
-    const history = await this.run('agentEdit.history', { format: 'json' });
-    this.entries = entriesOf(history);
-    this.net = netDiffOf(history);
+    const history = await this.run('agentEdit.history', { format: 'json', limit: LIMIT });
+    this.entries = Array.isArray(history?.entries) ? history.entries : [];
+    this.net = typeof history?.diff === 'string' ? history.diff : '';
     const count = this.entries.filter(appliedOf).length;
-    this.status.text = `$(history) Agent edits: ${count}`;
+    // Past the limit the count is of the latest entries only: say so rather than undercount.
+    this.status.text = `$(history) Agent edits: ${count}${this.entries.length >= LIMIT ? '+' : ''}`;
     this.status.show();
     this.changed.fire(undefined);
   }
@@ -131,8 +122,8 @@ export class HistoryView implements vscode.TreeDataProvider<Node>, vscode.TextDo
       void vscode.window.showInformationMessage('Agent Edit: no applied edit to undo.');
       return undefined;
     }
-    const result = await this.run('agentEdit.undo', { editId: idOf(last) });
-    if (result?.ok) void vscode.window.showInformationMessage(`Agent Edit: undid edit ${idOf(last)}.`);
+    const result = await this.run('agentEdit.undo', { editId: last.id });
+    if (result?.ok) void vscode.window.showInformationMessage(`Agent Edit: undid edit ${last.id}.`);
     else void vscode.window.showErrorMessage(`Agent Edit: ${result?.message} ${result?.hint ?? ''}`);
     return result;
   }
@@ -179,11 +170,11 @@ export class HistoryView implements vscode.TreeDataProvider<Node>, vscode.TextDo
         typeof f === 'string' ? f : (f.movedTo ?? f.path),
       );
       return {
-        label: `#${idOf(e)} ${e.action ?? ''}`,
-        description: `${e.outcome ?? e.status ?? e.code ?? ''} ${files.join(', ')}`.trim(),
-        tooltip: e.message ?? e.error?.message ?? e.summary,
+        label: `#${e.id} ${e.action ?? ''}`,
+        description: `${e.outcome ?? ''} ${files.join(', ')}`.trim(),
+        tooltip: e.error?.message ?? e.time,
         files: splitDiff(e.diff ?? ''),
-        title: `edit #${idOf(e)}`,
+        title: `edit #${e.id}`,
       };
     });
     return [net, ...edits];
