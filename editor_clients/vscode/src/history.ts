@@ -61,7 +61,7 @@ export function splitDiff(diff: string): FileDiff[] {
 }
 
 // `agentEdit.history` answers {entries: [{id, action, files, outcome, diff, undoes?, undoneBy?}],
-// net: [{path, diff}], diff: the net diff}, with the latest LIMIT entries.
+// total, net: [{path, diff}]}, with the latest LIMIT entries.
 const LIMIT = 200;
 const appliedOf = (e: any): boolean => e.outcome === 'applied';
 
@@ -99,10 +99,11 @@ export class HistoryView implements vscode.TreeDataProvider<Node>, vscode.TextDo
   async refresh(): Promise<void> {
     const history = await this.run('agentEdit.history', { format: 'json', limit: LIMIT });
     this.entries = Array.isArray(history?.entries) ? history.entries : [];
-    this.net = typeof history?.diff === 'string' ? history.diff : '';
+    this.net = (Array.isArray(history?.net) ? history.net : []).map((f: any) => f.diff).join('');
     const count = this.entries.filter(appliedOf).length;
     // Past the limit the count is of the latest entries only: say so rather than undercount.
-    this.status.text = `$(history) Agent edits: ${count}${this.entries.length >= LIMIT ? '+' : ''}`;
+    const more = (history?.total ?? 0) > this.entries.length ? '+' : '';
+    this.status.text = `$(history) Agent edits: ${count}${more}`;
     this.status.show();
     this.changed.fire(undefined);
   }
