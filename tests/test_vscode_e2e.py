@@ -352,6 +352,17 @@ def test_undo_last_edit(code_server_run: Run) -> None:
         assert d["buffer"] == "count = 0\n"
 
 
+def test_code_lens_diff_opens_the_edit_in_the_diff_editor(code_server_run: Run) -> None:
+    d = code_server_run.scenario("code_lens")
+    with code_server_run.kept_on_failure():
+        titles = [lens["title"] for lens in d["lenses"]]
+        assert "undo" in titles and "diff" in titles, d["lenses"]
+        diff = next(lens for lens in d["lenses"] if lens["title"] == "diff")
+        # The client turns the server's history lens into one that opens the diff editor.
+        assert diff["command"] == "agentEdit.showEditDiff"
+        assert d["activeIsDiff"] and d["activeTab"] == "dirty.py (edit #1)", d
+
+
 def test_history_view_opens(code_server_run: Run) -> None:
     d = code_server_run.scenario("history_view")
     browser = code_server_run.browser

@@ -81,6 +81,15 @@ export async function activate(context: vscode.ExtensionContext): Promise<AgentE
     synchronize: { configurationSection: 'agentEdit' },
     initializationOptions: initializationOptions(),
     middleware: {
+      // The server's "diff" lenses run agentEdit.history, whose answer a click would discard:
+      // here they open the edit's diff in the diff editor instead.
+      provideCodeLenses: async (doc, token, next) =>
+        ((await next(doc, token)) ?? []).map((lens) => {
+          const arg = lens.command?.arguments?.[0];
+          if (lens.command?.command !== 'agentEdit.history' || arg?.editId == null) return lens;
+          lens.command = { ...lens.command, command: 'agentEdit.showEditDiff', arguments: [arg.editId] };
+          return lens;
+        }),
       workspace: {
         handleApplyEdit: (params, next) => {
           rememberDirtyState(params.edit);

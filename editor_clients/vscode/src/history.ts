@@ -89,6 +89,10 @@ export class HistoryView implements vscode.TreeDataProvider<Node>, vscode.TextDo
       vscode.commands.registerCommand('agentEdit.openDiff', (file: FileDiff, title: string) =>
         this.openDiff(file, title),
       ),
+      vscode.commands.registerCommand('agentEdit.showEditDiff', async (editId: number) => {
+        const entry = (await this.run('agentEdit.history', { editId })).entries?.[0];
+        for (const file of splitDiff(entry?.diff ?? '')) await this.openDiff(file, `edit #${editId}`);
+      }),
     ];
   }
 

@@ -147,6 +147,25 @@ async function lmTool() {
   };
 }
 
+async function codeLens() {
+  const { doc } = await open('dirty.py');
+  const lenses = await vscode.commands.executeCommand('vscode.executeCodeLensProvider', doc.uri, 10);
+  const described = lenses.map((l) => ({
+    line: l.range.start.line,
+    title: l.command && l.command.title,
+    command: l.command && l.command.command,
+    arguments: l.command && l.command.arguments,
+  }));
+  const diffLens = lenses.find((l) => l.command && l.command.title === 'diff');
+  if (diffLens) await vscode.commands.executeCommand(diffLens.command.command, ...diffLens.command.arguments);
+  const active = vscode.window.tabGroups.activeTabGroup.activeTab;
+  return {
+    lenses: described,
+    activeTab: active && active.label,
+    activeIsDiff: Boolean(active && active.input instanceof vscode.TabInputTextDiff),
+  };
+}
+
 async function historyViewScenario(api) {
   await exec('agentEdit.showHistory');
   const provider = api.history;
@@ -246,6 +265,7 @@ async function runAll(resultsFile) {
     lm_tool: lmTool,
     save_after_edit: saveAfterEdit,
     undo: undo,
+    code_lens: codeLens,
     history_view: () => historyViewScenario(api),
   };
   for (const [name, fn] of Object.entries(scenarios)) {
