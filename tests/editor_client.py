@@ -273,7 +273,8 @@ class Editor:
                     key=lambda e: (e.range.start.line, e.range.start.character),
                     reverse=True,
                 )
-                self._change(doc, [(e.range, e.new_text) for e in edits])
+                if edits:  # an empty (version-guard) edit changes nothing: no didChange
+                    self._change(doc, [(e.range, e.new_text) for e in edits])
             elif isinstance(c, t.CreateFile):
                 p = Path(to_fs_path(c.uri) or "")
                 p.parent.mkdir(parents=True, exist_ok=True)
@@ -303,8 +304,8 @@ class Editor:
         if self.fail_mode == "kill":
             server = self.client._server
             assert server is not None
+            # Return at once: pygls cannot cancel a handler still running when the server exits.
             server.kill()
-            await server.wait()
         return t.ApplyWorkspaceEditResult(
             applied=False, failure_reason=f"injected failure at change {index}", failed_change=index
         )

@@ -179,3 +179,25 @@ async def test_codex_scenarios_through_the_editor(client: LanguageClient, tmp_pa
     else:
         assert result["ok"], result
         assert {k: v for k, v in ed.view().items()} == expected
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("kind", ["visual-studio-code", "emacs"])
+async def test_delete_of_a_buffer_changed_since_is_refused_by_version(client, tmp_path, kind):
+    """A delete has no version of its own: an empty versioned edit guards it. (Neovim's built-in
+    handler checks only the first edit and skips it silently; the agent-edit Neovim plugin's
+    handler refuses it instead.)"""
+    editor = await start_session(client, kind, tmp_path)
+    editor.write_file("doomed.txt", "x\n")
+    editor.open("doomed.txt")
+    editor.type("doomed.txt", 0, 0, "y")  # versions move past didOpen's (Neovim's 0)
+    patch = "*** Begin Patch\n*** Delete File: doomed.txt\n*** End Patch\n"
+    # The user types after the plan was sent; the editor must see a stale version.
+    editor.docs[editor.uri("doomed.txt")].version += 1
+    result = await editor.command("agentEdit.applyPatch", {"patch": patch})
+    assert result["ok"] is False
+    assert editor.text("doomed.txt") == "yx\n"
+    (req,) = editor.apply_requests
+    guard, delete = req.edit.document_changes
+    assert isinstance(guard, t.TextDocumentEdit) and not guard.edits
+    assert isinstance(delete, t.DeleteFile)

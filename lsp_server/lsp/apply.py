@@ -61,6 +61,18 @@ class Location:
     uri: str
 
 
+def _version_guard(uri: str, version: int) -> t.TextDocumentEdit:
+    """An empty edit carrying the buffer's version, before a delete or rename of an open file.
+
+    Resource operations have no version of their own, so without it an editor could delete or
+    rename a buffer the user has changed since the plan; editors refuse a stale versioned edit.
+    """
+    return t.TextDocumentEdit(
+        text_document=t.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version),
+        edits=[],
+    )
+
+
 DocumentChange = t.TextDocumentEdit | t.CreateFile | t.RenameFile | t.DeleteFile
 
 
@@ -99,6 +111,8 @@ def to_workspace_edit(
                     )
                 )
         elif c.change == "delete":
+            if version is not None:
+                out.append(_version_guard(uri, version))
             out.append(
                 t.DeleteFile(
                     uri=uri,
@@ -107,6 +121,8 @@ def to_workspace_edit(
             )
         elif c.change == "move":
             new_uri = where[c.target_path].uri
+            if version is not None:
+                out.append(_version_guard(uri, version))
             out.append(
                 t.RenameFile(
                     old_uri=uri,
@@ -450,10 +466,16 @@ def _failure(code: Code, message: str, states: dict[str, FileState]) -> EditErro
         Code.TIMEOUT: "Check details.files for what the editor shows now; read the files again "
         "before any new edit.",
     }
+    hint = hints.get(code, "")
+    if any(s == "other" for s in states.values()):
+        hint = (
+            "Some files show neither the old nor the new content (details.files: "
+            "changed-otherwise), probably typed into meanwhile: read them again before any edit."
+        )
     return EditError(
         code,
         message,
-        hints.get(code, ""),
+        hint,
         {"files": files},
         committed=[f for f in files if f["state"] == "applied"],
     )
