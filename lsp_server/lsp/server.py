@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import sys
 from typing import Any
 
 from lsprotocol import types as t
@@ -573,6 +574,28 @@ def create_server() -> AgentEditServer:
     return server
 
 
+def _return_big_buffers_to_the_os() -> None:
+    """Keep multi-megabyte texts out of glibc's heap, so a long session's RSS stays flat.
+
+    Every edit of a big file makes a few file-sized strings (the new text, its UTF-8 bytes for
+    the hash). glibc raises its mmap threshold after the first such block is freed, after which
+    they come from heaps it never gives back (~45 MB more RSS on a 100k-line file, measured
+    with bench/bench_history_server.py). A fixed threshold keeps them mmapped and returned.
+    """
+    if sys.platform != "linux":
+        return
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL("libc.so.6")
+        m_mmap_threshold, m_arena_max = -3, -8
+        libc.mallopt(m_mmap_threshold, 1 << 20)
+        libc.mallopt(m_arena_max, 2)
+    except (OSError, AttributeError):  # not glibc: nothing to tune
+        pass
+
+
 def serve() -> None:
     logging.basicConfig(level=logging.WARNING)
+    _return_big_buffers_to_the_os()
     create_server().start_io()
