@@ -248,6 +248,7 @@ class AgentEditServer(LanguageServer):
                 self.session.forget(c.path)
             self.session.saw(c.target_path, versions.get(c.target_path), c.new_sha256)
         self.history.finish(edit_id, "applied", versions=versions)
+        trim_memory_soon()
         diagnostics = await publish_after_edit(self, changes, locations, versions)
         result = success(edit_id, "applied", changes, versions, diagnostics, diff=diff)
         if self.settings.save_after_edit:
@@ -574,28 +575,43 @@ def create_server() -> AgentEditServer:
     return server
 
 
-def _return_big_buffers_to_the_os() -> None:
-    """Keep multi-megabyte texts out of glibc's heap, so a long session's RSS stays flat.
+_LIBC: Any = None
 
-    Every edit of a big file makes a few file-sized strings (the new text, its UTF-8 bytes for
-    the hash). glibc raises its mmap threshold after the first such block is freed, after which
-    they come from heaps it never gives back (~45 MB more RSS on a 100k-line file, measured
-    with bench/bench_history_server.py). A fixed threshold keeps them mmapped and returned.
+
+def _tune_malloc() -> None:
+    """One malloc arena, and a way to hand freed file-sized buffers back to the OS.
+
+    Every edit of a big file makes a few file-sized strings (the new text, its UTF-8 bytes for the
+    hash, the latter on a worker thread). glibc keeps freed ones in per-thread heaps it does not
+    give back: ~45 MB more RSS on a 100k-line file (bench/bench_history_server.py). One arena plus
+    `malloc_trim` when the server goes idle keeps RSS flat without slowing the edit itself (a
+    fixed mmap threshold did that too, but page-faulted every buffer in again: 2x the round trip).
     """
-    if sys.platform != "linux":
+    global _LIBC
+    if sys.platform != "linux" or os.environ.get("AGENT_EDIT_MALLOC_DEFAULTS"):
         return
     try:
         import ctypes
 
         libc = ctypes.CDLL("libc.so.6")
-        m_mmap_threshold, m_arena_max = -3, -8
-        libc.mallopt(m_mmap_threshold, 1 << 20)
-        libc.mallopt(m_arena_max, 2)
+        libc.mallopt(-8, 1)  # M_ARENA_MAX
+        _LIBC = libc
     except (OSError, AttributeError):  # not glibc: nothing to tune
         pass
 
 
+def trim_memory_soon() -> None:
+    """After an edit, once the server is idle, return freed heap memory to the OS."""
+    if _LIBC is None:
+        return
+    loop = asyncio.get_running_loop()
+    handle = getattr(trim_memory_soon, "handle", None)
+    if handle is not None:
+        handle.cancel()
+    trim_memory_soon.handle = loop.call_later(0.05, _LIBC.malloc_trim, 0)  # type: ignore[attr-defined]
+
+
 def serve() -> None:
     logging.basicConfig(level=logging.WARNING)
-    _return_big_buffers_to_the_os()
+    _tune_malloc()
     create_server().start_io()
