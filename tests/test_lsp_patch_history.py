@@ -11,34 +11,14 @@ from pytest_lsp import LanguageClient
 from tests.editor_client import Editor, start_session
 from tests.test_conformance import NAMES, SAFER, SCENARIOS, tree
 
-PATCH = """*** Begin Patch
-*** Add File: src/new.py
-+print("new")
-*** Update File: src/app.py
-@@ def main():
--    return 1
-+    return 2
-*** Update File: old/name.txt
-*** Move to: new/name.txt
-@@
- keep
--drop
-+added
-*** Delete File: gone.txt
-*** End Patch
-"""
-
-
-def seed(ed: Editor) -> None:
-    ed.write_file("src/app.py", "def main():\n    return 1\n")
-    ed.write_file("old/name.txt", "keep\ndrop\n")
-    ed.write_file("gone.txt", "bye\n")
+# The 5-file patch (create, open-buffer edit, move with edit, delete, unopened edit) and its
+# seed are shared with the fault-injection tests.
+from tests.test_lsp_faults import OLD, PATCH, seed  # noqa: E402
 
 
 @pytest.mark.asyncio
 async def test_multi_file_patch_is_one_workspace_edit(editor: Editor):
     seed(editor)
-    editor.open("src/app.py", language_id="python")
     result = await editor.command("agentEdit.applyPatch", {"patch": PATCH})
     assert result["ok"], result
     assert [(f["path"], f["change"]) for f in result["files"]] == [
@@ -46,6 +26,7 @@ async def test_multi_file_patch_is_one_workspace_edit(editor: Editor):
         ("src/app.py", "update"),
         ("old/name.txt", "move"),
         ("gone.txt", "delete"),
+        ("lib.py", "update"),
     ]
     (req,) = editor.apply_requests
     kinds = [type(c).__name__ for c in req.edit.document_changes]
@@ -56,6 +37,7 @@ async def test_multi_file_patch_is_one_workspace_edit(editor: Editor):
         "RenameFile",
         "TextDocumentEdit",
         "DeleteFile",
+        "TextDocumentEdit",
     ]
     # The open buffer's edit carries its version; files not open go unversioned.
     assert req.edit.document_changes[2].text_document.version is not None
@@ -70,16 +52,11 @@ async def test_multi_file_patch_is_one_workspace_edit(editor: Editor):
 @pytest.mark.asyncio
 async def test_patch_failing_in_second_file_changes_nothing(vscode: Editor):
     seed(vscode)
-    vscode.open("src/app.py")
     bad = PATCH.replace("-drop", "-not there")
     result = await vscode.command("agentEdit.applyPatch", {"patch": bad})
     assert result["code"] == "NO_MATCH" and result["details"]["path"] == "old/name.txt"
     assert vscode.apply_requests == []
-    assert vscode.view() == {
-        "src/app.py": b"def main():\n    return 1\n",
-        "old/name.txt": b"keep\ndrop\n",
-        "gone.txt": b"bye\n",
-    }
+    assert vscode.view() == OLD
 
 
 @pytest.mark.asyncio
@@ -148,7 +125,6 @@ async def test_half_applied_patch_is_rolled_back(client: LanguageClient, tmp_pat
     """The editor applies only part of the edit: what landed is undone again, and verified."""
     ed = await start_session(client, "visual-studio-code", tmp_path)
     seed(ed)
-    ed.open("src/app.py")
     ed.skip_changes = {skip}
     before = ed.view()
     result = await ed.command("agentEdit.applyPatch", {"patch": PATCH})

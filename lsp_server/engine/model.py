@@ -99,7 +99,7 @@ class EditedLines(Sequence[str]):
         return "" if i >= self._n else self._raw(i)
 
 
-def minimal_edit(old: list[str], new: list[str], offset: int = 0) -> LineEdit | None:
+def minimal_edit(old: Sequence[str], new: Sequence[str], offset: int = 0) -> LineEdit | None:
     """One edit covering only the lines that differ between `old` and `new` (None if equal)."""
     n, m = len(old), len(new)
     p = 0

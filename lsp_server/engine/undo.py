@@ -41,18 +41,13 @@ CommitState = Literal["applied", "not-applied", "unknown"]
 
 def line_diff(old: Sequence[str], new: Sequence[str], limit: int = MIDDLE_LIMIT) -> list[LineEdit]:
     """Sorted, non-overlapping line edits turning `old` into `new` (LSP line lists)."""
-    n, m = len(old), len(new)
-    p = 0
-    while p < n and p < m and old[p] == new[p]:
-        p += 1
-    s = 0
-    while s < n - p and s < m - p and old[n - 1 - s] == new[m - 1 - s]:
-        s += 1
-    if p == n and p == m:
+    whole = minimal_edit(old, new)
+    if whole is None:
         return []
-    a, b = old[p : n - s], new[p : m - s]
+    p = whole.start
+    a, b = old[whole.start : whole.end], list(whole.new_lines)
     if not a or not b or len(a) + len(b) > limit:
-        return [LineEdit(p, n - s, tuple(b))]
+        return [whole]
     matcher = difflib.SequenceMatcher(None, a, b)
     return [
         LineEdit(p + i1, p + i2, tuple(b[j1:j2]))
