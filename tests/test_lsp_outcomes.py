@@ -129,3 +129,22 @@ async def test_save_after_edit_asks_the_editor(client: LanguageClient, tmp_path)
     r = await ed.command("agentEdit.replace", {"path": "s.txt", "oldText": "a", "newText": "b"})
     assert r["ok"] and asked == [[ed.uri("s.txt")]]
     assert r["saved"] is True and r["files"][0]["saved"] is True
+
+
+@pytest.mark.asyncio
+async def test_big_buffer_hashes_stay_exact(vscode: Editor):
+    """Past 256K characters the server resumes hashing from the first edited position."""
+    text = "".join(f"row {i} = {'x' * (i % 40)}\n" for i in range(30_000))
+    vscode.write_file("big.txt", text)
+    vscode.open("big.txt")
+    read = await vscode.command("agentEdit.read", {"path": "big.txt"})
+    assert read["sha256"] == sha(text)
+    for i in [25_000, 3, 12_345, 29_999, 0]:
+        r = await vscode.command(
+            "agentEdit.replace", {"path": "big.txt", "oldText": f"row {i} =", "newText": f"ROW {i} ="}
+        )
+        assert r["ok"], r
+        assert r["files"][0]["sha256"] == sha(vscode.text("big.txt"))
+    vscode.type("big.txt", 20_000, 0, "typed ")
+    again = await vscode.command("agentEdit.read", {"path": "big.txt"})
+    assert again["sha256"] == sha(vscode.text("big.txt"))

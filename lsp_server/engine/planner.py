@@ -124,7 +124,7 @@ def plan_replace(
     old = normalise_arg(old_text)
     new = normalise_arg(new_text)
     norm = normalised_text(snap)
-    matches = find_exact(norm, old)
+    matches = find_exact(norm, old, snap.line_of if norm is snap.text else None)
     if not matches and match == "lenient":
         return _plan_lenient(snap, old, new, replace_all)
     if not matches:

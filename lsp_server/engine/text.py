@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Literal
+from typing import Any, Literal
 
 from lsp_server.engine.errors import Code, EditError
 
@@ -74,6 +75,26 @@ def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+# A big text's hash keeps its running state every this many characters, so an edit at offset k
+# only needs the text from k on hashed again.
+HASH_MARK_EVERY = 256 * 1024
+HashMark = tuple[int, Any]  # (offset in characters, sha256 state over text[:offset])
+
+
+def hash_with_marks(text: str, start: int = 0, state: Any = None) -> tuple[str, list[HashMark]]:
+    """`sha256_text(text)`, resumed from `state` (the hash of `text[:start]`), with its marks."""
+    h = state.copy() if state is not None else hashlib.sha256()
+    marks: list[HashMark] = []
+    pos, n = start, len(text)
+    while pos < n:
+        end = min(pos + HASH_MARK_EVERY, n)
+        h.update(text[pos:end].encode("utf-8", "surrogatepass"))
+        pos = end
+        if pos < n:
+            marks.append((pos, h.copy()))
+    return h.hexdigest(), marks
+
+
 def first_terminator(text: str) -> str | None:
     m = _TERMINATOR.search(text)
     return m.group(0) if m else None
@@ -99,8 +120,11 @@ class Snapshot:
     source: Source = "disk"
     version: int | None = None
     bom: bool = False
-    # Lines can be handed over by a document store that already has them, to skip a re-split.
+    # Lines can be handed over by a document store that already has them, to skip a re-split,
+    # with its index from a character offset in `text` to a line number. Both are lent: valid
+    # until `release_lines()`.
     given_lines: list[str] | None = field(default=None, repr=False)
+    line_of: Callable[[int], int] | None = field(default=None, repr=False)
 
     @property
     def exists(self) -> bool:
@@ -109,6 +133,11 @@ class Snapshot:
     @cached_property
     def lines(self) -> list[str]:
         return self.given_lines if self.given_lines is not None else split_lines(self.text)
+
+    @cached_property
+    def has_cr(self) -> bool:
+        """Whether any line ends in CR (a store that tracks this can seed it: a 5 MB scan less)."""
+        return "\r" in self.text
 
     @cached_property
     def sha256(self) -> str:
@@ -124,6 +153,7 @@ class Snapshot:
 
         Later uses of `lines` split `text` again. Call it before anything awaits the editor.
         """
+        object.__setattr__(self, "line_of", None)
         if self.given_lines is not None:
             object.__setattr__(self, "given_lines", None)
             self.__dict__.pop("lines", None)

@@ -21,7 +21,7 @@ from pygls.uris import from_fs_path
 
 from lsp_server.engine.errors import Code, EditError
 from lsp_server.engine.model import EditedLines, FileChange, LineEdit
-from lsp_server.engine.text import decode_file, sha256_text
+from lsp_server.engine.text import HashMark, decode_file, hash_with_marks
 from lsp_server.lsp.documents import ChangeWatch, Document, DocumentStore
 from lsp_server.lsp.positions import to_column
 
@@ -356,10 +356,17 @@ async def apply_and_verify(
     )
     # While the editor works (another process), hash the new contents on a thread: hashlib
     # releases the GIL, and the result needs every file's sha256.
+    # An open buffer's hash resumes from its state just before the first edit.
     loop = asyncio.get_running_loop()
-    hashes = [
-        loop.run_in_executor(None, sha256_text, c.new_text) for c in changes if c.change != "delete"
-    ]
+    hashes = []
+    for c in changes:
+        if c.change == "delete":
+            continue
+        start, state = 0, None
+        doc = store.by_path(where[c.path].abs_path)
+        if c.change == "update" and doc is not None and c.edits and c.edits[0].offsets:
+            start, state = doc.hash_start(c.edits[0].offsets[0])
+        hashes.append(loop.run_in_executor(None, hash_with_marks, c.new_text, start, state))
     try:
         return await _await_outcome(
             request,
@@ -380,7 +387,7 @@ async def apply_and_verify(
 
 async def _await_outcome(
     request: Any,
-    hashes: list[asyncio.Future[str]],
+    hashes: list[asyncio.Future[tuple[str, list[HashMark]]]],
     changes: list[FileChange],
     states: Callable[[], dict[str, FileState]],
     all_new: Callable[[], bool],
@@ -418,7 +425,7 @@ async def _await_outcome(
         )
     if await verifier.wait(all_new, verify_timeout_s, poll):
         for c, h in zip([c for c in changes if c.change != "delete"], hashes, strict=True):
-            c.__dict__["new_sha256"] = await h
+            c.__dict__["new_sha256"], c.__dict__["hash_marks"] = await h
         landed = {c.target_path: "new" for c in changes}
         landed.update({c.path: "new" for c in changes})
         return Outcome(landed)

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
-from lsp_server.engine.text import Snapshot, sha256_text, split_lines
+from lsp_server.engine.text import HashMark, Snapshot, hash_with_marks, split_lines
 from lsp_server.lsp.positions import to_index
+
+BLOCK = 512
 
 
 @dataclass
@@ -67,6 +70,13 @@ class Document:
     _text: str | None = field(default=None, repr=False)
     _sha256: str | None = field(default=None, repr=False)
     watches: list[ChangeWatch] = field(default_factory=list, repr=False)
+    # Conservative: once a CR was seen the document may hold one; a false True only costs a scan.
+    may_have_cr: bool = True
+    # Character length of each block of BLOCK lines, for the valid prefix of blocks: finding the
+    # line of an offset walks ~200 block sums and one block instead of counting 5 MB of newlines.
+    _blocks: list[int] = field(default_factory=list, repr=False)
+    # sha256 states part-way through the text (valid prefix): see text.hash_with_marks.
+    _marks: list[HashMark] = field(default_factory=list, repr=False)
 
     def watch(self) -> ChangeWatch:
         w = ChangeWatch()
@@ -77,7 +87,32 @@ class Document:
         if w in self.watches:
             self.watches.remove(w)
 
+    def line_of_offset(self, offset: int) -> int:
+        """The line holding character `offset` of the text (the last line if past the end)."""
+        lines, blocks = self.lines, self._blocks
+        pos = 0
+        k = 0
+        while True:
+            if k == len(blocks):
+                if k * BLOCK >= len(lines):
+                    return len(lines) - 1
+                blocks.append(sum(map(len, lines[k * BLOCK : (k + 1) * BLOCK])))
+            if pos + blocks[k] > offset:
+                break
+            pos += blocks[k]
+            k += 1
+        line = k * BLOCK
+        for text in lines[line : line + BLOCK]:
+            pos += len(text)
+            if pos > offset:
+                return line
+            line += 1
+        return min(line, len(lines) - 1)
+
     def replace_all(self, text: str) -> None:
+        self._blocks.clear()
+        self._marks = []
+        self.may_have_cr = "\r" in text
         self.lines = split_lines(text)
         self.set_known_text(text)
         for w in self.watches:
@@ -92,13 +127,40 @@ class Document:
     @property
     def sha256(self) -> str:
         if self._sha256 is None:
-            self._sha256 = sha256_text(self.text)
+            self._sha256, self._marks = hash_with_marks(self.text)
         return self._sha256
 
-    def set_known_text(self, text: str, sha256: str | None = None) -> None:
-        """Seed the caches with text known to equal the lines (saves a join after our own edit)."""
+    def hash_start(self, offset: int) -> tuple[int, Any]:
+        """Where hashing a text equal to this one up to `offset` can resume: (position, state)."""
+        best: tuple[int, Any] = (0, None)
+        for mark in self._marks:
+            if mark[0] > offset:
+                break
+            best = mark
+        return best
+
+    def set_known_text(
+        self, text: str, sha256: str | None = None, marks: list[HashMark] | None = None
+    ) -> None:
+        """Seed the caches with text known to equal the lines (saves a join after our own edit).
+
+        `marks` are hash states of this text from a resumed hash; the ones still held (before
+        the first change) are kept with them.
+        """
         self._text = text
         self._sha256 = sha256
+        if marks is None:
+            self._marks = []
+        elif marks:
+            self._marks = [m for m in self._marks if m[0] < marks[0][0]] + marks
+
+    def _offset_of_line(self, line: int) -> int:
+        lines, blocks = self.lines, self._blocks
+        k = line // BLOCK
+        while len(blocks) < k:
+            j = len(blocks)
+            blocks.append(sum(map(len, lines[j * BLOCK : (j + 1) * BLOCK])))
+        return sum(blocks[:k]) + sum(map(len, lines[k * BLOCK : line]))
 
     def snapshot(self) -> Snapshot:
         # The line list is lent, not copied (a copy costs ~1.5 ms at 100k lines): the store
@@ -109,9 +171,12 @@ class Document:
             source="buffer",
             version=self.version,
             given_lines=self.lines,
+            line_of=self.line_of_offset,
         )
         if self._sha256 is not None:
             snap.__dict__["sha256"] = self._sha256
+        if not self.may_have_cr:
+            snap.__dict__["has_cr"] = False
         return snap
 
     def replace_range(
@@ -132,6 +197,8 @@ class Document:
         el = max(el, 0)
         s_idx = to_index(lines[sl], sc, encoding)
         e_idx = to_index(lines[el], ec, encoding)
+        if "\r" in text:
+            self.may_have_cr = True
         prefix = lines[sl][:s_idx]
         piece = prefix + text
         if e_idx == 0 and (el > sl or s_idx == 0) and piece.endswith("\n"):
@@ -158,6 +225,16 @@ class Document:
         new = split_lines(joined)
         if stop <= last:
             new.pop()  # the joined piece ends with a terminator; the next line follows it
+        if self._marks:
+            start_offset = self._offset_of_line(sl)
+            while self._marks and self._marks[-1][0] > start_offset:
+                self._marks.pop()
+        blocks = self._blocks
+        if len(new) == stop - sl:
+            for j in range(sl, min(stop, len(blocks) * BLOCK)):
+                blocks[j // BLOCK] += len(new[j - sl]) - len(lines[j])
+        else:
+            del blocks[sl // BLOCK :]  # later blocks now hold other lines: recount them lazily
         lines[sl:stop] = new
         for w in self.watches:
             w.record(sl, stop, len(new))
@@ -176,6 +253,7 @@ class DocumentStore:
     def open(self, uri: str, language_id: str, version: int, text: str) -> Document:
         path = self._uri_to_path(uri) or uri
         doc = Document(uri, path, language_id, version, split_lines(text))
+        doc.may_have_cr = "\r" in text
         self.close(uri)
         self._by_uri[uri] = doc
         self._by_path[path] = doc

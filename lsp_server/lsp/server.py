@@ -243,7 +243,7 @@ class AgentEditServer(LanguageServer):
                 continue
             if doc is not None:
                 versions[c.target_path] = doc.version
-                doc.set_known_text(c.new_text, c.new_sha256)
+                doc.set_known_text(c.new_text, c.new_sha256, c.__dict__.get("hash_marks"))
             if c.change == "move":
                 self.session.forget(c.path)
             self.session.saw(c.target_path, versions.get(c.target_path), c.new_sha256)

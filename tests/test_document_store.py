@@ -1,0 +1,84 @@
+"""The server's document store: incremental changes, the change watch, the line index and the
+resumable hash all agree with recomputing from the whole text."""
+
+from __future__ import annotations
+
+import hashlib
+import random
+
+import pytest
+
+from lsp_server.engine.text import hash_with_marks, split_lines
+from lsp_server.lsp import documents
+from lsp_server.lsp.documents import Document
+from lsp_server.lsp.positions import to_index
+
+ALPHABET = ["a", "b", "\n", "\r", "\r\n", "😀", "é", " "]
+
+
+def reference_apply(text: str, start, end, new: str, enc: str) -> str:
+    lines = split_lines(text)
+
+    def off(p):
+        line, col = p
+        if line >= len(lines):
+            return len(text)
+        return sum(len(x) for x in lines[:line]) + to_index(lines[line], col, enc)
+
+    a, b = sorted((off(start), off(end)))
+    return text[:a] + new + text[b:]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_incremental_changes_match_a_full_resplit(seed, monkeypatch):
+    monkeypatch.setattr(documents, "BLOCK", 3)  # many blocks even in small documents
+    rnd = random.Random(seed)
+    for _ in range(2000):
+        text = "".join(rnd.choice(ALPHABET) for _ in range(rnd.randint(0, 14)))
+        orig = split_lines(text)
+        doc = Document("u", "p", "x", 0, list(orig))
+        watch = doc.watch()
+        for _ in range(3):
+            n = len(doc.lines)
+            s = (rnd.randint(0, n), rnd.randint(0, 4))
+            e = (rnd.randint(0, n), rnd.randint(0, 4))
+            s, e = min(s, e), max(s, e)
+            new = "".join(rnd.choice(ALPHABET) for _ in range(rnd.randint(0, 4)))
+            enc = rnd.choice(["utf-16", "utf-8", "utf-32"])
+            want = reference_apply(doc.text, s, e, new, enc)
+            doc.replace_range(s, e, new, enc)
+            assert doc.lines == split_lines(want)
+            starts, pos = [], 0
+            for line in doc.lines:
+                starts.append(pos)
+                pos += len(line)
+            for offset in range(len(want) + 1):
+                holder = max(i for i, st in enumerate(starts) if st <= offset or i == 0)
+                if offset == len(want):
+                    holder = len(doc.lines) - 1
+                assert doc.line_of_offset(offset) == holder
+        # Outside the watched ranges every line is the very same object as before.
+        prev_c = prev_o = 0
+        cur = doc.lines
+        for cs, ce, os_, oe in [*watch.ranges, [len(cur), len(cur), len(orig), len(orig)]]:
+            assert all(a is b for a, b in zip(cur[prev_c:cs], orig[prev_o:os_], strict=True))
+            prev_c, prev_o = ce, oe
+
+
+def test_resumed_hash_equals_a_fresh_one(monkeypatch):
+    monkeypatch.setattr("lsp_server.engine.text.HASH_MARK_EVERY", 1000)
+    rnd = random.Random(7)
+    text = "".join(f"line {i} {'é' * (i % 3)}\n" for i in range(3000))
+    doc = Document("u", "p", "x", 1, split_lines(text))
+    assert doc.sha256 == hashlib.sha256(text.encode()).hexdigest()
+    for _ in range(50):
+        line = rnd.randrange(len(doc.lines) - 1)
+        doc.replace_range((line, 0), (line, 2), "XY😀", "utf-16")
+        new_text = "".join(doc.lines)
+        first = len("".join(doc.lines[:line]))
+        start, state = doc.hash_start(first)
+        digest, marks = hash_with_marks(new_text, start, state)
+        assert digest == hashlib.sha256(new_text.encode()).hexdigest()
+        doc.set_known_text(new_text, digest, marks)
+        assert all(m[0] <= len(new_text) for m in doc._marks)
+        assert doc.sha256 == digest
