@@ -420,6 +420,9 @@ def create_server() -> AgentEditServer:
     async def read(ls: AgentEditServer, *args: Any) -> dict[str, Any]:
         a = arguments.parse("agentEdit.read", args)
         where = ls.paths.resolve(a["path"])
+        doc = ls.store.by_path(where.abs_path)
+        if doc is not None:
+            doc.sha256  # noqa: B018 - hashed by the document, which keeps marks for later edits
         snap = ls.snapshot(where)
         require_exists(snap)
         lines = snap.lines
