@@ -1,0 +1,878 @@
+"""The path policy: which files an agent may read or edit, decided before any byte is touched.
+
+An agent is an untrusted writer. Every path it names (workspace-relative, absolute, `~/...` or a
+`file://` URI) is resolved the way the operating system would resolve it, symlinks to files and
+directories followed (dangling ones too), and only then checked:
+
+- both the path as named and the file it really is must lie inside a workspace folder
+  (`OUTSIDE_WORKSPACE`), and a symlink chain may not leave the workspace and come back;
+- neither may match a deny glob (`DENIED`, `details.rule` is the glob): VCS internals, secrets and
+  keys, and the editor config files that could widen this very policy;
+- malformed names (empty, NUL, control or bidi characters, lone surrogates, over-long names,
+  backslashes, Windows drive paths on POSIX) are refused as `INVALID_ARGUMENT` or
+  `OUTSIDE_WORKSPACE`, never "cleaned up" into some other file.
+
+Refusals name the rule in `details.rule` and in the message, and never say how to get around it.
+
+Settings (`deny`, `allow`, `defaultDeny`, `maxFileBytes`) come only from the editor
+(initializationOptions, `workspace/didChangeConfiguration`) or the CLI, never from an agent's
+command. A policy is immutable; `reconfigure` refuses any change that would widen it while the
+server runs, so an agent that manages to edit a settings file still cannot loosen the rules it is
+held to until the user restarts the server.
+
+Decisions worth knowing:
+
+- `~` and `~/...` are expanded to the home directory (agents mean that), then checked like any
+  absolute path, so they are refused unless the workspace contains them. `~user` is not a shell
+  form here: `~name` is an ordinary relative name.
+- Deny globs match case-insensitively and NFC-normalised on every platform. On a case-sensitive
+  file system that may refuse `.GIT/x` needlessly; on a case-insensitive one it is what stops
+  `.GIT/config` or `.ENV` from slipping past. Workspace containment compares case-insensitively
+  only for roots detected to live on a case-insensitive file system.
+- A relative path in a multi-root workspace is resolved in the one folder that has it; if several
+  do (or none does and several could take a new file) it is refused as ambiguous rather than
+  guessed.
+- Hard-linked regular files (link count > 1) are refused: an in-place save would write through
+  to the other name, which may be outside the workspace. FIFOs, sockets and devices are refused
+  (reading a FIFO would hang the server).
+- The writer must still open without following a final symlink swapped in after this check
+  (time-of-check vs time-of-use); this module only decides.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import unicodedata
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+from typing import Any
+from urllib.parse import quote, unquote, urlsplit
+
+from lsp_server.engine.errors import Code, EditError
+from lsp_server.engine.text import DEFAULT_MAX_BYTES
+
+# Globs are matched against the root-relative path with `/` separators. A glob without a `/` (or
+# with only a trailing one) matches at any depth, as in .gitignore.
+DEFAULT_DENY: tuple[str, ...] = (
+    # Version-control internals: hooks run code, config holds remotes with tokens. `.git` is also a
+    # file in worktrees and submodules (`gitdir: ...`), which `/**` matching itself covers.
+    "**/.git/**",
+    "**/.hg/**",
+    "**/.svn/**",
+    # Environment files and credentials.
+    "**/.env",
+    "**/.env.*",
+    "**/.envrc",
+    "**/.netrc",
+    "**/_netrc",
+    "**/.npmrc",
+    "**/.pypirc",
+    "**/.git-credentials",
+    "**/.aws/credentials",
+    "**/.docker/config.json",
+    "**/.kube/config",
+    "**/.config/gh/hosts.yml",
+    "**/*.tfstate",
+    "**/*.tfstate.*",
+    # Keys and keystores.
+    "**/*.pem",
+    "**/*.key",
+    "**/*.p12",
+    "**/*.pfx",
+    "**/*.jks",
+    "**/*.keystore",
+    "**/*.kdbx",
+    "**/id_rsa*",
+    "**/id_dsa*",
+    "**/id_ecdsa*",
+    "**/id_ed25519*",
+    "**/.ssh/**",
+    "**/.gnupg/**",
+    # Files that configure agent-edit itself (or the editor that starts it): an agent that could
+    # edit them could widen this policy for the next session.
+    "**/.vscode/settings.json",
+    "**/*.code-workspace",
+    "**/.nvim.lua",
+    "**/.nvimrc",
+    "**/.exrc",
+)
+
+SETTING_KEYS = frozenset({"deny", "allow", "defaultDeny", "maxFileBytes"})
+# The LSP settings section these live in, when a client sends `{"agentEdit": {...}}`.
+SECTION = "agentEdit"
+
+MAX_INPUT_CHARS = 8192  # longer "paths" are refused before any work is done on them
+MAX_PATH_BYTES = 4095  # PATH_MAX - 1 on Linux
+MAX_NAME_BYTES = 255  # NAME_MAX on Linux, macOS and NTFS
+MAX_SYMLINK_HOPS = 40  # Linux MAXSYMLINKS
+MAX_GLOBS = 1000
+MAX_GLOB_CHARS = 1000
+MAX_FILE_BYTES_LIMIT = 1024 * 1024 * 1024
+
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]+):")
+_DRIVE = re.compile(r"^[A-Za-z]:")
+_WINDOWS_DEVICE = re.compile(r"^(con|prn|aux|nul|com[0-9¹²³]|lpt[0-9¹²³]|conin\$|conout\$)(\..*)?$")
+# Bidi embedding/override/isolate controls: a name using them displays as a different name
+# ("Trojan Source"), so the user reviewing a diff would see something other than what changed.
+_BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+class SettingsError(ValueError):
+    """A policy setting the server must not accept; the previous (or default) policy stays."""
+
+    def __init__(self, key: str, message: str) -> None:
+        super().__init__(message)
+        self.key = key
+        self.message = message
+
+
+@dataclass(frozen=True)
+class ResolvedPath:
+    """A path the policy accepted.
+
+    `abs_path` is the file itself (symlinks resolved): read and write that. `named_path` is the
+    path as the agent named it (absolute, `..` collapsed lexically), which differs when a symlink
+    was followed; an editor may have the file open under either name.
+    """
+
+    abs_path: str
+    root: str
+    rel_path: str
+    uri: str
+    named_path: str
+    exists: bool
+
+    @property
+    def via_symlink(self) -> bool:
+        return self.named_path != self.abs_path
+
+
+@dataclass(frozen=True)
+class Root:
+    """A workspace folder: as the client named it and as it really is on disk."""
+
+    named: str
+    real: str
+    case_insensitive: bool = False
+
+    @staticmethod
+    def of(path_or_uri: str) -> Root:
+        path = _root_path(path_or_uri)
+        real = os.path.realpath(path)
+        return Root(named=path, real=real, case_insensitive=_detect_case_insensitive(real))
+
+
+# --- globs -----------------------------------------------------------------------------------
+
+
+def compile_glob(glob: str) -> re.Pattern[str]:
+    """A deny/allow glob as a regex over root-relative `/` paths.
+
+    `**/` is any number of leading directories, a trailing `/**` is the thing itself and
+    everything under it, `*` and `?` never cross `/`, `[...]` and `{a,b}` as in VS Code globs.
+    """
+    g = unicodedata.normalize("NFC", glob.strip())
+    anchored = g.startswith("/")
+    if anchored:
+        g = g[1:]
+    anywhere = not anchored and "/" not in g.rstrip("/")
+    if g.endswith("/"):
+        g += "**"
+    if anywhere:
+        g = "**/" + g
+    out: list[str] = []
+    i, n = 0, len(g)
+    depth = 0  # inside {...}
+    while i < n:
+        c = g[i]
+        if g.startswith("**/", i) and (i == 0 or g[i - 1] == "/"):
+            out.append("(?:.*/)?")
+            i += 3
+        elif g.startswith("/**", i) and i + 3 == n:
+            out.append("(?:/.*)?")
+            i += 3
+        elif g.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif c == "*":
+            out.append("[^/]*")
+            i += 1
+        elif c == "?":
+            out.append("[^/]")
+            i += 1
+        elif c == "[":
+            j = g.find("]", i + 2)
+            if j < 0:
+                out.append(re.escape(c))
+                i += 1
+                continue
+            body = g[i + 1 : j]
+            neg = body[:1] in ("!", "^")
+            if neg:
+                body = body[1:]
+            body = body.replace("\\", "\\\\").replace("^", "\\^").replace("[", "\\[")
+            out.append(f"[^/{body}]" if neg else f"(?!/)[{body}]")
+            i = j + 1
+        elif c == "{":
+            out.append("(?:")
+            depth += 1
+            i += 1
+        elif c == "}" and depth:
+            out.append(")")
+            depth -= 1
+            i += 1
+        elif c == "," and depth:
+            out.append("|")
+            i += 1
+        else:
+            out.append(re.escape(c))
+            i += 1
+    if depth:
+        raise re.error(f"unclosed '{{' in {glob!r}")
+    return re.compile("".join(out), re.IGNORECASE | re.DOTALL)
+
+
+# --- URIs and paths --------------------------------------------------------------------------
+
+
+def path_to_uri(path: str) -> str:
+    """The `file://` URI of an absolute path (percent-encoded as VS Code does)."""
+    p = path.replace("\\", "/") if os.name == "nt" else path
+    if _DRIVE.match(p):
+        p = "/" + p[0].lower() + p[1:]
+    return "file://" + quote(p, safe="/")
+
+
+def uri_to_path(uri: str) -> str | None:
+    """The decoded local path of a `file://` URI, or None for any other scheme or a malformed URI.
+
+    For the document store: key open documents by `canonical_path(uri)` so a buffer is found
+    whichever spelling (encoding, case of the drive letter, symlink) the client used.
+    """
+    try:
+        return _decode_file_uri(uri)
+    except EditError:
+        return None
+
+
+def canonical_path(path_or_uri: str) -> str | None:
+    """The physical path (symlinks resolved) of a file URI or absolute path, unchecked."""
+    p = uri_to_path(path_or_uri) if _SCHEME.match(path_or_uri) else path_or_uri
+    if not p or "\0" in p or not os.path.isabs(p):
+        return None
+    try:
+        return os.path.realpath(p)
+    except (OSError, ValueError):
+        return None
+
+
+def _decode_file_uri(uri: str, argument: str = "path") -> str:
+    m = _SCHEME.match(uri)
+    if not m or m.group(1).lower() != "file":
+        raise _refuse(
+            Code.OUTSIDE_WORKSPACE,
+            "uri-scheme",
+            uri,
+            "names a non-file URI scheme; only files in the workspace folders can be edited",
+            argument,
+        )
+    try:
+        parts = urlsplit(uri)
+    except ValueError:
+        raise _refuse(
+            Code.INVALID_ARGUMENT, "bad-uri", uri, "is not a valid URI", argument
+        ) from None
+    if parts.netloc not in ("", "localhost"):
+        raise _refuse(
+            Code.OUTSIDE_WORKSPACE,
+            "uri-authority",
+            uri,
+            f"names a file on another host ({parts.netloc[:60]!r}), outside the workspace folders",
+            argument,
+        )
+    if parts.query or parts.fragment or "#" in uri or "?" in uri:
+        raise _refuse(
+            Code.INVALID_ARGUMENT,
+            "bad-uri",
+            uri,
+            "has a query or fragment; a file URI must encode '?' and '#' in names as %3F and %23",
+            argument,
+        )
+    try:
+        path = unquote(parts.path, errors="strict")
+    except UnicodeDecodeError:
+        raise _refuse(
+            Code.INVALID_ARGUMENT,
+            "bad-uri",
+            uri,
+            "has percent-escapes that are not UTF-8",
+            argument,
+        ) from None
+    if os.name == "nt" and re.match(r"^/[A-Za-z]:", path):
+        path = path[1:]
+    if not path.startswith("/") and not (os.name == "nt" and _DRIVE.match(path)):
+        raise _refuse(
+            Code.INVALID_ARGUMENT, "bad-uri", uri, "does not hold an absolute path", argument
+        )
+    return path
+
+
+def _root_path(path_or_uri: str) -> str:
+    p = _decode_file_uri(path_or_uri) if _SCHEME.match(path_or_uri) else path_or_uri
+    p = os.path.expanduser(p) if p == "~" or p.startswith("~/") else p
+    if not os.path.isabs(p):
+        raise SettingsError("roots", f"workspace folder {p!r} is not an absolute path")
+    return os.path.normpath(p)
+
+
+def _detect_case_insensitive(real_root: str) -> bool:
+    alt = real_root.swapcase()
+    if alt == real_root:
+        return False
+    try:
+        return os.path.samestat(os.stat(real_root), os.stat(alt))
+    except (OSError, ValueError):
+        return False
+
+
+def _parts(path: str) -> list[str]:
+    return [p for p in path.replace("\\", "/").split("/") if p]
+
+
+def _rel_to(path: str, root: str, case_insensitive: bool) -> str | None:
+    """`path` relative to `root` ('' for the root itself), or None when it is not inside."""
+    pp, rp = _parts(path), _parts(root)
+    if len(pp) < len(rp):
+        return None
+    head = pp[: len(rp)]
+    if case_insensitive:
+        if [x.casefold() for x in head] != [x.casefold() for x in rp]:
+            return None
+    elif head != rp:
+        return None
+    return "/".join(pp[len(rp) :])
+
+
+def _show(given: str) -> str:
+    return repr(given if len(given) <= 120 else given[:100] + "..." + given[-17:])
+
+
+def _refuse(code: Code, rule: str, given: str, why: str, argument: str = "path") -> EditError:
+    hints = {
+        Code.OUTSIDE_WORKSPACE: "Only files inside the workspace folders can be read or edited.",
+        Code.DENIED: "This file is off limits to agent edits; leave it alone.",
+    }
+    hint = hints.get(code, f"Send `{argument}` as a workspace-relative or absolute file path.")
+    return EditError(
+        code,
+        f"{argument} {_show(given)} {why} (path policy rule: {rule}).",
+        hint,
+        {"rule": rule, "path": given[:1024], "argument": argument},
+    )
+
+
+# --- the policy ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Walk:
+    real: str
+    exists: bool
+    followed_link: bool
+    left_workspace: bool
+
+
+@dataclass(frozen=True)
+class PathPolicy:
+    """Workspace folders plus deny rules and the size cap; `resolve` is the single gate."""
+
+    roots: tuple[Root, ...] = ()
+    deny: tuple[str, ...] = ()  # the user's own globs, always applied
+    allow: tuple[str, ...] = ()  # exemptions from the default globs only
+    default_deny: bool = True
+    max_file_bytes: int = DEFAULT_MAX_BYTES
+    windows_names: bool = field(default=os.name == "nt")
+
+    # -- construction --
+
+    @staticmethod
+    def from_settings(
+        roots: Iterable[str],
+        settings: Mapping[str, Any] | None = None,
+        *,
+        other_keys: Iterable[str] = (),
+    ) -> PathPolicy:
+        """A policy for `roots` (paths or file URIs) from the editor's or CLI's settings.
+
+        `settings` may be the `agentEdit` section itself or an object holding it under
+        "agentEdit". Keys other than the policy's own and `other_keys` (the server's other
+        settings) are refused, as are values of the wrong type: `SettingsError` says which.
+        """
+        values = _parse_settings(settings, frozenset(other_keys))
+        try:
+            root_objs = tuple(Root.of(r) for r in roots)
+        except EditError as exc:
+            raise SettingsError("roots", exc.message) from None
+        return PathPolicy(roots=root_objs, **values)
+
+    def reconfigure(
+        self, settings: Mapping[str, Any] | None, *, other_keys: Iterable[str] = ()
+    ) -> PathPolicy:
+        """The policy after `workspace/didChangeConfiguration`, which may tighten but not widen.
+
+        A widening change (a deny glob dropped, an allow glob added, defaults switched off, a
+        larger cap) raises `SettingsError` and the current policy stays until a restart.
+        """
+        values = _parse_settings(settings, frozenset(other_keys))
+        new = replace(self, **values)
+        wider: list[str] = []
+        if not set(self.deny) <= set(new.deny):
+            wider.append("removes deny globs " + ", ".join(sorted(set(self.deny) - set(new.deny))))
+        if not set(new.allow) <= set(self.allow):
+            wider.append("adds allow globs " + ", ".join(sorted(set(new.allow) - set(self.allow))))
+        if self.default_deny and not new.default_deny:
+            wider.append("switches defaultDeny off")
+        if new.max_file_bytes > self.max_file_bytes:
+            wider.append(f"raises maxFileBytes to {new.max_file_bytes}")
+        if wider:
+            raise SettingsError(
+                wider[0].split()[-1] if len(wider) == 1 else "settings",
+                "agent-edit settings change refused: it would widen the path policy while the "
+                f"server runs ({'; '.join(wider)}); it takes effect after a restart of the server.",
+            )
+        return new
+
+    def with_roots(self, roots: Iterable[str]) -> PathPolicy:
+        """The same rules over new workspace folders (`workspace/didChangeWorkspaceFolders`)."""
+        return replace(self, roots=tuple(Root.of(r) for r in roots))
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "roots": [r.real for r in self.roots],
+            "deny": list(self.deny),
+            "allow": list(self.allow),
+            "defaultDeny": self.default_deny,
+            "maxFileBytes": self.max_file_bytes,
+        }
+
+    @cached_property
+    def _user_rules(self) -> list[tuple[str, re.Pattern[str]]]:
+        return [(g, compile_glob(g)) for g in self.deny]
+
+    @cached_property
+    def _default_rules(self) -> list[tuple[str, re.Pattern[str]]]:
+        return [(g, compile_glob(g)) for g in DEFAULT_DENY] if self.default_deny else []
+
+    @cached_property
+    def _allow_rules(self) -> list[re.Pattern[str]]:
+        return [compile_glob(g) for g in self.allow]
+
+    # -- checks --
+
+    def check_size(self, path: str, size: int) -> None:
+        """Refuse content over the cap (for text an edit would write, not only files read)."""
+        if size > self.max_file_bytes:
+            raise EditError(
+                Code.TOO_LARGE,
+                f"{path} would be {size:,} bytes, over the {self.max_file_bytes:,}-byte cap for "
+                "edits.",
+                "Keep files edited through agent-edit under the cap.",
+                {"path": path, "size": size, "cap": self.max_file_bytes},
+            )
+
+    def denied_by(self, rel_path: str) -> str | None:
+        """The glob that refuses a root-relative path, or None."""
+        subject = unicodedata.normalize("NFC", rel_path)
+        if self.windows_names:
+            # Windows ignores trailing dots and spaces and reads `name:stream` as `name`.
+            subject = "/".join(p.split(":")[0].rstrip(". ") for p in subject.split("/"))
+        for glob, rx in self._user_rules:
+            if rx.fullmatch(subject):
+                return glob
+        for glob, rx in self._default_rules:
+            if rx.fullmatch(subject) and not any(a.fullmatch(subject) for a in self._allow_rules):
+                return glob
+        return None
+
+    def resolve(self, path_or_uri: object, *, argument: str = "path") -> ResolvedPath:
+        """Resolve what an agent named and check it, or raise the `EditError` that refuses it.
+
+        Use it for every path of every action: read, replace, write, each file of a patch, and
+        a Move's destination (`argument="moveTo"`).
+        """
+        if not isinstance(path_or_uri, str):
+            raise EditError(
+                Code.INVALID_ARGUMENT,
+                f"{argument} must be a string (path policy rule: not-a-string).",
+                f"Send `{argument}` as a workspace-relative or absolute file path.",
+                {"rule": "not-a-string", "argument": argument},
+            )
+        given = path_or_uri
+        s = self._check_string(given, given, argument)
+        if _SCHEME.match(s):
+            s = self._check_string(_decode_file_uri(s, argument), given, argument)
+        elif _DRIVE.match(s) and os.name != "nt":
+            raise _refuse(
+                Code.OUTSIDE_WORKSPACE,
+                "drive-path",
+                given,
+                "is a Windows drive path, which names no file in these workspace folders",
+                argument,
+            )
+        if s.startswith(("\\\\", "//?/", "//./")) or (os.name != "nt" and "\\" in s):
+            if s.startswith("\\\\"):
+                raise _refuse(
+                    Code.OUTSIDE_WORKSPACE,
+                    "unc-path",
+                    given,
+                    "is a network (UNC) path, outside the workspace folders",
+                    argument,
+                )
+            raise _refuse(
+                Code.INVALID_ARGUMENT,
+                "backslash",
+                given,
+                "contains a backslash, which is not a path separator here",
+                argument,
+            )
+        if os.name == "nt":
+            s = s.replace("\\", "/")
+        if s.endswith("/") or s.endswith("/.") or s in (".", ".."):
+            raise _refuse(
+                Code.INVALID_ARGUMENT, "directory", given, "names a directory, not a file", argument
+            )
+        if s == "~" or s.startswith("~/"):
+            s = os.path.expanduser(s)
+        if not os.path.isabs(s):
+            s = os.path.join(self._root_for_relative(s, given, argument), s)
+        self._check_lengths(s, given, argument)
+        if self.windows_names:
+            self._check_windows_names(s, given, argument)
+        named = os.path.normpath(s)
+        if not self.roots:
+            raise _refuse(
+                Code.OUTSIDE_WORKSPACE,
+                "no-workspace",
+                given,
+                "cannot be checked: the server has no workspace folder, so nothing is inside it",
+                argument,
+            )
+        named_rels = self._rels(named, lexical=True)
+        if not named_rels:
+            raise _refuse(
+                Code.OUTSIDE_WORKSPACE,
+                "outside-workspace",
+                given,
+                "is outside the workspace folders",
+                argument,
+            )
+        walk = self._walk(s, given, argument)
+        real_rels = self._rels(walk.real, lexical=False)
+        if not real_rels or walk.left_workspace:
+            raise _refuse(
+                Code.OUTSIDE_WORKSPACE,
+                "symlink-outside" if walk.followed_link else "outside-workspace",
+                given,
+                "resolves through a symbolic link to a location outside the workspace folders"
+                if walk.followed_link
+                else "is outside the workspace folders",
+                argument,
+            )
+        for each in dict.fromkeys([*named_rels, *real_rels]):
+            glob = self.denied_by(each)
+            if glob is not None:
+                via = "" if each in named_rels else " (its symbolic-link target is)"
+                raise _refuse(
+                    Code.DENIED, glob, given, f"is protected by the path policy{via}", argument
+                )
+        # Nested folders: the deepest one containing the file is its root.
+        containing = [
+            (r, rel) for r in self.roots if (rel := self._rel_real(walk.real, r)) is not None
+        ]
+        root, rel = max(containing, key=lambda x: len(_parts(x[0].real)))
+        if rel == "":
+            raise _refuse(
+                Code.INVALID_ARGUMENT,
+                "directory",
+                given,
+                "names a workspace folder, not a file",
+                argument,
+            )
+        exists = walk.exists
+        if exists:
+            self._check_file_type(walk.real, given, argument)
+        return ResolvedPath(
+            abs_path=walk.real,
+            root=root.real,
+            rel_path=rel,
+            uri=path_to_uri(walk.real),
+            named_path=named,
+            exists=exists,
+        )
+
+    # -- helpers --
+
+    def _check_string(self, s: str, given: str, argument: str) -> str:
+        if len(s) > MAX_INPUT_CHARS:
+            raise _refuse(
+                Code.INVALID_ARGUMENT,
+                "path-too-long",
+                given,
+                f"is {len(s):,} characters long, more than any real path",
+                argument,
+            )
+        if not s.strip():
+            raise _refuse(Code.INVALID_ARGUMENT, "empty-path", given, "is empty", argument)
+        if "\0" in s:
+            raise _refuse(
+                Code.INVALID_ARGUMENT, "nul-byte", given, "contains a NUL character", argument
+            )
+        try:
+            s.encode("utf-8")
+        except UnicodeEncodeError:
+            raise _refuse(
+                Code.INVALID_ARGUMENT,
+                "invalid-unicode",
+                given,
+                "contains a lone surrogate, which no file name can hold",
+                argument,
+            ) from None
+        for ch in s:
+            cat = unicodedata.category(ch)
+            if cat == "Cc" or cat in ("Zl", "Zp") or ch in _BIDI:
+                raise _refuse(
+                    Code.INVALID_ARGUMENT,
+                    "control-character",
+                    given,
+                    f"contains the control character U+{ord(ch):04X}, which would make the name "
+                    "display as something else in diffs and messages",
+                    argument,
+                )
+        return s
+
+    def _check_lengths(self, s: str, given: str, argument: str) -> None:
+        if len(s.encode("utf-8")) > MAX_PATH_BYTES:
+            raise _refuse(
+                Code.INVALID_ARGUMENT,
+                "path-too-long",
+                given,
+                f"is longer than {MAX_PATH_BYTES} bytes once resolved",
+                argument,
+            )
+        for part in _parts(s):
+            if len(part.encode("utf-8")) > MAX_NAME_BYTES:
+                raise _refuse(
+                    Code.INVALID_ARGUMENT,
+                    "name-too-long",
+                    given,
+                    f"has a name longer than {MAX_NAME_BYTES} bytes",
+                    argument,
+                )
+
+    def _check_windows_names(self, s: str, given: str, argument: str) -> None:
+        for part in _parts(s)[1 if _DRIVE.match(s) else 0 :]:
+            if ":" in part:
+                raise _refuse(
+                    Code.INVALID_ARGUMENT,
+                    "windows-stream",
+                    given,
+                    "names an alternate data stream (':' in a name)",
+                    argument,
+                )
+            if _WINDOWS_DEVICE.match(part.rstrip(". ").lower()):
+                raise _refuse(
+                    Code.DENIED,
+                    "windows-device-name",
+                    given,
+                    "names a Windows device, not a file",
+                    argument,
+                )
+
+    def _root_for_relative(self, rel: str, given: str, argument: str) -> str:
+        if len(self.roots) <= 1:
+            return self.roots[0].named if self.roots else os.sep
+        joined = [(r, os.path.join(r.named, rel)) for r in self.roots]
+        having = [r for r, p in joined if os.path.lexists(p)]
+        if not having:
+            having = [r for r, p in joined if os.path.isdir(os.path.dirname(p))]
+        # `../x` from sibling folders names one file: not ambiguous (and checked as usual).
+        if len({os.path.realpath(os.path.join(r.named, rel)) for r in having}) == 1:
+            return having[0].named
+        raise EditError(
+            Code.INVALID_ARGUMENT,
+            f"{argument} {_show(given)} is relative and could name a file in more than one "
+            "workspace folder (path policy rule: ambiguous-root).",
+            "Give the path as an absolute path inside the workspace folder you mean.",
+            {
+                "rule": "ambiguous-root",
+                "path": given[:1024],
+                "argument": argument,
+                "roots": [r.named for r in (having or self.roots)],
+            },
+        )
+
+    def _rels(self, path: str, *, lexical: bool) -> list[str]:
+        """`path` relative to every root containing it (nested roots give several)."""
+        out: list[str] = []
+        for r in self.roots:
+            forms = (r.named, r.real) if lexical else (r.real,)
+            for form in forms:
+                rel = _rel_to(path, form, r.case_insensitive)
+                if rel is not None and rel not in out:
+                    out.append(rel)
+        return out
+
+    def _rel_real(self, path: str, root: Root) -> str | None:
+        return _rel_to(path, root.real, root.case_insensitive)
+
+    def _inside_real(self, path: str) -> bool:
+        return any(self._rel_real(path, r) is not None for r in self.roots)
+
+    def _walk(self, path: str, given: str, argument: str) -> _Walk:
+        """Resolve `path` as the kernel would, following every symlink, even dangling ones.
+
+        Missing components are taken literally (a file to be created), but the walk goes on
+        checking what exists after a `..`, so `missing/../link` still follows `link`.
+        """
+        if os.name == "nt":
+            real = os.path.realpath(path)
+            return _Walk(real, os.path.lexists(real), real != os.path.normpath(path), False)
+        todo = list(reversed(path.split("/")))
+        cur = "/"
+        hops = 0
+        entered = False
+        left = False
+        while todo:
+            comp = todo.pop()
+            if comp in ("", "."):
+                continue
+            if comp == "..":
+                cur = os.path.dirname(cur)
+                continue
+            nxt = os.path.join(cur, comp)
+            try:
+                st = os.lstat(nxt)
+            except (OSError, ValueError):
+                cur = nxt
+                continue
+            if stat.S_ISLNK(st.st_mode):
+                hops += 1
+                if hops > MAX_SYMLINK_HOPS:
+                    raise _refuse(
+                        Code.DENIED,
+                        "symlink-loop",
+                        given,
+                        f"goes through more than {MAX_SYMLINK_HOPS} symbolic links (a loop)",
+                        argument,
+                    )
+                # A chain that enters the workspace, steps outside through a link and comes back
+                # could be re-pointed from outside between this check and the write.
+                if entered and not self._inside_real(nxt):
+                    left = True
+                try:
+                    target = os.readlink(nxt)
+                except OSError:
+                    cur = nxt
+                    continue
+                if target.startswith("/"):
+                    cur = "/"
+                todo.extend(reversed(target.split("/")))
+                continue
+            cur = nxt
+            if self._inside_real(cur):
+                entered = True
+        return _Walk(cur, os.path.lexists(cur), hops > 0, left)
+
+    def _check_file_type(self, real: str, given: str, argument: str) -> None:
+        try:
+            st = os.lstat(real)
+        except OSError:
+            return
+        if stat.S_ISDIR(st.st_mode):
+            raise _refuse(
+                Code.INVALID_ARGUMENT, "directory", given, "names a directory, not a file", argument
+            )
+        if not stat.S_ISREG(st.st_mode):
+            raise _refuse(
+                Code.DENIED,
+                "special-file",
+                given,
+                "is not a regular file (a FIFO, socket or device)",
+                argument,
+            )
+        if st.st_nlink > 1:
+            raise _refuse(
+                Code.DENIED,
+                "hard-link",
+                given,
+                "is a hard link shared with another name, which an edit would change too",
+                argument,
+            )
+
+
+def _parse_settings(
+    settings: Mapping[str, Any] | None, other_keys: frozenset[str]
+) -> dict[str, Any]:
+    if settings is None:
+        return {}
+    if not isinstance(settings, Mapping):
+        raise SettingsError("settings", "agent-edit settings must be an object")
+    section = settings.get(SECTION)
+    if isinstance(section, Mapping):
+        settings = section
+    elif section is not None:
+        raise SettingsError(SECTION, f"setting {SECTION} must be an object")
+    out: dict[str, Any] = {}
+    for key, value in settings.items():
+        if key in other_keys:
+            continue
+        if key not in SETTING_KEYS:
+            raise SettingsError(
+                str(key),
+                f"unknown agent-edit setting {str(key)[:80]!r}; known: "
+                + ", ".join(sorted(SETTING_KEYS | other_keys)),
+            )
+        if value is None:
+            continue  # unset in the client: keep the default
+        if key in ("deny", "allow"):
+            out[key] = _parse_globs(key, value)
+        elif key == "defaultDeny":
+            if not isinstance(value, bool):
+                raise SettingsError(key, "setting defaultDeny must be true or false")
+            out["default_deny"] = value
+        elif key == "maxFileBytes":
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int)
+                or not 1 <= value <= MAX_FILE_BYTES_LIMIT
+            ):
+                raise SettingsError(
+                    key,
+                    f"setting maxFileBytes must be a whole number of bytes from 1 to "
+                    f"{MAX_FILE_BYTES_LIMIT}",
+                )
+            out["max_file_bytes"] = value
+    return out
+
+
+def _parse_globs(key: str, value: object) -> tuple[str, ...]:
+    if isinstance(value, str) or not isinstance(value, Sequence):
+        raise SettingsError(key, f"setting {key} must be a list of glob strings")
+    if len(value) > MAX_GLOBS:
+        raise SettingsError(key, f"setting {key} has more than {MAX_GLOBS} globs")
+    globs: list[str] = []
+    for g in value:
+        if not isinstance(g, str) or not g.strip() or len(g) > MAX_GLOB_CHARS or "\0" in g:
+            raise SettingsError(
+                key, f"setting {key} must hold non-empty glob strings, got {str(g)[:80]!r}"
+            )
+        try:
+            compile_glob(g)
+        except re.error as exc:
+            raise SettingsError(key, f"setting {key}: glob {g[:80]!r} is invalid ({exc})") from None
+        if g not in globs:
+            globs.append(g)
+    return tuple(globs)
