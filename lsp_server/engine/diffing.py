@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Sequence
 
-from lsp_server.engine.model import EditedLines, FileChange, LineEdit
+from lsp_server.engine.model import EditedLines, FileChange, LineEdit, minimal_edit
 from lsp_server.engine.text import terminator
 
 CONTEXT = 3
@@ -23,13 +23,18 @@ def _content_count(lines: Sequence[str]) -> int:
     return len(lines) - 1 if lines and lines[-1] == "" else len(lines)
 
 
-def _emit(prefix: str, line: str, out: list[str]) -> None:
+def _emit(prefix: str, line: str, out: list[str], git_lines: bool = False) -> None:
+    if git_lines:
+        # `\n`-split lines: a lone CR is ordinary content, as git sees it.
+        out.append(prefix + line if line.endswith("\n") else prefix + line + "\n" + NO_NEWLINE)
+        return
     term = terminator(line)
     if term == "":
         out.append(prefix + line + "\n")
         out.append(NO_NEWLINE)
     elif term == "\r":
-        # A lone CR ends an LSP line; print it as the line's end so each diff line stays one line.
+        # Unreachable from `file_diff`, which diffs lone-CR texts as git lines; kept for callers
+        # of `hunks` with LSP lines: each diff line stays one line (not applicable byte-exact).
         out.append(prefix + line + "\n")
     else:
         out.append(prefix + line)
@@ -42,7 +47,11 @@ def _hunk_range(start: int, length: int) -> str:
 
 
 def hunks(
-    old: Sequence[str], new: Sequence[str], edits: Iterable[LineEdit], context: int = CONTEXT
+    old: Sequence[str],
+    new: Sequence[str],
+    edits: Iterable[LineEdit],
+    context: int = CONTEXT,
+    git_lines: bool = False,
 ) -> list[str]:
     """The `@@` hunks for `edits` (sorted, non-overlapping, old coordinates) as diff lines."""
     old_n, new_n = _content_count(old), _content_count(new)
@@ -68,15 +77,15 @@ def hunks(
         pos = o_start
         for e, d in group:
             for i in range(pos, min(e.start, old_n)):
-                _emit(" ", old[i], body)
+                _emit(" ", old[i], body, git_lines)
             for i in range(e.start, min(e.end, old_n)):
-                _emit("-", old[i], body)
+                _emit("-", old[i], body, git_lines)
             ns = e.start + d
             for i in range(ns, min(ns + len(e.new_lines), new_n)):
-                _emit("+", new[i], body)
+                _emit("+", new[i], body, git_lines)
             pos = e.end
         for i in range(pos, o_end):
-            _emit(" ", old[i], body)
+            _emit(" ", old[i], body, git_lines)
         o_len = max(0, o_end - o_start)
         n_len = max(0, n_end - n_start)
         if not any(line[0] in "+-" for line in body if line != NO_NEWLINE):
@@ -90,6 +99,23 @@ def blob_sha1(text: str, bom: bool = False) -> str:
     """Git's blob id for a content, for `index a..b` lines."""
     data = (b"\xef\xbb\xbf" if bom else b"") + text.encode("utf-8", "surrogatepass")
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def _has_lone_cr(text: str) -> bool:
+    return "\r" in text and text.count("\r") != text.count("\r\n")
+
+
+def _adds_lone_cr(change: FileChange) -> bool:
+    if change.change in ("update", "move") and change.new_text_override is None:
+        # O(change): LSP lines ending in a lone CR are exactly those ending in "\r".
+        return any(line.endswith("\r") for e in change.edits for line in e.new_lines)
+    return change.change != "delete" and _has_lone_cr(change.new_text)
+
+
+def _split_git(text: str) -> list[str]:
+    """Lines split on `\n` only, in the engine's shape (the last element unterminated)."""
+    parts = text.split("\n")
+    return [p + "\n" for p in parts[:-1]] + [parts[-1]]
 
 
 def file_diff(change: FileChange, with_index: bool = False) -> str:
@@ -114,11 +140,25 @@ def file_diff(change: FileChange, with_index: bool = False) -> str:
         edits = list(change.edits)
         if change.change == "move":
             head.append(f"rename from {old_path}\nrename to {new_path}\n")
+    git_lines = _has_lone_cr(change.before.text) or _adds_lone_cr(change)
+    if git_lines:
+        # A lone CR is an LSP line break but not a diff one: printed as a line end it would read
+        # as CRLF, and applying the diff would change bytes. Diff such files on `\n` lines as git
+        # does (one trim pass; such files are rare).
+        old_lines = _split_git(change.before.text) if change.before.exists else [""]
+        new_lines = _split_git(change.new_text) if change.change != "delete" else [""]
+        if change.change == "add":
+            edits = [LineEdit(0, 1, tuple(new_lines))]
+        elif change.change == "delete":
+            edits = [LineEdit(0, len(old_lines), ("",))]
+        else:
+            edit = minimal_edit(old_lines, new_lines)
+            edits = [edit] if edit else []
     if with_index:
         a = "0" * 40 if change.change == "add" else blob_sha1(change.before.text, change.before.bom)
         b = "0" * 40 if change.change == "delete" else blob_sha1(change.new_text, change.bom)
         head.append(f"index {a[:12]}..{b[:12]}\n")
-    body = hunks(old_lines, new_lines, edits)
+    body = hunks(old_lines, new_lines, edits, git_lines=git_lines)
     if not body:
         return "".join(head) if change.change in ("move", "add", "delete") else ""
     a_name = "/dev/null" if change.change == "add" else f"a/{old_path}"

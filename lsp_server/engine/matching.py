@@ -63,7 +63,9 @@ def normalised_text(snap: Snapshot) -> str:
 
 
 def normalise_arg(s: str) -> str:
-    return s.replace("\r\n", "\n")
+    # A lone CR ends an LSP line just as LF does, so an agent copying a CR-only file's text must
+    # match it, and a CR in newText must become a line break, not a CR hidden inside a line.
+    return s.replace("\r\n", "\n").replace("\r", "\n")
 
 
 def find_exact(norm: str, needle: str, line_of: Callable[[int], int] | None = None) -> list[Match]:

@@ -20,7 +20,7 @@ from lsp_server.engine.matching import (
     normalised_text,
 )
 from lsp_server.engine.model import FileChange, LineEdit, minimal_edit
-from lsp_server.engine.text import Snapshot, content, describe_eol, split_lines, terminator
+from lsp_server.engine.text import Snapshot, content, split_lines, terminator
 
 MatchMode = Literal["exact", "lenient"]
 
@@ -241,16 +241,46 @@ def _plan_lenient(snap: Snapshot, old: str, new: str, replace_all: bool) -> File
     return FileChange("update", snap, tuple(edits))
 
 
+def _keep_line_endings(old: list[str], new_contents: list[str], eol: str) -> list[str]:
+    """LSP lines for `new_contents`, terminators taken from the old lines they line up with.
+
+    Lines in the common prefix and suffix (by content) keep their old terminator; so does a
+    middle line when the middle kept its line count (lines edited in place). Other new lines take
+    the file's first terminator, as inserted lines do in every other edit.
+    """
+    old_contents = [content(x) for x in old]
+    n, m = len(old), len(new_contents)
+    p = 0
+    while p < n - 1 and p < m - 1 and old_contents[p] == new_contents[p]:
+        p += 1
+    s = 0
+    while s < n - 1 - p and s < m - 1 - p and old_contents[n - 2 - s] == new_contents[m - 2 - s]:
+        s += 1
+    same_shape = n == m
+    lines = []
+    for i, c in enumerate(new_contents[:-1]):
+        if i < p or same_shape:
+            j = i
+        elif i >= m - 1 - s:
+            j = i - m + n
+        else:
+            j = -1
+        term = terminator(old[j]) if 0 <= j < n else ""
+        lines.append(c + (term or eol))
+    lines.append(new_contents[-1])
+    return lines
+
+
 def plan_write(snap: Snapshot, text: str) -> FileChange:
     """Create (the file must be absent) or overwrite (as minimal line edits, line endings kept)."""
     if not snap.exists:
         return FileChange("add", snap, new_text_override=text)
-    # An agent writes `\n`; a file that is uniformly CRLF (or CR) keeps its style.
-    style = describe_eol(snap.text)
-    if style in ("crlf", "cr") and "\r" not in text:
-        text = text.replace("\n", "\r\n" if style == "crlf" else "\r")
     if text.startswith("\ufeff"):
         text = text[1:]
-    new_lines = split_lines(text)
+    # An agent writes `\n`; lines it left alone keep their own terminators (CRLF, CR, or a mix).
+    if "\r" not in text and "\r" in snap.text:
+        new_lines = _keep_line_endings(snap.lines, text.split("\n"), snap.eol)
+    else:
+        new_lines = split_lines(text)
     edit = minimal_edit(snap.lines, new_lines)
     return FileChange("update", snap, (edit,) if edit else ())

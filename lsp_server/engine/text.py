@@ -186,12 +186,13 @@ def decode_file(path: str, data: bytes, max_bytes: int = DEFAULT_MAX_BYTES) -> S
     try:
         text = data[3 if bom else 0 :].decode("utf-8")
     except UnicodeDecodeError as exc:
+        at = exc.start + (3 if bom else 0)  # an offset into the file, BOM included
         raise EditError(
             Code.INVALID_ENCODING,
-            f"{path} is not valid UTF-8 (byte {exc.start}: {data[exc.start : exc.start + 1]!r}); "
+            f"{path} is not valid UTF-8 (byte {at}: {data[at : at + 1]!r}); "
             "it will not be re-encoded.",
             "Edit it with a tool that knows its encoding, or convert it to UTF-8 first.",
-            {"path": path, "offset": exc.start},
+            {"path": path, "offset": at},
         ) from None
     return Snapshot(path=path, text=text, source="disk", bom=bom)
 
