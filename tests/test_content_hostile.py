@@ -156,6 +156,26 @@ def test_cr_in_new_text_becomes_a_line_break_not_a_hidden_cr() -> None:
     assert change.new_text == "x\ny\nb\n"
 
 
+@pytest.mark.parametrize(
+    ("text", "old", "new", "lines"),
+    [
+        # Found by test_fuzz: a line ending in a lone CR followed by an empty LF line is one CRLF
+        # line, so a line break silently vanished (engine fix: text.keep_line_breaks).
+        ("ab\rx\n", "ab\rx", "\n", 3),
+        ("a\rb\n", "b", "", 3),
+        ("a\rX\n\nb", "X\n", "", 3),
+        ("x\n\ny", "x", "p\rq", 4),
+    ],
+)
+def test_a_cr_never_glues_to_the_next_lf(text: str, old: str, new: str, lines: int) -> None:
+    change = plan_replace(Snapshot("f", text), old, new)
+    assert len(split_lines(change.new_text)) == lines
+    assert change.new_lines == split_lines(change.new_text)
+    assert change.new_text.replace("\r\n", "\n").replace("\r", "\n") == text.replace(
+        "\r\n", "\n"
+    ).replace("\r", "\n").replace(old.replace("\r", "\n"), new.replace("\r", "\n"), 1)
+
+
 def test_mixed_endings_kept_per_line() -> None:
     data = b"a\r\nb\nc\rd\r\ne"
     assert describe_eol(data.decode()) == "mixed"
@@ -264,3 +284,11 @@ def test_other_near_misses_explained() -> None:
 
 def test_crlf_oldtext_is_not_a_mismatch() -> None:
     assert replaced(b"a\nb\n", "a\r\nb", "x") == b"x\n"
+
+
+def test_lenient_replace_on_the_unterminated_last_line() -> None:
+    # Found by test_fuzz: the new first line took the last line's missing terminator, so two
+    # lines merged into one (engine fix in planner._plan_lenient).
+    change = plan_replace(Snapshot("f", "x = 1"), "x = 1  ", "a\nb", match="lenient")
+    assert change.new_text == "a\nb"
+    assert change.new_lines == ["a\n", "b"]

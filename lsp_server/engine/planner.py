@@ -20,7 +20,13 @@ from lsp_server.engine.matching import (
     normalised_text,
 )
 from lsp_server.engine.model import FileChange, LineEdit, minimal_edit
-from lsp_server.engine.text import Snapshot, content, split_lines, terminator
+from lsp_server.engine.text import (
+    Snapshot,
+    content,
+    keep_line_breaks,
+    split_lines,
+    terminator,
+)
 
 MatchMode = Literal["exact", "lenient"]
 
@@ -140,6 +146,10 @@ def plan_replace(
     return FileChange("update", snap, _edits_for_matches(snap, norm, matches, new))
 
 
+def _line_after(lines: list[str], last: int) -> str | None:
+    return lines[last + 1] if last + 1 < len(lines) else None
+
+
 def _raise_ambiguous(path: str, lines: list[int]) -> None:
     listed = lines[:MAX_LISTED_MATCHES]
     raise EditError(
@@ -162,7 +172,8 @@ def _edits_for_matches(
     groups: list[tuple[int, int, int, list[tuple[int, int]]]] = []
     for m in matches:
         end_line = m.line + norm.count("\n", m.start, m.end)
-        if groups and m.line <= groups[-1][1]:
+        # Adjacent groups merge too, so each group's neighbour lines are lines no edit changes.
+        if groups and m.line <= groups[-1][1] + 1:
             first, last, base, spans = groups[-1]
             spans.append((m.start - base, m.end - base))
             groups[-1] = (first, max(end_line, last), base, spans)
@@ -192,6 +203,9 @@ def _edits_for_matches(
             else:
                 term = eol
             new_region.append(c + term)
+        new_region = keep_line_breaks(
+            new_region, lines[first - 1] if first else None, _line_after(lines, last)
+        )
         edit = minimal_edit(region, new_region, first)
         if edit is not None:
             if same:
@@ -221,22 +235,34 @@ def _plan_lenient(snap: Snapshot, old: str, new: str, replace_all: bool) -> File
     new_lines = new.split("\n")
     if len(new_lines) > 1 and new_lines[-1] == "":
         new_lines.pop()
-    edits: list[LineEdit] = []
+    pieces: list[tuple[int, list[str], list[str]]] = []
     last_end = -1
     for h in hits:
         if h < last_end:
             continue  # overlapping windows: like str.replace, the first one wins
         region = snap.lines[h : h + len(needle)]
         repl = [
-            c + (terminator(region[i]) if i < len(region) else snap.eol)
+            # The region's last line may be the file's unterminated one: never leave a middle
+            # line without a terminator.
+            c + ((terminator(region[i]) if i < len(region) else "") or snap.eol)
             for i, c in enumerate(new_lines)
         ]
         if repl and region:
             repl[-1] = content(repl[-1]) + terminator(region[-1])
+        pieces.append((h, region, repl))
+        last_end = h + len(needle)
+    edits: list[LineEdit] = []
+    for k, (h, region, repl) in enumerate(pieces):
+        # Windows can touch: the neighbour line is then the other window's new line.
+        end = h + len(region)
+        prev_new = pieces[k - 1][2] if k and pieces[k - 1][0] + len(pieces[k - 1][1]) == h else []
+        next_new = pieces[k + 1][2] if k + 1 < len(pieces) and pieces[k + 1][0] == end else []
+        before = prev_new[-1] if prev_new else (snap.lines[h - 1] if h else None)
+        after = next_new[0] if next_new else _line_after(snap.lines, end - 1)
+        repl[:] = keep_line_breaks(repl, before, after)
         edit = minimal_edit(region, repl, h)
         if edit is not None:
             edits.append(edit)
-        last_end = h + len(needle)
     del level
     return FileChange("update", snap, tuple(edits))
 
@@ -268,7 +294,7 @@ def _keep_line_endings(old: list[str], new_contents: list[str], eol: str) -> lis
         term = terminator(old[j]) if 0 <= j < n else ""
         lines.append(c + (term or eol))
     lines.append(new_contents[-1])
-    return lines
+    return keep_line_breaks(lines, None, None)
 
 
 def plan_write(snap: Snapshot, text: str) -> FileChange:

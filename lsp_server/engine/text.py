@@ -70,6 +70,27 @@ def content(line: str) -> str:
     return line[: len(line) - len(terminator(line))]
 
 
+def keep_line_breaks(region: list[str], before: str | None, after: str | None) -> list[str]:
+    """`region` (new lines going between the lines `before` and `after`) with no CR+LF joins.
+
+    A line ending in a lone CR followed by an empty LF line would read back as one CRLF line:
+    a line break would vanish and every later line number would shift. Lines assembled from
+    different places (kept terminators, the file's first one) can meet like that in files with
+    lone CRs, so the new lines are adjusted: an empty LF line after a CR becomes an empty CR
+    line, and a new line ending in CR before an empty LF line ends in CRLF instead.
+    """
+    if not any(line.endswith("\r") for line in region) and not (before or "").endswith("\r"):
+        return region
+    out = list(region)
+    for i, line in enumerate(out):
+        prev = out[i - 1] if i else before
+        if line == "\n" and prev is not None and prev.endswith("\r"):
+            out[i] = "\r"
+    if out and out[-1].endswith("\r") and after is not None and after.startswith("\n"):
+        out[-1] += "\n"
+    return out
+
+
 def sha256_text(text: str) -> str:
     """The token of a content: sha256 of its UTF-8 text (BOM excluded, so buffer and disk agree)."""
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
