@@ -358,6 +358,9 @@ def test_multi_root_relative_picks_the_folder_that_has_it(
     assert multi.resolve("src/new.py").root == tree["ws"]
     assert multi.resolve(f"{tree['ws2']}/b.txt").rel_path == "b.txt"
     assert multi.resolve(path_to_uri(tree["ws2"]) + "/new.txt").exists is False
+    # Names in results must resolve back to the same file, even where a relative one is ambiguous.
+    shared = multi.resolve(f"{tree['ws']}/shared.txt")
+    assert multi.resolve(multi.name_of(shared)) == shared
 
 
 @pytest.mark.parametrize("path", ["shared.txt", "brand-new.txt", "newdir/x.py"])
@@ -389,6 +392,8 @@ def test_nested_roots_deny_relative_to_the_inner_root(tmp_path: Path) -> None:
     _write(inner / "ok.py")
     policy = PathPolicy.from_settings([str(outer), str(inner)])
     assert policy.resolve(str(inner / "ok.py")).root == str(inner)
+    single = PathPolicy.from_settings([str(outer)])
+    assert single.name_of(single.resolve(str(inner / "ok.py"))) == "pkg/ok.py"
     # An anchored user glob applies relative to whichever root contains the file.
     policy = PathPolicy.from_settings([str(outer), str(inner)], {"deny": ["/git/**"]})
     with pytest.raises(EditError) as info:

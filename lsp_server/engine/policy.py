@@ -449,6 +449,14 @@ class PathPolicy:
         """The same rules over new workspace folders (`workspace/didChangeWorkspaceFolders`)."""
         return replace(self, roots=tuple(Root.of(r) for r in roots))
 
+    def name_of(self, resolved: ResolvedPath) -> str:
+        """The name results and the session use for a file, one that `resolve` maps back to it.
+
+        With one workspace folder that is the root-relative path. With several, a relative name
+        could be ambiguous (the same name in two folders), so it is the absolute path.
+        """
+        return resolved.rel_path if len(self.roots) == 1 else resolved.abs_path
+
     def describe(self) -> dict[str, Any]:
         return {
             "roots": [r.real for r in self.roots],
