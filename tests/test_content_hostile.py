@@ -189,7 +189,8 @@ def test_mixed_endings_kept_per_line() -> None:
 def test_write_keeps_untouched_lines_endings_in_a_mixed_file() -> None:
     # Engine fix: write used to turn every line of a mixed file into the agent's `\n`.
     data = b"a\r\nb\nc\rd"
-    assert written(data, "a\nB\nc\nd") == b"a\r\nB\nc\rd"
+    # A changed line is a new line: it takes the file's first terminator (CRLF here).
+    assert written(data, "a\nB\nc\nd") == b"a\r\nB\r\nc\rd"
     assert written(data, "top\na\nb\nc\nd") == b"top\r\na\r\nb\nc\rd"
     assert written(data, "a\nc\nd") == b"a\r\nc\rd"
     assert written(data, "a\nb\nc\nd\n") == b"a\r\nb\nc\rd\r\n"

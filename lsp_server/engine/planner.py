@@ -268,11 +268,10 @@ def _plan_lenient(snap: Snapshot, old: str, new: str, replace_all: bool) -> File
 
 
 def _keep_line_endings(old: list[str], new_contents: list[str], eol: str) -> list[str]:
-    """LSP lines for `new_contents`, terminators taken from the old lines they line up with.
+    """LSP lines for `new_contents`: lines the agent left alone keep their own terminators.
 
-    Lines in the common prefix and suffix (by content) keep their old terminator; so does a
-    middle line when the middle kept its line count (lines edited in place). Other new lines take
-    the file's first terminator, as inserted lines do in every other edit.
+    Those are the common prefix and suffix (by content) of the old and new lines; every other
+    line is new and takes the file's first terminator, as new lines do in every other edit.
     """
     old_contents = [content(x) for x in old]
     n, m = len(old), len(new_contents)
@@ -282,16 +281,14 @@ def _keep_line_endings(old: list[str], new_contents: list[str], eol: str) -> lis
     s = 0
     while s < n - 1 - p and s < m - 1 - p and old_contents[n - 2 - s] == new_contents[m - 2 - s]:
         s += 1
-    same_shape = n == m
     lines = []
     for i, c in enumerate(new_contents[:-1]):
-        if i < p or same_shape:
-            j = i
+        if i < p:
+            term = terminator(old[i])
         elif i >= m - 1 - s:
-            j = i - m + n
+            term = terminator(old[i - m + n])
         else:
-            j = -1
-        term = terminator(old[j]) if 0 <= j < n else ""
+            term = ""
         lines.append(c + (term or eol))
     lines.append(new_contents[-1])
     return keep_line_breaks(lines, None, None)
