@@ -293,3 +293,33 @@ def test_lenient_replace_on_the_unterminated_last_line() -> None:
     change = plan_replace(Snapshot("f", "x = 1"), "x = 1  ", "a\nb", match="lenient")
     assert change.new_text == "a\nb"
     assert change.new_lines == ["a\n", "b"]
+
+
+def test_reading_a_fifo_is_refused_without_blocking(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # Engine fix (files.read_snapshot): the open itself used to block until a writer appeared.
+    import os
+    import threading
+
+    from lsp_server.engine.files import read_snapshot
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    rescued = threading.Event()
+
+    def rescue() -> None:
+        # Only if the read hangs: open the write end so the test ends (and fails) instead.
+        if not done.wait(10):
+            rescued.set()
+            os.close(os.open(fifo, os.O_WRONLY))
+
+    done = threading.Event()
+    watchdog = threading.Thread(target=rescue)
+    watchdog.start()
+    try:
+        with pytest.raises(EditError) as info:
+            read_snapshot(str(tmp_path), "pipe")
+    finally:
+        done.set()
+        watchdog.join()
+    assert not rescued.is_set()
+    assert info.value.details.get("reason") == "NOT_REGULAR"

@@ -90,7 +90,9 @@ def read_snapshot(root: str, rel: str, max_bytes: int = DEFAULT_MAX_BYTES) -> Sn
     """The disk snapshot of workspace-relative `rel` (posix separators)."""
     full = os.path.join(root, rel)
     try:
-        fd = os.open(full, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        # O_NONBLOCK: opening a FIFO for reading would otherwise block until a writer appears,
+        # before the regular-file check below could refuse it (no effect on regular files).
+        fd = os.open(full, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0))
     except (FileNotFoundError, NotADirectoryError):
         return absent(rel)
     except OSError as exc:

@@ -117,7 +117,9 @@ _DRIVE = re.compile(r"^[A-Za-z]:")
 _WINDOWS_DEVICE = re.compile(r"^(con|prn|aux|nul|com[0-9¹²³]|lpt[0-9¹²³]|conin\$|conout\$)(\..*)?$")
 # Bidi embedding/override/isolate controls: a name using them displays as a different name
 # ("Trojan Source"), so the user reviewing a diff would see something other than what changed.
-_BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+_BIDI = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+# C0 and C1 controls (Unicode category Cc), line and paragraph separators, bidi controls.
+_CONTROL = re.compile(f"[\x00-\x1f\x7f-\x9f\u2028\u2029{_BIDI}]")
 
 
 class SettingsError(ValueError):
@@ -157,6 +159,10 @@ class Root:
     named: str
     real: str
     case_insensitive: bool = False
+
+    @property
+    def casefold_real(self) -> str:
+        return self.real.casefold()
 
     @staticmethod
     def of(path_or_uri: str) -> Root:
@@ -648,17 +654,16 @@ class PathPolicy:
                 "contains a lone surrogate, which no file name can hold",
                 argument,
             ) from None
-        for ch in s:
-            cat = unicodedata.category(ch)
-            if cat == "Cc" or cat in ("Zl", "Zp") or ch in _BIDI:
-                raise _refuse(
-                    Code.INVALID_ARGUMENT,
-                    "control-character",
-                    given,
-                    f"contains the control character U+{ord(ch):04X}, which would make the name "
-                    "display as something else in diffs and messages",
-                    argument,
-                )
+        bad = _CONTROL.search(s)
+        if bad:
+            raise _refuse(
+                Code.INVALID_ARGUMENT,
+                "control-character",
+                given,
+                f"contains the control character U+{ord(bad.group(0)):04X}, which would make the "
+                "name display as something else in diffs and messages",
+                argument,
+            )
         return s
 
     def _check_lengths(self, s: str, given: str, argument: str) -> None:
@@ -736,8 +741,25 @@ class PathPolicy:
     def _rel_real(self, path: str, root: Root) -> str | None:
         return _rel_to(path, root.real, root.case_insensitive)
 
+    @cached_property
+    def _prefixes(self) -> list[tuple[str, str, bool]]:
+        out = []
+        for r in self.roots:
+            real = r.casefold_real if r.case_insensitive else r.real
+            out.append((real, real.rstrip("/") + "/", r.case_insensitive))
+        return out
+
     def _inside_real(self, path: str) -> bool:
-        return any(self._rel_real(path, r) is not None for r in self.roots)
+        # Called for every path component on the walk: plain string prefixes, no splitting.
+        folded = None
+        for real, prefix, ci in self._prefixes:
+            p = path
+            if ci:
+                folded = folded if folded is not None else path.casefold()
+                p = folded
+            if p == real or p.startswith(prefix):
+                return True
+        return False
 
     def _walk(self, path: str, given: str, argument: str) -> _Walk:
         """Resolve `path` as the kernel would, following every symlink, even dangling ones.
