@@ -439,6 +439,21 @@ def test_root_behind_a_symlink(tmp_path: Path) -> None:
         policy.resolve(str(tmp_path / "tmp/other.py"))
 
 
+def test_workspace_opened_inside_a_protected_folder(tmp_path: Path) -> None:
+    # A user opens ~/.ssh (or a .git directory) as the workspace: its files are still protected.
+    for folder, rule in [(".ssh", "**/.ssh/**"), ("repo/.git", "**/.git/**")]:
+        root = tmp_path / folder
+        _write(root / "config")
+        policy = PathPolicy.from_settings([str(root)])
+        with pytest.raises(EditError) as info:
+            policy.resolve("config")
+        assert info.value.details["rule"] == rule
+    # Anchored or relative user globs stay relative to the root.
+    root = tmp_path / "src"
+    _write(root / "a.py")
+    assert PathPolicy.from_settings([str(root)], {"deny": ["src/**"]}).resolve("a.py").exists
+
+
 def test_symlink_created_after_policy_is_seen(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     _write(ws / "a.py")

@@ -497,17 +497,25 @@ class PathPolicy:
                 {"path": path, "size": size, "cap": self.max_file_bytes},
             )
 
-    def denied_by(self, rel_path: str) -> str | None:
-        """The glob that refuses a root-relative path, or None."""
+    def denied_by(self, rel_path: str, *, anywhere_only: bool = False) -> str | None:
+        """The glob that refuses a root-relative path, or None.
+
+        `anywhere_only` checks only globs that start with `**/` (they mean "at any depth", so
+        they also hold for an absolute path: a workspace opened at ~/.ssh is still inside .ssh).
+        """
         subject = unicodedata.normalize("NFC", rel_path)
         if self.windows_names:
             # Windows ignores trailing dots and spaces and reads `name:stream` as `name`.
             subject = "/".join(p.split(":")[0].rstrip(". ") for p in subject.split("/"))
         for glob, rx in self._user_rules:
-            if rx.fullmatch(subject):
+            if (not anywhere_only or glob.startswith("**/")) and rx.fullmatch(subject):
                 return glob
         for glob, rx in self._default_rules:
-            if rx.fullmatch(subject) and not any(a.fullmatch(subject) for a in self._allow_rules):
+            if (
+                (not anywhere_only or glob.startswith("**/"))
+                and rx.fullmatch(subject)
+                and not any(a.fullmatch(subject) for a in self._allow_rules)
+            ):
                 return glob
         return None
 
@@ -602,6 +610,15 @@ class PathPolicy:
                 raise _refuse(
                     Code.DENIED, glob, given, f"is protected by the path policy{via}", argument
                 )
+        glob = self.denied_by(walk.real.lstrip("/"), anywhere_only=True)
+        if glob is not None:
+            raise _refuse(
+                Code.DENIED,
+                glob,
+                given,
+                "is protected by the path policy (its folder is)",
+                argument,
+            )
         # Nested folders: the deepest one containing the file is its root.
         containing = [
             (r, rel) for r in self.roots if (rel := self._rel_real(walk.real, r)) is not None
