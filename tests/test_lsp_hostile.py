@@ -40,25 +40,30 @@ FIELDS: dict[str, dict[str, tuple[str, bool]]] = {
         "path": ("str", True),
         "startLine": ("int", False),
         "endLine": ("int", False),
+        "lineNumbers": ("bool", False),
     },
     "agentEdit.replace": {
         "path": ("str", True),
         "oldText": ("str", True),
         "newText": ("str", True),
         "replaceAll": ("bool", False),
-        "expect": ("obj", False),
+        "expect": ("expect", False),
         "dryRun": ("bool", False),
-        "match": ("str", False),
+        "match": ("match", False),
     },
     "agentEdit.write": {
         "path": ("str", True),
         "text": ("str", True),
-        "expect": ("obj", False),
+        "expect": ("expect", False),
         "dryRun": ("bool", False),
     },
-    "agentEdit.applyPatch": {"patch": ("str", True), "expect": ("obj", False)},
-    "agentEdit.history": {"format": ("str", False), "editId": ("int", False)},
-    "agentEdit.undo": {"editId": ("int", True)},
+    "agentEdit.applyPatch": {
+        "patch": ("str", True),
+        "expect": ("expect-per-path", False),
+        "dryRun": ("bool", False),
+    },
+    "agentEdit.history": {"format": ("format", False), "editId": ("int", False)},
+    "agentEdit.undo": {"editId": ("int", True), "dryRun": ("bool", False)},
 }
 
 
@@ -69,11 +74,23 @@ def nested(depth: int) -> Any:
     return value
 
 
+_STR = [5, 1.5, True, ["a"], {"a": "b"}, nested(200)]
 WRONG: dict[str, list[Any]] = {
-    "str": [5, 1.5, True, ["a"], {"a": "b"}, nested(200)],
+    "str": _STR,
     "int": ["1", 1.5, True, [1], {"n": 1}, 2**60],
     "bool": ["true", 1, 0, [True], {"b": True}],
-    "obj": ["x", 1, [1], True, {"version": "1"}, {"sha256": 5}, {"bogus": 1}, {}],
+    "expect": ["x", 1, [1], True, {"version": "1"}, {"sha256": 5}, {"bogus": 1}, {}],
+    "expect-per-path": [
+        "x",
+        1,
+        [1],
+        {"a.txt": "sha"},
+        {"a.txt": {}},
+        {"a.txt": {"version": "1"}},
+        {"a.txt": {"bogus": 1}},
+    ],
+    "match": [*_STR, "fuzzy", ""],
+    "format": [*_STR, "xml"],
 }
 
 
