@@ -556,15 +556,17 @@ def test_reconfigure_tightens_but_never_widens(tree: dict[str, str]) -> None:
     )
     assert tighter.deny == ("secrets/**", "**/*.lock") and tighter.max_file_bytes == 1024
     assert tighter.roots == base.roots
-    for widening in [
-        {"deny": []},
-        {"deny": ["secrets/**"], "allow": ["**/.env.example", "**/.env"]},
-        {"deny": ["secrets/**"], "defaultDeny": False},
-        {"deny": ["secrets/**"], "maxFileBytes": 20 * 1024 * 1024},
+    for widening, key in [
+        ({"deny": []}, "deny"),
+        ({"allow": ["**/.env.example", "**/.env"]}, "allow"),
+        ({"defaultDeny": False}, "defaultDeny"),
+        ({"maxFileBytes": 20 * 1024 * 1024}, "maxFileBytes"),
+        ({"deny": [], "maxFileBytes": 20 * 1024 * 1024}, "settings"),
     ]:
         with pytest.raises(SettingsError) as info:
             tighter.reconfigure(widening)
         assert "restart" in info.value.message
+        assert info.value.key == key
     # Omitted keys keep their current values (a client may send only what changed).
     assert tighter.reconfigure({}).deny == tighter.deny
 

@@ -434,20 +434,24 @@ class PathPolicy:
         """
         values = _parse_settings(settings, frozenset(other_keys))
         new = replace(self, **values)
-        wider: list[str] = []
+        wider: dict[str, str] = {}
         if not set(self.deny) <= set(new.deny):
-            wider.append("removes deny globs " + ", ".join(sorted(set(self.deny) - set(new.deny))))
+            dropped = ", ".join(sorted(set(self.deny) - set(new.deny)))
+            wider["deny"] = f"removes deny globs {dropped}"
         if not set(new.allow) <= set(self.allow):
-            wider.append("adds allow globs " + ", ".join(sorted(set(new.allow) - set(self.allow))))
+            wider["allow"] = "adds allow globs " + ", ".join(
+                sorted(set(new.allow) - set(self.allow))
+            )
         if self.default_deny and not new.default_deny:
-            wider.append("switches defaultDeny off")
+            wider["defaultDeny"] = "switches defaultDeny off"
         if new.max_file_bytes > self.max_file_bytes:
-            wider.append(f"raises maxFileBytes to {new.max_file_bytes}")
+            wider["maxFileBytes"] = f"raises maxFileBytes to {new.max_file_bytes}"
         if wider:
             raise SettingsError(
-                wider[0].split()[-1] if len(wider) == 1 else "settings",
+                next(iter(wider)) if len(wider) == 1 else "settings",
                 "agent-edit settings change refused: it would widen the path policy while the "
-                f"server runs ({'; '.join(wider)}); it takes effect after a restart of the server.",
+                f"server runs ({'; '.join(wider.values())}); it takes effect after a restart of "
+                "the server.",
             )
         return new
 
