@@ -480,7 +480,7 @@ def test_settings_section_and_other_keys(tree: dict[str, str]) -> None:
     p = PathPolicy.from_settings(
         [tree["ws"]],
         {"agentEdit": {"maxFileBytes": 1000, "requireRead": True, "deny": None}},
-        other_keys={"requireRead"},
+        other_keys={"requireRead", "maxFileBytes"},
     )
     assert p.max_file_bytes == 1000 and p.deny == ()
     p.check_size("a.py", 1000)

@@ -878,9 +878,9 @@ def _parse_settings(
         raise SettingsError(SECTION, f"setting {SECTION} must be an object")
     out: dict[str, Any] = {}
     for key, value in settings.items():
-        if key in other_keys:
-            continue
         if key not in SETTING_KEYS:
+            if key in other_keys:
+                continue  # the server's own setting (a key both use, e.g. maxFileBytes, is ours)
             raise SettingsError(
                 str(key),
                 f"unknown agent-edit setting {str(key)[:80]!r}; known: "
