@@ -6,8 +6,7 @@ and JSON nested past any parser's depth; notifications about documents that are 
 positions out of range; requests before `initialize`; two edits racing on one file. After each
 the server must still answer, and its copy of every open document must equal the editor's.
 
-The path policy through the server is checked at the end: containment already holds; the deny
-rules wait for the policy to be wired in (xfail, strict: they start passing when it is).
+The path policy through the server is checked at the end: containment, deny rules, settings.
 """
 
 from __future__ import annotations
@@ -395,11 +394,6 @@ async def test_policy_containment_through_the_server(client: LanguageClient, tmp
 
 
 @pytest.mark.asyncio
-@pytest.mark.xfail(
-    strict=True,
-    reason="lsp_server.engine.policy.PathPolicy is not wired into the server yet; remove this "
-    "mark when it is (the test then passes)",
-)
 async def test_policy_deny_rules_through_the_server(client: LanguageClient, tmp_path) -> None:
     ed = await _policy_session(client, tmp_path, {"agentEdit": {"deny": ["secret/**"]}})
     for path, rule in [

@@ -25,6 +25,7 @@ from lsp_server.engine.history import History, open_history
 from lsp_server.engine.model import FileChange, Plan
 from lsp_server.engine.patching import plan_patch
 from lsp_server.engine.planner import check_precondition, plan_replace, plan_write, require_exists
+from lsp_server.engine.policy import PathPolicy, SettingsError
 from lsp_server.engine.results import success
 from lsp_server.engine.text import Snapshot, absent, decode_file, describe_eol
 from lsp_server.engine.undo import plan_rollback
@@ -90,7 +91,8 @@ class AgentEditServer(LanguageServer):
         self.verifier = Verifier(self.store)
         self.session = Session()
         self.settings = Settings()
-        self.paths = WorkspacePaths([])
+        # No workspace folder before `initialize`: every path is refused until then.
+        self.paths = WorkspacePaths(PathPolicy())
         self.edit_lock = asyncio.Lock()
         self.history = History()  # replaced by the workspace's journal-backed one at initialize
 
@@ -391,8 +393,15 @@ def create_server() -> AgentEditServer:
                 roots.append(path)
         if not roots and params.root_path:
             roots.append(params.root_path)
-        ls.paths = WorkspacePaths(roots)
         ls.settings = ls.settings.updated(params.initialization_options)
+        try:
+            policy = PathPolicy.from_settings(
+                roots, params.initialization_options, other_keys=Settings._NAMES
+            )
+        except SettingsError as exc:
+            log.error("%s; the default path policy applies", exc.message)
+            policy = PathPolicy.from_settings(roots)
+        ls.paths = WorkspacePaths(policy)
         ls.open_history()
 
     @server.feature(t.INITIALIZED)
@@ -410,6 +419,14 @@ def create_server() -> AgentEditServer:
         ls: AgentEditServer, params: t.DidChangeConfigurationParams
     ) -> None:
         ls.settings = ls.settings.updated(params.settings)
+        try:
+            ls.paths = WorkspacePaths(
+                ls.paths.policy.reconfigure(params.settings, other_keys=Settings._NAMES)
+            )
+        except SettingsError as exc:
+            ls.window_show_message(
+                t.ShowMessageParams(type=t.MessageType.Warning, message=exc.message)
+            )
 
     @server.feature(t.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: AgentEditServer, params: t.DidSaveTextDocumentParams) -> None:
@@ -540,7 +557,7 @@ def create_server() -> AgentEditServer:
             plan = plan_patch(a["patch"], get_snapshot)
             for c in plan.changes:
                 if c.moved_to and c.moved_to not in where:
-                    where[c.moved_to] = ls.paths.resolve(c.moved_to)
+                    where[c.moved_to] = ls.paths.resolve(c.moved_to, argument="moveTo")
                 if c.before.exists:
                     check_precondition(
                         c.before,

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from pygls.uris import to_fs_path
 
-from lsp_server.engine.errors import Code, EditError
+from lsp_server.engine.policy import PathPolicy
 
 
 @dataclass(frozen=True)
@@ -28,48 +28,14 @@ def real_path_of_uri(uri: str) -> str | None:
 
 
 class WorkspacePaths:
-    def __init__(self, roots: list[str]) -> None:
-        self.roots = [os.path.realpath(r) for r in roots] or [os.path.realpath(os.getcwd())]
+    """The server's path gate: `lsp_server.engine.policy.PathPolicy` under the names used here."""
 
-    def resolve(self, path: str) -> Resolved:
-        if "\0" in path or not path.strip():
-            raise EditError(
-                Code.INVALID_ARGUMENT,
-                "The path is empty or contains a NUL byte.",
-                "Give a workspace-relative path such as src/app.py.",
-                {"argument": "path"},
-            )
-        if path.startswith("file:"):
-            fs = real_path_of_uri(path)
-            if fs is None:
-                raise EditError(
-                    Code.INVALID_ARGUMENT,
-                    f"Cannot read the URI {path!r}.",
-                    "Give a file:// URI or a workspace-relative path.",
-                    {"argument": "path"},
-                )
-            candidate = fs
-        elif "://" in path:
-            raise EditError(
-                Code.OUTSIDE_WORKSPACE,
-                f"{path!r} is not a file in the workspace (only file paths and file:// URIs are).",
-                "Edit files inside the workspace folders only.",
-                {"path": path, "rule": "workspace-only"},
-            )
-        elif os.path.isabs(path):
-            candidate = path
-        else:
-            candidate = os.path.join(self.roots[0], path)
-        real = os.path.realpath(candidate)
-        for root in self.roots:
-            if real == root or real.startswith(root.rstrip(os.sep) + os.sep):
-                rel = os.path.relpath(real, root).replace(os.sep, "/")
-                if len(self.roots) > 1 and root != self.roots[0]:
-                    rel = real.replace(os.sep, "/")
-                return Resolved(rel, real)
-        raise EditError(
-            Code.OUTSIDE_WORKSPACE,
-            f"{path} resolves to {real}, outside the workspace folders.",
-            "Edit files inside the workspace folders only.",
-            {"path": path, "resolved": real, "rule": "workspace-only"},
-        )
+    def __init__(self, policy: PathPolicy) -> None:
+        self.policy = policy
+        # Where the history journal lives; with no workspace folder, the server's directory
+        # (the policy itself then refuses every path).
+        self.roots = [r.real for r in policy.roots] or [os.path.realpath(os.getcwd())]
+
+    def resolve(self, path: str, argument: str = "path") -> Resolved:
+        r = self.policy.resolve(path, argument=argument)
+        return Resolved(self.policy.name_of(r), r.abs_path)
