@@ -43,6 +43,22 @@ log = logging.getLogger(__name__)
 class AgentEditProtocol(LanguageServerProtocol):
     """Keeps open documents in our line store instead of pygls's whole-text documents."""
 
+    def _execute_handler(self, msg_id, handler, callback, args=None, kwargs=None):  # type: ignore[no-untyped-def]
+        # pygls 2.1.1 files every handler's future under `msg_id` in `_request_futures`, but
+        # pops only real request ids: notifications and the steps of generator handlers (every
+        # executeCommand) get fresh uuids that stay forever, each holding its result (a read's
+        # whole text). Drop them when done.
+        super()._execute_handler(msg_id, handler, callback, args, kwargs)
+        fut = self._request_futures.get(msg_id)
+        if fut is not None:
+            fut.add_done_callback(
+                lambda f: (
+                    self._request_futures.pop(msg_id, None)
+                    if self._request_futures.get(msg_id) is f
+                    else None
+                )
+            )
+
     @lsp_method(t.TEXT_DOCUMENT_DID_OPEN)
     def lsp_text_document__did_open(self, params: t.DidOpenTextDocumentParams) -> Any:
         server: AgentEditServer = self._server  # type: ignore[assignment]
