@@ -218,56 +218,28 @@ def _plan_replace(root: str, args: argparse.Namespace, old: str, new: str) -> Pl
 def _snapshot(root: str, path: str) -> Snapshot:
     from lsp_server.engine.files import read_snapshot
 
-    return read_snapshot(root, workspace_path(root, path))
-
-
-# Real paths of folders already resolved, per (root, folder): a 1,000-file patch touches a few
-# folders, so each file costs one lstat instead of one per path component.
-_REAL_DIRS: dict[tuple[str, str], str] = {}
-
-
-def _realpath(root: str, path: str) -> str:
-    if os.path.isabs(path) or ".." in path.split("/"):
-        return os.path.realpath(os.path.join(root, path))
-    head, tail = os.path.split(os.path.normpath(path))
-    real_head = _REAL_DIRS.get((root, head))
-    if real_head is None:
-        real_head = _REAL_DIRS[(root, head)] = os.path.realpath(os.path.join(root, head))
-    full = os.path.join(real_head, tail)
-    return os.path.realpath(full) if os.path.islink(full) else full
+    return read_snapshot(root, workspace_path(root, path), _policy(root).max_file_bytes)
 
 
 def workspace_path(root: str, path: str) -> str:
-    """`path` as a workspace-relative posix path, or `EditError` if it leaves the workspace.
+    """`path` as a workspace-relative posix path, or the path policy's `EditError` refusing it.
 
-    A simple containment rule until the path policy module lands: resolve (symlinks followed,
-    `..` collapsed, `file://` decoded) and require the result inside the real `root`.
+    The policy (`lsp_server.engine.policy`) resolves URIs, `~`, `..` and symlinks and applies the
+    default deny globs; `--root` is its only workspace folder.
     """
-    from lsp_server.engine.errors import Code, EditError
+    return _policy(root).resolve(path).rel_path
 
-    raw = path
-    if path.startswith("file://"):
-        from urllib.parse import unquote, urlparse
 
-        path = unquote(urlparse(path).path)
-    full = _realpath(root, path)
-    prefix = root.rstrip(os.sep) + os.sep
-    if full != root and not full.startswith(prefix):
-        raise EditError(
-            Code.OUTSIDE_WORKSPACE,
-            f"{raw} resolves to {full}, outside the workspace {root}.",
-            "Only files inside the workspace can be edited; use a path inside it.",
-            {"path": raw, "resolved": full, "rule": "workspace-only"},
-        )
-    rel = full[len(prefix) :].replace(os.sep, "/") if full != root else "."
-    if rel == ".git" or rel.startswith(".git/"):
-        raise EditError(
-            Code.DENIED,
-            f"{raw} is inside .git, which agent edits never touch.",
-            "Edit working-tree files only.",
-            {"path": raw, "rule": ".git/**"},
-        )
-    return rel
+_POLICIES: dict[str, Any] = {}
+
+
+def _policy(root: str) -> Any:
+    from lsp_server.engine.policy import PathPolicy
+
+    policy = _POLICIES.get(root)
+    if policy is None:
+        policy = _POLICIES[root] = PathPolicy.from_settings([root])
+    return policy
 
 
 def _read_text(name: str, what: str) -> str:
