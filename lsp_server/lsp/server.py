@@ -135,7 +135,7 @@ class AgentEditServer(LanguageServer):
             )
         try:
             with open(where.abs_path, "rb") as f:
-                data = f.read(self.settings.max_file_bytes + 1)
+                data = f.read(self.paths.policy.max_file_bytes + 1)
         except FileNotFoundError:
             return absent(where.rel)
         except OSError as exc:
@@ -145,7 +145,7 @@ class AgentEditServer(LanguageServer):
                 "Check the path and its permissions.",
                 {"path": where.rel},
             ) from None
-        return decode_file(where.rel, data, self.settings.max_file_bytes)
+        return decode_file(where.rel, data, self.paths.policy.max_file_bytes)
 
     def location(self, where: Resolved) -> Location:
         doc = self.store.by_path(where.abs_path)
