@@ -141,7 +141,8 @@ async def test_big_buffer_hashes_stay_exact(vscode: Editor):
     assert read["sha256"] == sha(text)
     for i in [25_000, 3, 12_345, 29_999, 0]:
         r = await vscode.command(
-            "agentEdit.replace", {"path": "big.txt", "oldText": f"row {i} =", "newText": f"ROW {i} ="}
+            "agentEdit.replace",
+            {"path": "big.txt", "oldText": f"row {i} =", "newText": f"ROW {i} ="},
         )
         assert r["ok"], r
         assert r["files"][0]["sha256"] == sha(vscode.text("big.txt"))
