@@ -49,8 +49,8 @@ ARG_LIST_CAP = 20
 ENTRY_DIFF_CAP = 256 * 1024
 DEFAULT_UNDO_WINDOW = 100
 # In-memory budgets (characters), so a long session stays small: oldest first are dropped.
-PREIMAGE_BUDGET = 32 * 1024 * 1024
-DIFF_BUDGET = 16 * 1024 * 1024
+PREIMAGE_BUDGET = 8 * 1024 * 1024
+DIFF_BUDGET = 4 * 1024 * 1024
 LIVE_CHANGED = "the buffer has changed since the agent's last edit"
 
 Live = Mapping[str, Snapshot] | Callable[[str], Snapshot | None]
