@@ -11,7 +11,7 @@ from lsp_server.engine.errors import Code, EditError
 from lsp_server.engine.model import apply_line_edits
 from lsp_server.engine.planner import check_precondition, plan_replace, plan_write
 from lsp_server.engine.text import Snapshot, absent, decode_file, describe_eol, split_lines
-from tests.diff_apply import apply_unified_diff
+from tests.unidiff import apply_unified_diff
 
 
 @pytest.mark.parametrize(
