@@ -7,8 +7,8 @@
     agent-edit history [--root DIR] [--json] [--diff] [--edit ID]
     agent-edit undo [--root DIR] [--dry-run] [--json] ID
 
-Edits are recorded in the workspace's edit history, the same journal the language server keeps,
-so `history` and `undo` see the editor's agent edits and the CLI's alike.
+`history` and `undo` read the workspace's edit history, the journal the language server keeps
+(an undo is recorded there too); headless applies are not recorded, to keep them fast.
 
 OLD and NEW may be `@file` to read the text from a file (`@@x` is the literal text `@x`).
 Output is a short summary and the diff, or with `--json` exactly the result object of product.md
@@ -128,9 +128,13 @@ def _run_edit(args: argparse.Namespace) -> int:
     else:
         summary = {"editId": args.edit_id}
     action = {"apply-patch": "applyPatch", "replace": "replace", "undo": "undo"}[args.command]
-    from lsp_server.engine.history import open_history
+    # Only `undo` loads the workspace history: replaying a long journal on every headless apply
+    # cost seconds per run (bench/bench_patch.py), and the history is the editor session's.
+    history = None
+    if args.command == "undo":
+        from lsp_server.engine.history import open_history
 
-    history = open_history(root)
+        history = open_history(root)
     recovered: list[dict[str, Any]] = []
     edit_id: int | None = None
     try:
@@ -143,20 +147,24 @@ def _run_edit(args: argparse.Namespace) -> int:
         elif args.command == "replace":
             plan = _plan_replace(root, args, old, new)
         else:
+            assert history is not None
             current = {p: _snapshot(root, p) for p in history.undo_paths(args.edit_id)}
             plan = history.plan_undo(args.edit_id, current)
-        if args.dry_run:
+        if history is not None and args.dry_run:
             edit_id = history.record(action, summary, plan=plan, outcome="dry-run").id
-        else:
+        elif history is not None:
             edit_id = history.begin(plan, summary, undoes=summary.get("editId"))
             recovered += files.apply_plan(root, plan)
             history.finish(edit_id, "applied")
+        elif not args.dry_run:
+            recovered += files.apply_plan(root, plan)
     except EditError as err:
-        if edit_id is None:
-            edit_id = history.record(action, summary, error=err).id
-        else:
-            history.finish(edit_id, str(err.code), error=err, committed=err.committed)
-        err.details.setdefault("editId", edit_id)
+        if history is not None:
+            if edit_id is None:
+                edit_id = history.record(action, summary, error=err).id
+            else:
+                history.finish(edit_id, str(err.code), error=err, committed=err.committed)
+            err.details.setdefault("editId", edit_id)
         result = err.to_result()
         if recovered:
             result["recovered"] = recovered
