@@ -133,8 +133,6 @@ def candidates(snap: Snapshot, old_text: str) -> list[dict[str, Any]]:
     """The nearest places to `old_text`, each `{line, text, why}` (1-based lines)."""
     contents = [content(line) for line in snap.lines]
     needle = normalise_arg(old_text).split("\n")
-    if "\r" in old_text.replace("\r\n", ""):
-        pass  # a lone CR in oldText is reported below through the line comparison
     # Anchor on the first line that says something.
     idx = next((i for i, s in enumerate(needle) if s.strip()), 0)
     anchor = needle[idx]

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Literal, overload
 
-from lsp_server.engine.text import Snapshot, sha256_text
+from lsp_server.engine.text import Snapshot, sha256_text, split_lines
 
 ChangeKind = Literal["add", "update", "delete", "move"]
 
@@ -138,8 +138,6 @@ class FileChange:
         if self.change == "delete":
             return [""]
         if self.new_text_override is not None:
-            from lsp_server.engine.text import split_lines
-
             return split_lines(self.new_text_override)
         return apply_line_edits(self.before.lines, list(self.edits))
 

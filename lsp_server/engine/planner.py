@@ -221,7 +221,7 @@ def _plan_lenient(snap: Snapshot, old: str, new: str, replace_all: bool) -> File
     needle = old.split("\n")
     if len(needle) > 1 and needle[-1] == "":
         needle.pop()
-    level, hits = find_lines(contents, needle)
+    _level, hits = find_lines(contents, needle)
     if not hits:
         raise EditError(
             Code.NO_MATCH,
@@ -263,7 +263,6 @@ def _plan_lenient(snap: Snapshot, old: str, new: str, replace_all: bool) -> File
         edit = minimal_edit(region, repl, h)
         if edit is not None:
             edits.append(edit)
-    del level
     return FileChange("update", snap, tuple(edits))
 
 

@@ -1,4 +1,7 @@
-"""One editor connection's session: the agent's reads (read-before-edit) and edit ids."""
+"""One editor connection's session: what the agent last saw of each file (read-before-edit).
+
+Edit ids come from the workspace history (engine/history.py).
+"""
 
 from __future__ import annotations
 
@@ -10,12 +13,6 @@ from typing import Any
 class Session:
     # Last content the agent is known to have seen per path: from agentEdit.read, or its own edit.
     reads: dict[str, dict[str, Any]] = field(default_factory=dict)
-    _next_id: int = 1
-
-    def new_edit_id(self) -> int:
-        edit_id = self._next_id
-        self._next_id += 1
-        return edit_id
 
     def saw(self, path: str, version: int | None, sha256: str) -> None:
         self.reads[path] = {"version": version, "sha256": sha256}

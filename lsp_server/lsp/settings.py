@@ -9,8 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from lsp_server.engine.text import DEFAULT_MAX_BYTES
-
 
 @dataclass(frozen=True)
 class Settings:
@@ -20,14 +18,12 @@ class Settings:
     apply_timeout_ms: int = 30_000
     # How long to wait, after the answer, for the didChange/didOpen that shows the edit.
     verify_timeout_ms: int = 2_000
-    max_file_bytes: int = DEFAULT_MAX_BYTES
     save_after_edit: bool = False
 
     _NAMES = {
         "requireRead": "require_read",
         "applyTimeoutMs": "apply_timeout_ms",
         "verifyTimeoutMs": "verify_timeout_ms",
-        "maxFileBytes": "max_file_bytes",
         "saveAfterEdit": "save_after_edit",
     }
 
