@@ -59,6 +59,8 @@ _NO_ANY: dict[str, Any] = {}
 _NO_DIFFS: dict[str, str] = {}
 _NO_LINES: dict[str, list[str]] = {}
 _NO_VERSIONS: dict[str, int | None] = {}
+_NO_FILES: list[dict[str, Any]] = []
+_NO_COMMITTED: list[dict[str, Any]] = []
 
 
 def now_iso() -> str:
@@ -83,6 +85,10 @@ def summarize_args(value: Any, depth: int = 0) -> Any:
     if value is None or isinstance(value, bool | int | float):
         return value
     return summarize_args(str(value), depth)
+
+
+def _args_json(args: Mapping[str, Any]) -> str:
+    return json.dumps(args, ensure_ascii=False, separators=(",", ":"))
 
 
 def _edits_json(edits: Sequence[LineEdit]) -> list[list[Any]]:
@@ -509,8 +515,11 @@ class Entry:
     id: int
     time: str
     action: str
-    args: dict[str, Any]
-    files: list[dict[str, Any]]
+    # The summarised arguments as compact JSON: a dict with its own key and value strings cost
+    # ~600 bytes an entry, the text ~150 (10,000 edits: 4.5 MB); `args` decodes it when shown.
+    args_json: str
+    # The files of a refused action (it has no change records); otherwise derived from `changes`.
+    refused_files: list[dict[str, Any]] = field(default_factory=list)
     outcome: str = "pending"
     ok: bool = False
     diff: str | None = ""
@@ -520,7 +529,6 @@ class Entry:
     undone_by: int | None = None
     changes: tuple[ChangeRecord, ...] = ()
     finished: bool = False
-    finish_time: str | None = None
     # Buffer versions the editor reported after the edit, per target path (from `finish`).
     versions: dict[str, int | None] = field(default_factory=dict)
     pid: int | None = None  # the process that began it, while it is unfinished
@@ -531,6 +539,17 @@ class Entry:
     # The baselines' line lists, copied at begin: sharing the line strings with the document
     # store instead of splitting the text again halves what a big file costs in memory.
     _base_lines: dict[str, list[str]] = field(default_factory=dict, repr=False)
+
+    @property
+    def args(self) -> dict[str, Any]:
+        args: dict[str, Any] = json.loads(self.args_json)
+        return args
+
+    @property
+    def files(self) -> list[dict[str, Any]]:
+        if self.changes:
+            return [c.file_entry() for c in self.changes]
+        return self.refused_files
 
     @property
     def paths(self) -> list[str]:
@@ -766,8 +785,8 @@ class History:
             id=int(rec["id"]),
             time=str(rec.get("time", "")),
             action=str(rec.get("action", "")),
-            args=dict(rec.get("args", {})),
-            files=[c.file_entry() for c in changes] or list(rec.get("files", [])),
+            args_json=_args_json(rec.get("args", {})),
+            refused_files=_NO_FILES if changes else list(rec.get("files", [])),
             undoes=rec.get("undoes"),
             pid=rec.get("pid"),
             changes=changes,
@@ -780,9 +799,9 @@ class History:
         entry.outcome = str(rec.get("outcome", ""))
         entry.ok = bool(rec.get("ok", entry.outcome in ("applied", "dry-run")))
         entry.error = rec.get("error")
-        entry.committed = list(rec.get("committed", []))
+        entry.committed = list(rec["committed"]) if rec.get("committed") else _NO_COMMITTED
         entry.finished = True
-        entry.finish_time = rec.get("time")
+        entry.pid = None  # only an unfinished entry needs the process that began it
         entry.versions = dict(rec["versions"]) if rec.get("versions") else _NO_VERSIONS
         if "undoneBy" in rec:
             entry.undone_by = rec["undoneBy"]
@@ -796,7 +815,9 @@ class History:
             entry.diff = _cap_diff([_record_diff(c) for c in entry.changes if c.path in landed])
         if not rec.get("compacted"):
             self._track(entry)
-        # Done with them: share empty ones (four dicts per entry add up over 10,000 edits).
+        # Done with them: share empty ones (four dicts per entry add up over 10,000 edits). The
+        # versions only served the net diff (`_track`).
+        entry.versions = _NO_VERSIONS
         entry._user = entry._baselines = _NO_ANY
         entry._diffs = _NO_DIFFS
         entry._base_lines = _NO_LINES
@@ -1029,8 +1050,7 @@ class History:
                 id=entry_id,
                 time=self.clock(),
                 action=action or plan.action,
-                args=summarize_args(dict(args or {})),
-                files=[r.file_entry() for r in records],
+                args_json=_args_json(summarize_args(dict(args or {}))),
                 undoes=undoes if undoes is not None else _undoes(plan),
                 changes=tuple(records),
                 _user=user,

@@ -14,6 +14,7 @@ All of it is pure: snapshots in, plans and lists out.
 from __future__ import annotations
 
 import difflib
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol
@@ -156,9 +157,10 @@ class ChangeRecord:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ChangeRecord:
         return cls(
-            path=str(data["path"]),
+            # Interned: a long session repeats the same few paths in thousands of records.
+            path=sys.intern(str(data["path"])),
             change=data["change"],
-            moved_to=data.get("movedTo"),
+            moved_to=sys.intern(str(data["movedTo"])) if data.get("movedTo") else None,
             bom=bool(data.get("bom", False)),
             new_bom=bool(data.get("newBom", False)),
             before_sha256=data.get("beforeSha256"),
