@@ -80,7 +80,12 @@ async def main(n_edits: int) -> None:
                 f"agentEdit.history (json, latest {len(h['entries'])} of {h.get('total')} entries, "
                 f"net diff): median {statistics.median(times) * 1000:.1f} ms"
             )
-            print(f"server RSS at the end: {rss_mb(pid):.1f} MB")
+            # Right after the answers, their garbage (a net diff of 10,000 hunks is ~3.5 MB of
+            # text, and its JSON twice that) is still in the heap: the server hands it back to
+            # the OS once idle (malloc_trim ~50 ms after the last request).
+            print(f"server RSS right after the history answers: {rss_mb(pid):.1f} MB")
+            await asyncio.sleep(0.5)
+            print(f"server RSS once idle: {rss_mb(pid):.1f} MB")
         finally:
             await editor.stop()
 

@@ -125,7 +125,17 @@ class ChangeRecord:
         return [h.edit() for h in self.hunks]
 
     def stripped(self) -> ChangeRecord:
-        return replace(self, hunks=(), before_text=None, after_text=None, preimage=False)
+        # The hashes go too: they only serve telling old from new state, which an entry whose
+        # pre-images are gone never needs again (and 10,000 of them are ~1 MB).
+        return replace(
+            self,
+            hunks=(),
+            before_text=None,
+            after_text=None,
+            before_sha256=None,
+            after_sha256=None,
+            preimage=False,
+        )
 
     def file_entry(self) -> dict[str, Any]:
         out: dict[str, Any] = {"path": self.path, "change": self.change}

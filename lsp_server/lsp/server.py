@@ -66,6 +66,7 @@ class AgentEditProtocol(LanguageServerProtocol):
         server.store.open(td.uri, td.language_id, td.version, td.text)
         server.verifier.notify()
         document_opened(server, td.uri)
+        trim_memory_soon()  # the message's copy of a big text is garbage now
         yield from ()
 
     @lsp_method(t.TEXT_DOCUMENT_DID_CHANGE)
@@ -97,6 +98,7 @@ class AgentEditProtocol(LanguageServerProtocol):
         server: AgentEditServer = self._server  # type: ignore[assignment]
         server.store.close(params.text_document.uri)
         server.verifier.notify()
+        trim_memory_soon()
         yield from ()
 
 
@@ -266,7 +268,6 @@ class AgentEditServer(LanguageServer):
                 self.session.forget(c.path)
             self.session.saw(c.target_path, versions.get(c.target_path), c.new_sha256)
         self.history.finish(edit_id, "applied", versions=versions)
-        trim_memory_soon()
         diagnostics = await publish_after_edit(self, changes, locations, versions)
         result = success(edit_id, "applied", changes, versions, diagnostics, diff=diff)
         if self.settings.save_after_edit:
@@ -388,6 +389,9 @@ def _result(fn):  # type: ignore[no-untyped-def]
                 except Exception:  # noqa: BLE001 - a record failure must not hide the refusal
                     log.exception("could not record a refused %s", action)
             return err.to_result()
+        finally:
+            # Every command leaves file-sized garbage behind (texts, diffs, JSON answers).
+            trim_memory_soon()
 
     wrapper.__name__ = fn.__name__
     return wrapper
@@ -642,7 +646,7 @@ class _Trim:
 
 
 TRIM_IDLE_S = 0.05
-TRIM_MAX_WAIT_S = 1.0
+TRIM_MAX_WAIT_S = 0.25
 
 
 def trim_memory_soon() -> None:
