@@ -312,7 +312,9 @@ class Editor:
 
     def _load(self, uri: str) -> Doc:
         # Like VS Code: a file the edit touches is opened (didOpen from disk), then changed.
-        rel = str(Path(to_fs_path(uri) or "").relative_to(self.root))
+        path = Path(to_fs_path(uri) or "")
+        # Files of another workspace folder keep their absolute path (root / abs == abs).
+        rel = str(path.relative_to(self.root)) if path.is_relative_to(self.root) else str(path)
         return self.open(rel)
 
     def _close(self, uri: str) -> None:

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from lsprotocol import types as t
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+from pygls.uris import from_fs_path
 from pytest_lsp import LanguageClient
 
 from lsp_server.lsp.server import create_server
@@ -421,3 +422,39 @@ async def test_policy_deny_rules_through_the_server(client: LanguageClient, tmp_
     answer = await ed.command("agentEdit.read", {"path": ".env"})
     assert answer["code"] == "DENIED"
     assert (tmp_path / "ws/.env").read_text() == "KEY=1\n"
+
+
+@pytest.mark.asyncio
+async def test_workspace_folders_added_and_removed(client: LanguageClient, tmp_path) -> None:
+    """A folder the user closes stops being editable at once; one they add becomes editable."""
+    ed = await _policy_session(client, tmp_path)
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "b.txt").write_text("bee\n")
+    b = str(other / "b.txt")
+    refused = await ed.command("agentEdit.replace", {"path": b, "oldText": "bee", "newText": "B"})
+    assert refused["code"] == "OUTSIDE_WORKSPACE"
+
+    def change(added: list[Any], removed: list[Any]) -> None:
+        ed.client.workspace_did_change_workspace_folders(
+            t.DidChangeWorkspaceFoldersParams(
+                event=t.WorkspaceFoldersChangeEvent(added=added, removed=removed)
+            )
+        )
+
+    folder = t.WorkspaceFolder(uri=from_fs_path(str(other)) or "", name="other")
+    change([folder], [])
+    await still_serving(ed)
+    done = await ed.command("agentEdit.replace", {"path": b, "oldText": "bee", "newText": "B"})
+    assert done["ok"] is True, done
+    assert ed.docs[from_fs_path(b) or ""].text == "B\n"  # the editor's buffer, as always
+
+    first = t.WorkspaceFolder(uri=ed.uri(""), name="ws")
+    change([], [first])
+    gone = await ed.command("agentEdit.write", {"path": str(ed.root / "a.txt"), "text": "x\n"})
+    assert gone["ok"] is False and gone["code"] == "OUTSIDE_WORKSPACE", gone
+    assert (ed.root / "a.txt").read_text() == "hello\n"
+    # A malformed folder in the event is ignored, not a crash.
+    change([t.WorkspaceFolder(uri="not a uri", name="bad")], [])
+    again = await ed.command("agentEdit.read", {"path": b})
+    assert again["ok"] is True and again["text"] == "B\n"

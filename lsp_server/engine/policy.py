@@ -424,6 +424,29 @@ class PathPolicy:
             raise SettingsError("roots", exc.message) from None
         return PathPolicy(roots=root_objs, **values)
 
+    def with_folders(self, *, added: Iterable[str] = (), removed: Iterable[str] = ()) -> PathPolicy:
+        """The policy after the editor's workspace folders changed (paths or file URIs).
+
+        A folder that no longer exists on disk is still removed by the name it had; an added one
+        that cannot be a root is left out (the editor shows it, the policy refuses it).
+        """
+        gone: set[str] = set()
+        for r in removed:
+            try:
+                old = Root.of(r)
+            except (EditError, SettingsError):
+                continue
+            gone.update((old.named, old.real))
+        roots = [r for r in self.roots if r.real not in gone and r.named not in gone]
+        for a in added:
+            try:
+                root = Root.of(a)
+            except (EditError, SettingsError):
+                continue
+            if all(r.real != root.real for r in roots):
+                roots.append(root)
+        return replace(self, roots=tuple(roots))
+
     def reconfigure(
         self, settings: Mapping[str, Any] | None, *, other_keys: Iterable[str] = ()
     ) -> PathPolicy:

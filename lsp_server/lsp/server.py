@@ -448,6 +448,19 @@ def create_server() -> AgentEditServer:
                 t.ShowMessageParams(type=t.MessageType.Warning, message=exc.message)
             )
 
+    @server.feature(t.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
+    def did_change_workspace_folders(
+        ls: AgentEditServer, params: t.DidChangeWorkspaceFoldersParams
+    ) -> None:
+        # pygls advertises folder change notifications: a folder the user closed must stop being
+        # editable at once, and one they added must become so. The history stays where it is.
+        ls.paths = WorkspacePaths(
+            ls.paths.policy.with_folders(
+                added=[f.uri for f in params.event.added],
+                removed=[f.uri for f in params.event.removed],
+            )
+        )
+
     @server.feature(t.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: AgentEditServer, params: t.DidSaveTextDocumentParams) -> None:
         pass  # registered so clients send it; the buffer content already is the truth
