@@ -174,6 +174,14 @@ def map_spans(
     """Carry line spans `(start, end, editId)` through `edits` (sorted, same coordinates): a span
     an edit touches is dropped (its lines are no longer the ones that edit left), the others move.
     An empty span marks the place of a pure deletion."""
+    if len(edits) == 1:  # the usual case, in one comprehension (500 spans on every edit)
+        e = edits[0]
+        d = len(e.new_lines) - (e.end - e.start)
+        return [
+            (s + d, t + d, i) if e.end <= s else (s, t, i)
+            for s, t, i in spans
+            if e.end <= s or e.start >= t
+        ]
     out: list[tuple[int, int, int]] = []
     for s, t, entry_id in spans:
         shift = 0
@@ -189,6 +197,10 @@ def map_spans(
         if keep:
             out.append((s + shift, t + shift, entry_id))
     return out
+
+
+def _shifted(values: list[int], shift: int) -> list[int]:
+    return [x + shift for x in values] if shift else values
 
 
 def compose(
@@ -274,10 +286,12 @@ def compose(
     mid_starts = [r.start + c for r, c in zip(mid, mid_cum, strict=False)]
     mid_ends = [ls + len(r.new_lines) for ls, r in zip(mid_starts, mid, strict=True)]
     cum_shift = mid_cum[-1] - cum[i1]
+    # Most edits keep the line count (a one-line replace): then the tail is copied, not shifted
+    # number by number (10,000 regions: ~1 ms an edit in Python).
     new_index = NetIndex(
-        cum[:i0] + mid_cum + [c + cum_shift for c in cum[i1 + 1 :]],
-        lstarts[:i0] + mid_starts + [x + shift for x in lstarts[i1:]],
-        lends[:i0] + mid_ends + [x + shift for x in lends[i1:]],
+        cum[:i0] + mid_cum + _shifted(cum[i1 + 1 :], cum_shift),
+        lstarts[:i0] + mid_starts + _shifted(lstarts[i1:], shift),
+        lends[:i0] + mid_ends + _shifted(lends[i1:], shift),
     )
     return new_base, new_net, mixed, new_index
 
