@@ -113,6 +113,7 @@ def _run_edit(args: argparse.Namespace) -> int:
     from lsp_server.engine import files
     from lsp_server.engine.errors import EditError
 
+    _WALK_MEMO.clear()
     root = os.path.realpath(args.root)
     if not os.path.isdir(root):
         raise UsageError(f"--root {args.root} is not a directory")
@@ -235,10 +236,13 @@ def workspace_path(root: str, path: str) -> str:
     The policy (`lsp_server.engine.policy`) resolves URIs, `~`, `..` and symlinks and applies the
     default deny globs; `--root` is its only workspace folder.
     """
-    return _policy(root).resolve(path).rel_path
+    return _policy(root).resolve(path, memo=_WALK_MEMO).rel_path
 
 
 _POLICIES: dict[str, Any] = {}
+# How each folder resolved, for the paths of one command (a patch names many files in few
+# folders); emptied at the start of every command, so in-process callers see fresh folders.
+_WALK_MEMO: dict[str, Any] = {}
 
 
 def _policy(root: str) -> Any:

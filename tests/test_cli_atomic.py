@@ -240,6 +240,52 @@ def test_io_error_mid_apply_rolls_back(
     assert not list(state.rglob(files.JOURNAL))
 
 
+def test_syncfs_is_used_on_linux() -> None:
+    """Linux: the temporary files are made durable by syncfs, not one fsync each."""
+    has_syncfs = files._syncfs_function() is not None
+    assert has_syncfs == sys.platform.startswith("linux")  # elsewhere: the fallback below
+
+
+def test_apply_without_syncfs_fsyncs_every_file(
+    work: Path, state: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = str(work)
+    plan = plan_patch(PATCH, lambda p: files.read_snapshot(root, p))
+    monkeypatch.setattr(files, "_syncfs_function", lambda: None)
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}") if os.path.isdir("/proc") else "?")
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    files.apply_plan(root, plan)
+    assert tree(work) == NEW_TREE
+    # Each of the 4 temporary files, the journal, and the folders.
+    assert sum(".agent-edit-" in p for p in synced) == 4 or "?" in synced
+    assert len(synced) >= 6
+
+
+def test_failed_flush_rolls_back(work: Path, state: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = str(work)
+    plan = plan_patch(PATCH, lambda p: files.read_snapshot(root, p))
+
+    def broken() -> object:
+        def syncfs(fd: int) -> int:
+            raise OSError(5, "Input/output error")
+
+        return syncfs
+
+    monkeypatch.setattr(files, "_syncfs_function", broken)
+    with pytest.raises(EditError) as info:
+        files.apply_plan(root, plan)
+    assert info.value.code == Code.IO_ERROR
+    assert tree(work) == OLD_TREE
+    assert dirs(work) == {"src"}
+    assert not list(state.rglob(files.JOURNAL))
+
+
 def test_failed_rollback_is_partial_and_finished_next_run(
     work: Path, state: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -340,6 +340,25 @@ def test_allowed(
     assert r.via_symlink == ("link" in template or template in ("to_ws2", "dangling_inside"))
 
 
+def test_a_shared_walk_memo_decides_exactly_as_without(
+    policy: PathPolicy, tree: dict[str, str]
+) -> None:
+    """One memo across the whole corpus (what the CLI does for a patch) changes no decision."""
+
+    def outcome(path: Any, memo: dict[str, Any] | None) -> Any:
+        try:
+            return policy.resolve(path, memo=memo)
+        except EditError as err:
+            return (err.code, err.details.get("rule"), err.message)
+
+    paths = [_fill(t, tree) for t, *_ in ATTACKS + ALLOWED if t != "to_ws2"]
+    memo: dict[str, Any] = {}
+    for _ in range(2):  # the second round answers from the memo
+        for path in paths:
+            assert outcome(path, memo) == outcome(path, None), path
+    assert memo
+
+
 def test_symlink_into_other_root_refused_when_not_a_root(policy: PathPolicy) -> None:
     with pytest.raises(EditError) as info:
         policy.resolve("to_ws2")

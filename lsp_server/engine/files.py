@@ -4,12 +4,14 @@
 the process is killed at any moment:
 
 1. a journal with every touched file's pre-image (and the temp names about to be used) is written
-   and fsynced to the per-workspace state directory, never inside the workspace;
-2. each new content goes to a temporary file in the target's own folder, fsynced (in a few
-   threads: fsync waits on the disk, not the CPU);
-3. only when every temporary file is written are they renamed over their targets; deletes and
-   the sources of moves come last; the folders are fsynced;
-4. the journal is removed: that is the commit point.
+   to the per-workspace state directory, never inside the workspace;
+2. each new content goes to a temporary file in the target's own folder;
+3. the journal and every temporary file are made durable: one `syncfs` per file system involved
+   on Linux (where one fsync per file cost half a second for 1,000 files), else an fsync per
+   file (in a few threads: fsync waits on the disk, not the CPU) and per folder;
+4. only then are they renamed over their targets; deletes and the sources of moves come last;
+   the renames are made durable the same way;
+5. the journal is removed: that is the commit point.
 
 If the journal is still there on the next run (`recover`, called by the CLI before any command
 and by `apply_plan` itself), the apply was interrupted: every file is put back to its pre-image,
@@ -41,7 +43,7 @@ import signal
 import stat
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -355,7 +357,7 @@ def _fsync_dir(path: str) -> None:
         os.close(fd)
 
 
-def _write_temp(root: str, step: _Step) -> None:
+def _write_temp(root: str, step: _Step, sync: bool) -> None:
     assert step.tmp is not None and step.data is not None
     full = os.path.join(root, step.tmp)
     mode = 0o666
@@ -364,17 +366,96 @@ def _write_temp(root: str, step: _Step) -> None:
             mode = os.stat(os.path.join(root, step.path)).st_mode & 0o7777
         except OSError:
             pass
-    fd = os.open(full, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    fd = os.open(full, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _CLOEXEC, mode)
     try:
         if step.existed:
             os.fchmod(fd, mode)  # the umask must not narrow an existing file's permissions
         _write_all(fd, step.data)
-        os.fsync(fd)
+        if sync:
+            os.fsync(fd)
     finally:
         os.close(fd)
 
 
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+
+def _syncfs_function() -> Callable[[int], int] | None:
+    """libc's `syncfs(fd)` (Linux), or None where there is none."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        fn = libc.syncfs
+    except (ImportError, OSError, AttributeError):  # pragma: no cover - no libc syncfs
+        return None
+    fn.argtypes = [ctypes.c_int]
+    fn.restype = ctypes.c_int
+
+    def syncfs(fd: int) -> int:
+        if fn(fd) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, os.strerror(err))
+        return 0
+
+    return syncfs
+
+
+class _Flusher:
+    """Makes what was written so far durable: one `syncfs` per file system on Linux.
+
+    An apply touches a handful of file systems (usually one: the workspace's, which also holds
+    the state directory) but may write thousands of files. `syncfs` commits each file system's
+    dirty data and metadata in one go, where one `fsync` per file forced one journal commit per
+    file (half a second for 1,000 files). Where `syncfs` does not exist, every temporary file is
+    fsynced as it is written and each directory once.
+    """
+
+    def __init__(self, dirs: list[str]) -> None:
+        self.syncfs = _syncfs_function()
+        # One open directory per file system (st_dev) among `dirs`, for syncfs; all of them
+        # for the per-directory fallback.
+        self.dirs = dirs
+        self.per_device: dict[int, str] = {}
+        if self.syncfs is not None:
+            for d in dirs:
+                try:
+                    self.per_device.setdefault(os.stat(d).st_dev, d)
+                except OSError:
+                    pass
+
+    @property
+    def per_file(self) -> bool:
+        """Whether each temporary file must be fsynced itself (no syncfs here)."""
+        return self.syncfs is None
+
+    def flush(self) -> None:
+        if self.syncfs is None:
+            for d in self.dirs:
+                _fsync_dir(d)
+            return
+        for d in self.per_device.values():
+            fd = os.open(d, os.O_RDONLY | _CLOEXEC)
+            try:
+                self.syncfs(fd)
+            finally:
+                os.close(fd)
+
+
 def _run(root: str, sdir: str, steps: list[_Step]) -> None:
+    # Why this order survives a SIGKILL (or a power loss) at any point:
+    # 1. The journal, naming every temporary file and holding every pre-image, is complete on
+    #    disk (the page cache survives a killed process) before the first temporary file is
+    #    created, so recovery can always remove the temporaries and restore the pre-images.
+    # 2. Between the last temporary file and the first rename, one flush per file system
+    #    (`_Flusher`: syncfs, or per-file fsync where there is none) makes the journal, its
+    #    directory entry and every temporary file's bytes durable. A power loss after any
+    #    rename therefore finds whole new files and the journal to roll them back with; one
+    #    before it finds no target changed. This is the fsync-per-file guarantee, paid once.
+    # 3. After the renames and deletes, a second flush makes them durable before the journal
+    #    is removed (the commit point): a journal can only disappear once every file is new.
     journal_path = os.path.join(sdir, JOURNAL)
     dirs = _missing_dirs(root, steps)
     entries = []
@@ -396,22 +477,28 @@ def _run(root: str, sdir: str, steps: list[_Step]) -> None:
     journal_fd = _write_journal(journal_path, header, blob)
     crash = _Crasher()
     writes = [s for s in steps if s.op == "write"]
+    folders = list(dict.fromkeys(os.path.dirname(os.path.join(root, s.path)) for s in steps))
     try:
         for d in dirs:
             os.makedirs(os.path.join(root, d), exist_ok=True)
-        if len(writes) >= _THREADED_FROM:
+        flusher = _Flusher([sdir, *folders])
+        per_file = flusher.per_file
+        if per_file and len(writes) >= _THREADED_FROM:
+            # fsync waits on the disk, not the CPU: a few threads overlap the waits.
             from concurrent.futures import ThreadPoolExecutor
 
             with ThreadPoolExecutor(_THREADS) as pool:
-                for _ in pool.map(lambda s: _write_temp(root, s), writes):
+                for _ in pool.map(lambda s: _write_temp(root, s, True), writes):
                     crash.step()
         else:
             for s in writes:
-                _write_temp(root, s)
+                _write_temp(root, s, per_file)
                 crash.step()
-        # The journal is durable before anything the user can see changes.
-        os.fsync(journal_fd)
-        _fsync_dir(sdir)
+        # The journal and every temporary file are durable before anything the user can see
+        # changes (2. above).
+        if per_file:
+            os.fsync(journal_fd)
+        flusher.flush()
         for s in writes:
             assert s.tmp is not None
             os.replace(os.path.join(root, s.tmp), os.path.join(root, s.path))
@@ -420,8 +507,7 @@ def _run(root: str, sdir: str, steps: list[_Step]) -> None:
             if s.op == "remove":
                 os.unlink(os.path.join(root, s.path))
                 crash.step()
-        for d in {os.path.dirname(os.path.join(root, s.path)) for s in steps}:
-            _fsync_dir(d)
+        flusher.flush()  # 3. above: the renames are durable before the journal goes
     except OSError as exc:
         try:
             report = _rollback(root, journal_path)
