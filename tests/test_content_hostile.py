@@ -323,3 +323,42 @@ def test_reading_a_fifo_is_refused_without_blocking(tmp_path) -> None:  # type: 
         watchdog.join()
     assert not rescued.is_set()
     assert info.value.details.get("reason") == "NOT_REGULAR"
+
+
+def _reference_lines(text: str) -> list[str]:
+    import re
+
+    pieces = re.split(r"(\r\n|\r|\n)", text)
+    lines = [pieces[i] + pieces[i + 1] for i in range(0, len(pieces) - 1, 2)]
+    return [*lines, pieces[-1]]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "a",
+        "a\n",
+        "a\x85",
+        "a\n\x85",
+        "\x85\n",
+        "a\x85b\n",
+        "\u2028",
+        "x\u2029\n\u2029",
+        "\f\v\n\x1c",
+        "one\ntwo\nthree",
+        "a\r\nb\x85\rc\n",
+    ],
+)
+def test_split_lines_matches_a_reference_splitter(text: str) -> None:
+    assert split_lines(text) == _reference_lines(text)
+
+
+def test_split_lines_matches_a_reference_splitter_on_random_text() -> None:
+    import random
+
+    rnd = random.Random(7)
+    alphabet = ["a", "b", "\n", "\r", "\r\n", "\x85", "\u2028", "\f", "\v", "\x1c", " "]
+    for _ in range(3000):
+        text = "".join(rnd.choice(alphabet) for _ in range(rnd.randrange(0, 12)))
+        assert split_lines(text) == _reference_lines(text), repr(text)
