@@ -27,13 +27,15 @@ start fast and never load pygls.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    import argparse
+
     from lsp_server.engine.model import Plan
     from lsp_server.engine.text import Snapshot
 
@@ -45,6 +47,8 @@ class UsageError(Exception):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    import argparse
+
     parser = argparse.ArgumentParser(
         prog="agent-edit",
         description="Apply coding agents' edits safely: a language server and a headless CLI.",
@@ -84,9 +88,38 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _plain_apply_patch(argv: list[str]) -> Any:
+    """The arguments of a plain `apply-patch [--root DIR] [--dry-run] [--json] PATCH`, or None.
+
+    argparse (with the gettext, locale and shutil it imports to build a parser) is a tenth of
+    a small apply's run; the usual command line is read here, exactly as argparse would read
+    it. Anything else (help, `--opt=value`, abbreviations, errors) goes to argparse.
+    """
+    if not argv or argv[0] != "apply-patch":
+        return None
+    args = SimpleNamespace(command="apply-patch", root=".", dry_run=False, json=False, patch=None)
+    rest = iter(argv[1:])
+    for arg in rest:
+        if arg == "--dry-run":
+            args.dry_run = True
+        elif arg == "--json":
+            args.json = True
+        elif arg == "--root":
+            value = next(rest, None)
+            if value is None or value.startswith("-"):
+                return None
+            args.root = value
+        elif (arg == "-" or not arg.startswith("-")) and args.patch is None:
+            args.patch = arg
+        else:
+            return None
+    return args if args.patch is not None else None
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    args = _plain_apply_patch(sys.argv[1:] if argv is None else argv)
+    if args is None:
+        args = build_parser().parse_args(argv)
     if args.command == "serve":
         from lsp_server.lsp.server import serve
 
@@ -102,11 +135,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return _run_edit(args)
     except UsageError as exc:
-        parser.exit(EXIT_USAGE, f"agent-edit: error: {exc}\n")
+        sys.stderr.write(f"agent-edit: error: {exc}\n")
+        return EXIT_USAGE
     finally:
         if was_enabled:
             gc.enable()  # main() may be called in-process
-    return EXIT_USAGE  # pragma: no cover - parser.exit raises
 
 
 def _run_edit(args: argparse.Namespace) -> int:

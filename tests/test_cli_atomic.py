@@ -494,3 +494,52 @@ def test_headless_commands_do_not_import_pygls(work: Path, state: Path) -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60
     )
     assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("argv", "plain"),
+    [
+        (["apply-patch", "-"], True),
+        (["apply-patch", "p.patch"], True),
+        (["apply-patch", "--json", "-"], True),
+        (["apply-patch", "-", "--json", "--dry-run"], True),
+        (["apply-patch", "--root", "ws", "--json", "p"], True),
+        (["apply-patch", "--root", "a", "--root", "b", "-"], True),
+        (["apply-patch", "--dry-run", "--dry-run", "x y.patch"], True),
+        (["apply-patch", "--root", "-", "-"], False),
+        (["apply-patch", "--root=ws", "-"], False),
+        (["apply-patch", "--js", "-"], False),
+        (["apply-patch", "-", "-"], False),
+        (["apply-patch"], False),
+        (["apply-patch", "--root"], False),
+        (["apply-patch", "--", "-x"], False),
+        (["apply-patch", "-h"], False),
+        (["replace", "a", "b", "c"], False),
+    ],
+)
+def test_plain_apply_patch_arguments_read_as_argparse_reads_them(
+    argv: list[str], plain: bool
+) -> None:
+    from lsp_server.cli import _plain_apply_patch, build_parser
+
+    fast = _plain_apply_patch(argv)
+    assert (fast is not None) == plain, "the usual forms skip argparse, the rest do not"
+    if fast is not None:
+        assert vars(fast) == vars(build_parser().parse_args(argv))
+
+
+def test_plain_apply_patch_does_not_import_argparse(work: Path, state: Path) -> None:
+    code = (
+        "import sys\n"
+        "from lsp_server.cli import main\n"
+        f"rc = main(['apply-patch', '--root', {str(work)!r}, '--json', {str(work / 'p')!r}])\n"
+        "assert rc == 0, rc\n"
+        "assert 'argparse' not in sys.modules\n"
+    )
+    (work / "p").write_text(PATCH)
+    env = dict(os.environ, PYTHONPATH=str(REPO), AGENT_EDIT_STATE_DIR=str(state))
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert tree(work) == dict(NEW_TREE, p=PATCH.encode())

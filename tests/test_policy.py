@@ -650,3 +650,34 @@ def test_uri_helpers(tree: dict[str, str]) -> None:
     assert canonical_path(path_to_uri(f"{tree['ws']}/inside_link")) == f"{tree['ws']}/src/a.py"
     assert canonical_path("relative") is None
     assert canonical_path("https://x/y") is None
+
+
+def test_deny_alternation_decides_as_each_glob_would(tree: dict[str, str]) -> None:
+    """`denied_by` tries all globs as one regex first; it must name what the globs one by one
+    (user globs first, then the defaults unless allowed) would."""
+    policy = PathPolicy.from_settings(
+        [tree["ws"]], {"deny": ["build/**", "*.secret", "/top.txt"], "allow": ["**/.env.example"]}
+    )
+
+    def reference(rel: str, anywhere_only: bool) -> str | None:
+        for glob in policy.deny:
+            if (not anywhere_only or glob.startswith("**/")) and compile_glob(glob).fullmatch(rel):
+                return glob
+        for glob in DEFAULT_DENY:
+            if (
+                (not anywhere_only or glob.startswith("**/"))
+                and compile_glob(glob).fullmatch(rel)
+                and not any(compile_glob(a).fullmatch(rel) for a in policy.allow)
+            ):
+                return glob
+        return None
+
+    names = [".git", ".GIT", ".env", ".env.example", ".env.local", "id_rsa.pub", "a.pem", "x.py"]
+    names += ["build", "top.txt", "k.secret", ".ssh", "settings.json", "w.code-workspace", ""]
+    dirs = ["", "src/", "a/.git/", ".vscode/", "build/", "deep/er/.ssh/", ".aws/", "x.pem/"]
+    for d in dirs:
+        for n in names:
+            rel = f"{d}{n}".rstrip("/") or "f"
+            for anywhere_only in (False, True):
+                got = policy.denied_by(rel, anywhere_only=anywhere_only)
+                assert got == reference(rel, anywhere_only), (rel, anywhere_only)

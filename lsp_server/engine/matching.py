@@ -10,7 +10,6 @@ because "not found" alone makes agents retry blindly.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -159,6 +158,8 @@ def candidates(snap: Snapshot, old_text: str) -> list[dict[str, Any]]:
         if why_line:
             add(i, f"line {idx + 1} of oldText: {why_line}")
     if not found and len(contents) <= FUZZY_LINE_LIMIT and stripped_anchor:
+        import difflib  # only for a miss: not worth its import on every patch
+
         close = difflib.get_close_matches(anchor, contents, n=MAX_CANDIDATES, cutoff=0.6)
         for text in close:
             i = contents.index(text)

@@ -49,7 +49,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
-from urllib.parse import quote, unquote, urlsplit
 
 from lsp_server.engine.errors import Code, EditError
 from lsp_server.engine.text import DEFAULT_MAX_BYTES
@@ -143,9 +142,13 @@ class ResolvedPath:
     abs_path: str
     root: str
     rel_path: str
-    uri: str
     named_path: str
     exists: bool
+
+    @cached_property
+    def uri(self) -> str:
+        # Computed on use: the CLI never needs it (and urllib's import is a CLI run's 1%).
+        return path_to_uri(self.abs_path)
 
     @property
     def via_symlink(self) -> bool:
@@ -174,12 +177,20 @@ class Root:
 # --- globs -----------------------------------------------------------------------------------
 
 
+_GLOB_FLAGS = re.IGNORECASE | re.DOTALL
+
+
 def compile_glob(glob: str) -> re.Pattern[str]:
     """A deny/allow glob as a regex over root-relative `/` paths.
 
     `**/` is any number of leading directories, a trailing `/**` is the thing itself and
     everything under it, `*` and `?` never cross `/`, `[...]` and `{a,b}` as in VS Code globs.
     """
+    return re.compile(glob_regex(glob), _GLOB_FLAGS)
+
+
+def glob_regex(glob: str) -> str:
+    """The source of `compile_glob(glob)` (compiled with `_GLOB_FLAGS`)."""
     g = unicodedata.normalize("NFC", glob.strip())
     anchored = g.startswith("/")
     if anchored:
@@ -238,7 +249,7 @@ def compile_glob(glob: str) -> re.Pattern[str]:
             i += 1
     if depth:
         raise re.error(f"unclosed '{{' in {glob!r}")
-    return re.compile("".join(out), re.IGNORECASE | re.DOTALL)
+    return "".join(out)
 
 
 # --- URIs and paths --------------------------------------------------------------------------
@@ -246,6 +257,8 @@ def compile_glob(glob: str) -> re.Pattern[str]:
 
 def path_to_uri(path: str) -> str:
     """The `file://` URI of an absolute path (percent-encoded as VS Code does)."""
+    from urllib.parse import quote
+
     p = path.replace("\\", "/") if os.name == "nt" else path
     if _DRIVE.match(p):
         p = "/" + p[0].lower() + p[1:]
@@ -285,6 +298,8 @@ def _decode_file_uri(uri: str, argument: str = "path") -> str:
             "names a non-file URI scheme; only files in the workspace folders can be edited",
             argument,
         )
+    from urllib.parse import unquote, urlsplit
+
     try:
         parts = urlsplit(uri)
     except ValueError:
@@ -545,11 +560,13 @@ class PathPolicy:
         ~40 `fullmatch` calls from Python; only a path it matches goes through the rules one
         by one (to name the glob and apply the allow list). Same flags as `compile_glob`.
         """
-        rules = self._user_rules + self._default_rules
+        # From the globs' sources: compiling ~40 globs one by one would cost more than the
+        # alternation (milliseconds of a short CLI run); they are compiled only on a match.
+        globs = [*self.deny, *(DEFAULT_DENY if self.default_deny else ())]
         any_depth = "(?:.*/)?"  # how compile_glob starts a glob that holds at any depth
         out: dict[bool, re.Pattern[str] | None] = {}
         for anywhere_only in (False, True):
-            patterns = [rx.pattern for g, rx in rules if not anywhere_only or g.startswith("**/")]
+            patterns = [glob_regex(g) for g in globs if not anywhere_only or g.startswith("**/")]
             # The any-depth prefix is factored out: one walk over the path's folders instead
             # of one per glob (`P(a|b)` matches exactly what `Pa|Pb` does).
             deep = [p[len(any_depth) :] for p in patterns if p.startswith(any_depth)]
@@ -557,9 +574,7 @@ class PathPolicy:
             parts = [f"(?:{p})" for p in other]
             if deep:
                 parts.append(any_depth + "(?:" + "|".join(f"(?:{p})" for p in deep) + ")")
-            out[anywhere_only] = (
-                re.compile("|".join(parts), re.IGNORECASE | re.DOTALL) if parts else None
-            )
+            out[anywhere_only] = re.compile("|".join(parts), _GLOB_FLAGS) if parts else None
         return out
 
     # -- checks --
@@ -728,7 +743,6 @@ class PathPolicy:
             abs_path=walk.real,
             root=root.real,
             rel_path=rel,
-            uri=path_to_uri(walk.real),
             named_path=named,
             exists=exists,
         )
