@@ -535,6 +535,7 @@ def test_plain_apply_patch_does_not_import_argparse(work: Path, state: Path) -> 
         f"rc = main(['apply-patch', '--root', {str(work)!r}, '--json', {str(work / 'p')!r}])\n"
         "assert rc == 0, rc\n"
         "assert 'argparse' not in sys.modules\n"
+        "assert 'lark' not in sys.modules  # a valid patch runs the saved tables\n"
     )
     (work / "p").write_text(PATCH)
     env = dict(os.environ, PYTHONPATH=str(REPO), AGENT_EDIT_STATE_DIR=str(state))

@@ -458,3 +458,86 @@ def test_rendered_models_parse_back(model: tuple[object, ...]) -> None:
         return
     if "***" not in text.replace("\n***", "") and "@@" not in text.replace("\n@@", ""):
         assert parsed == model
+
+
+# --- the saved LALR tables (v4a_tables.py) against lark itself ------------------------------
+
+
+def test_saved_tables_are_what_lark_builds_from_the_grammar() -> None:
+    """v4a_tables.py is current: regenerate it with `python -m lsp_server.engine.v4a`."""
+    from lsp_server.engine import v4a
+    from lsp_server.engine.v4a_tables import TABLES
+
+    assert v4a.build_tables() == TABLES
+    assert v4a._tables() is TABLES  # the grammar's hash matches: the tables are used
+
+
+def _both_ways(text: str) -> None:
+    """The tables parse `text` exactly as lark does, or leave it to lark (errors always)."""
+    from lark.exceptions import UnexpectedInput
+
+    from lsp_server.engine import v4a
+
+    norm = normalise_patch(text)
+    tables = v4a._tables()
+    assert tables is not None
+    outcomes = []
+    for parse in (lambda t: v4a._tables_parse(t, tables), lambda t: v4a._lark().parse(t)):
+        with v4a._LOCK:
+            v4a._TRANSFORMER.norm = norm
+            try:
+                outcomes.append(("ok", parse(norm.text)))
+            except UnexpectedInput:
+                outcomes.append(("syntax", None))
+            except EditError as err:
+                outcomes.append(("error", err.to_result()))
+            finally:
+                v4a._TRANSFORMER.norm = None
+    fast, lark = outcomes
+    if lark[0] == "syntax":
+        assert fast == ("ok", None), "a syntax error is left to lark"
+    else:
+        assert fast == lark
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(PATCHY_LINES, max_size=14), st.sampled_from(["\n", "\r\n"]), st.booleans())
+def test_tables_parse_as_lark_does(lines: list[str], eol: str, framed: bool) -> None:
+    body = eol.join(lines)
+    _both_ways(f"*** Begin Patch{eol}{body}{eol}*** End Patch{eol}" if framed else body)
+
+
+@settings(max_examples=200, deadline=None)
+@given(models())
+def test_tables_parse_rendered_models_as_lark_does(model: tuple[object, ...]) -> None:
+    _both_ways(render(model))
+
+
+@pytest.mark.parametrize(("name", "text", "expected"), LENIENT, ids=[c[0] for c in LENIENT])
+def test_tables_parse_the_lenient_corpus_as_lark_does(
+    name: str, text: str, expected: tuple[object, ...]
+) -> None:
+    _both_ways(text)
+
+
+def test_tables_parse_the_conformance_patches_as_lark_does() -> None:
+    from tests.test_conformance import SCENARIOS  # the corpus the conformance test reads
+
+    patches = sorted(SCENARIOS.glob("*/patch.txt"))
+    assert len(patches) >= 20
+    for p in patches:
+        _both_ways(p.read_text(encoding="utf-8"))
+
+
+def test_lark_parses_when_the_grammar_changed(monkeypatch: pytest.MonkeyPatch) -> None:
+    from lsp_server.engine import v4a
+
+    bad = "*** Begin Patch\n*** Update File: a\nbogus\n*** End Patch\n"
+    with pytest.raises(EditError) as with_tables:
+        parse_patch(bad)
+    monkeypatch.setattr(v4a, "_tables", lambda: None)
+    assert strip_lines(parse_patch(LENIENT[0][1])) == (BASIC,)
+    with pytest.raises(EditError) as info:
+        parse_patch(bad)
+    assert info.value.code == Code.PARSE_ERROR
+    assert info.value.to_result() == with_tables.value.to_result()

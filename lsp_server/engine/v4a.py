@@ -342,6 +342,18 @@ class _ToHunks:
 
 _TRANSFORMER = _ToHunks()
 _LOCK = threading.Lock()
+# The options every parser of v4a.lark is built with (the tables below too).
+_LARK_OPTIONS: dict[str, Any] = {
+    "parser": "lalr",
+    "lexer": "contextual",
+    "propagate_positions": False,
+    "maybe_placeholders": False,
+}
+
+
+def _grammar() -> str:
+    with open(GRAMMAR_PATH, encoding="utf-8") as f:
+        return f.read()
 
 
 @cache
@@ -349,17 +361,211 @@ def _lark() -> Lark:
     # Imported here so commands that never parse a patch do not pay for lark's import.
     from lark import Lark
 
-    with open(GRAMMAR_PATH, encoding="utf-8") as f:
-        grammar = f.read()
-    return Lark(
-        grammar,
-        parser="lalr",
-        lexer="contextual",
-        transformer=_TRANSFORMER,
-        propagate_positions=False,
-        maybe_placeholders=False,
-        cache=True,
+    return Lark(_grammar(), transformer=_TRANSFORMER, cache=True, **_LARK_OPTIONS)
+
+
+# --- lark's tables without lark's import -----------------------------------------------------
+#
+# Importing lark costs more than parsing a 10,000-line patch (a quarter of a one-file CLI
+# apply), so a patch is parsed by running the LALR tables and contextual lexer that lark built
+# from v4a.lark, saved as data in v4a_tables.py (`python -m lsp_server.engine.v4a` writes it;
+# tests/test_v4a_parse.py fails when it is stale). The loop below is lark's LALR loop
+# (shift/reduce, then the rule's callback on its children, `_rules` spliced into their parent,
+# `?rules` with one child passed through). Anything it cannot take, a syntax error included,
+# goes to lark itself, so every error is lark's own and `_explain` reads it as before; and if
+# v4a.lark changed since the tables were written, lark parses everything.
+
+_SHIFT, _REDUCE = 0, 1
+_KEEP, _SPLICE, _DROP = 0, 1, 2
+
+
+def build_tables() -> dict[str, Any]:
+    """lark's LALR tables and contextual lexer for v4a.lark, as plain data (needs lark)."""
+    import hashlib
+
+    from lark import Lark
+
+    grammar = _grammar()
+    parser = Lark(grammar, **_LARK_OPTIONS)
+    frontend: Any = parser.parser
+    table = frontend.parser.parser.parse_table
+    rules: list[Any] = sorted(
+        {
+            arg
+            for acts in table.states.values()
+            for kind, arg in acts.values()
+            if kind.name == "Reduce"
+        },
+        key=lambda r: (r.origin.name, [x.name for x in r.expansion]),
     )
+    rule_index = {r: i for i, r in enumerate(rules)}
+    rule_data = []
+    for r in rules:
+        assert r.alias is None and r.options.template_source is None, r
+        modes = []
+        for sym in r.expansion:
+            if sym.is_term and sym.filter_out and not r.options.keep_all_tokens:
+                modes.append(_DROP)
+            elif not sym.is_term and sym.name.startswith("_"):
+                modes.append(_SPLICE)
+            else:
+                modes.append(_KEEP)
+        rule_data.append((str(r.origin.name), tuple(modes), bool(r.options.expand1)))
+    # lark numbers states in set order, which varies between runs: number them in the order a
+    # walk from the start state meets them, so the same grammar always gives the same file.
+    start = table.start_states["start"]
+    number = {start: 0}
+    todo = [start]
+    while todo:
+        state = todo.pop(0)
+        for _sym, (kind, arg) in sorted(table.states[state].items()):
+            if kind.name == "Shift" and arg not in number:
+                number[arg] = len(number)
+                todo.append(arg)
+    assert len(number) == len(table.states)
+    actions = {
+        number[state]: {
+            str(sym): (_SHIFT, number[arg]) if kind.name == "Shift" else (_REDUCE, rule_index[arg])
+            for sym, (kind, arg) in sorted(acts.items())
+        }
+        for state, acts in sorted(table.states.items(), key=lambda x: number[x[0]])
+    }
+    lexers: list[tuple[str, ...]] = []
+    lexer_of: dict[int, int] = {}
+    for state, lexer in sorted(frontend.lexer.lexers.items(), key=lambda x: number[x[0]]):
+        scanner = lexer.scanner
+        # No token callbacks, nothing ignored, no flags: the scan is the regex match alone.
+        assert not lexer.callback and not lexer.ignore_types and not lexer.g_regex_flags
+        patterns = tuple(m.pattern for m in scanner._mres)
+        if patterns not in lexers:
+            lexers.append(patterns)
+        lexer_of[number[state]] = lexers.index(patterns)
+    return {
+        "grammar_sha256": hashlib.sha256(grammar.encode("utf-8")).hexdigest(),
+        "start": number[start],
+        "end": number[table.end_states["start"]],
+        "actions": actions,
+        "rules": rule_data,
+        "lexers": lexers,
+        "lexer_of": lexer_of,
+    }
+
+
+def write_tables(path: str = os.path.join(os.path.dirname(GRAMMAR_PATH), "v4a_tables.py")) -> None:
+    """(Re)write v4a_tables.py from v4a.lark with the installed lark."""
+    import pprint
+
+    body = pprint.pformat(build_tables(), width=100, sort_dicts=True)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(
+            '"""lark\'s LALR tables for v4a.lark, as data (generated: `python -m '
+            "lsp_server.engine.v4a`).\n\nDo not edit: v4a.py parses with these without "
+            'importing lark, and falls back to lark\nwhen the grammar\'s hash differs.\n"""\n\n'
+            "# fmt: off\n"
+            f"TABLES = {body}\n"
+        )
+
+
+@cache
+def _tables() -> dict[str, Any] | None:
+    """The saved tables, if they were built from v4a.lark as it is now."""
+    import hashlib
+
+    try:
+        from lsp_server.engine.v4a_tables import TABLES
+    except ImportError:  # pragma: no cover - a build that dropped the generated module
+        return None
+    sha = hashlib.sha256(_grammar().encode("utf-8")).hexdigest()
+    return TABLES if TABLES["grammar_sha256"] == sha else None
+
+
+class _Token(str):
+    """A token as the callbacks read it: its text, `.type` and `.line`, like lark's."""
+
+    type: str
+    line: int
+
+
+_SCANNERS: dict[int, list[re.Pattern[str]]] = {}
+
+
+def _tables_parse(text: str, tables: dict[str, Any]) -> Patch | None:
+    """Parse normalised `text` with the saved tables; None where lark must decide."""
+    actions: dict[int, dict[str, tuple[int, Any]]] = tables["actions"]
+    rules: list[tuple[str, tuple[int, ...], bool]] = tables["rules"]
+    lexer_of: dict[int, int] = tables["lexer_of"]
+    end_state: int = tables["end"]
+    states: list[int] = [tables["start"]]
+    values: list[Any] = []
+    pos, line, n = 0, 1, len(text)
+    count = text.count
+    while True:
+        state = states[-1]
+        token: Any = None
+        if pos < n:
+            scanners = _SCANNERS.get(lexer_of[state])
+            if scanners is None:
+                k = lexer_of[state]
+                scanners = _SCANNERS[k] = [re.compile(p) for p in tables["lexers"][k]]
+            for rx in scanners:
+                m = rx.match(text, pos)
+                if m is not None:
+                    break
+            else:
+                return None
+            end = m.end()
+            token = _Token(m.group())
+            token.type = ttype = m.lastgroup or ""
+            token.line = line
+            line += count("\n", pos, end)
+            pos = end
+        else:
+            ttype = "$END"
+        while True:
+            act = actions[state].get(ttype)
+            if act is None:
+                return None
+            if act[0] == _SHIFT:
+                if token is None:
+                    return None
+                states.append(act[1])
+                values.append(token)
+                break
+            origin, modes, expand1 = rules[act[1]]
+            size = len(modes)
+            if size:
+                got = values[-size:]
+                del states[-size:]
+                del values[-size:]
+            else:
+                got = []
+            if _SPLICE in modes or _DROP in modes:
+                children: list[Any] = []
+                for mode, v in zip(modes, got, strict=True):
+                    if mode == _KEEP:
+                        children.append(v)
+                    elif mode == _SPLICE:
+                        if children:
+                            children.extend(v)
+                        else:
+                            children = v  # a left-recursive list grows in place, as in lark
+            else:
+                children = got
+            if origin[0] == "_":
+                result: Any = children
+            elif expand1 and len(children) == 1:
+                result = children[0]
+            else:
+                result = getattr(_TRANSFORMER, origin)(children)
+            state = states[-1]
+            goto = actions[state].get(origin)
+            if goto is None or goto[0] != _SHIFT:
+                return None
+            state = goto[1]
+            states.append(state)
+            values.append(result)
+            if token is None and state == end_state:
+                return result  # type: ignore[no-any-return]
 
 
 def parse_patch(text: str) -> Patch:
@@ -384,14 +590,12 @@ def parse_patch(text: str) -> Patch:
             norm.text_of(n),
             [_EXPECTED["END"]],
         )
-    from lark.exceptions import UnexpectedInput
-
     with _LOCK:
         _TRANSFORMER.norm = norm
         try:
-            patch: Patch = _lark().parse(t)  # type: ignore[assignment]
-        except UnexpectedInput as exc:
-            raise _explain(exc, norm) from None
+            tables = _tables()
+            fast = _tables_parse(t, tables) if tables is not None else None
+            patch: Patch = fast if fast is not None else _lark_parse(t, norm)
         finally:
             _TRANSFORMER.norm = None
     if not patch:
@@ -403,6 +607,15 @@ def parse_patch(text: str) -> Patch:
             [_EXPECTED[name] for name in _FILE_HEADERS],
         )
     return patch
+
+
+def _lark_parse(text: str, norm: NormalisedPatch) -> Patch:
+    from lark.exceptions import UnexpectedInput
+
+    try:
+        return _lark().parse(text)  # type: ignore[return-value]
+    except UnexpectedInput as exc:
+        raise _explain(exc, norm) from None
 
 
 def _explain(exc: Any, norm: NormalisedPatch) -> EditError:
@@ -478,3 +691,7 @@ def _explain(exc: Any, norm: NormalisedPatch) -> EditError:
     else:
         why = "is not valid here"
     return _parse_error(f"Invalid patch line {n}: {text!r} {why}.", n, text, expected)
+
+
+if __name__ == "__main__":
+    write_tables()
