@@ -47,11 +47,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from itertools import compress
+from operator import itemgetter
 from typing import Any
 
 from lsp_server.engine.errors import Code, EditError
 from lsp_server.engine.matching import LADDER, MAX_LISTED_MATCHES
-from lsp_server.engine.model import FileChange, LineEdit, Plan, minimal_edit
+from lsp_server.engine.model import FileChange, LineEdit, Plan
 from lsp_server.engine.text import Snapshot, content
 from lsp_server.engine.v4a import AddFile, Chunk, DeleteFile, Patch, UpdateFile, parse_patch
 
@@ -262,7 +263,15 @@ class _FileSeeker:
         n = len(self.lines)
         if k > n or k == 0:
             return "", []
-        for name, norm in LADDER:
+        if not eof and not self.indexed and self.lf_only:
+            # The common case, without the ladder's generality: exact lines, no index.
+            hits = self._exact_hits(pattern, start, first_only)
+            if hits:
+                return "exact", hits
+            ladder = LADDER[1:]
+        else:
+            ladder = LADDER
+        for name, norm in ladder:
             level = self._level(name, norm)
             values = level.values
             cached = self.exact_wants.get(id(pattern)) if name == "exact" else None
@@ -301,6 +310,31 @@ class _FileSeeker:
             if hits:
                 return name, hits
         return "", []
+
+    def _exact_hits(self, pattern: Sequence[str], start: int, first_only: bool) -> list[int]:
+        """`find`'s exact level for an LF-only file without an index (same search)."""
+        values = self.lines
+        want = [x + "\n" for x in pattern]
+        lens = list(map(len, want))
+        pivot = lens.index(max(lens))
+        k = len(want)
+        v = want[pivot]
+        stop = len(values) - k + pivot
+        index = values.index
+        hits: list[int] = []
+        i = start + pivot
+        while i <= stop:
+            try:
+                p = index(v, i, stop + 1)
+            except ValueError:
+                break
+            s = p - pivot
+            if values[s : s + k] == want:
+                hits.append(s)
+                if first_only:
+                    break
+            i = p + 1
+        return hits
 
     def edits(self, chunks: Sequence[Chunk]) -> tuple[LineEdit, ...]:
         lines = self.lines
@@ -362,7 +396,7 @@ class _FileSeeker:
             last = len(lines) - 1
             if not any(s <= last < e for s, e, _, _ in pending):
                 pending.append((last, last + 1, -1, (lines[last],)))
-        pending.sort(key=lambda p: (p[0], p[1], p[2]))
+        pending.sort(key=itemgetter(0, 1, 2))
         merged: list[tuple[int, int, list[str]]] = []
         for s, e, _, new in pending:
             if merged and s <= merged[-1][1]:
@@ -385,24 +419,29 @@ class _FileSeeker:
             merged.append((s, e, list(new)))
         out: list[LineEdit] = []
         old_lines = self.snap.lines
-        for s, e, new_lines in merged:
-            if s == e or not new_lines:
-                out.append(LineEdit(s, e, tuple(new_lines)))
-                continue
-            # A replaced line may come back unchanged (a `-x`/`+x` pair): keep the edit minimal.
-            # Compared with the snapshot's own lines: an unterminated last line differs.
-            edit = minimal_edit(old_lines[s:e], new_lines, s)
-            if edit is not None:
-                out.append(edit)
-        # Character offsets let FileChange build the new text by slicing the old one.
-        with_offsets: list[LineEdit] = []
         line, char = 0, 0
-        for ed in out:
-            char += sum(map(len, old_lines[line : ed.start]))
-            line = ed.start
-            end = char + sum(map(len, old_lines[ed.start : ed.end]))
-            with_offsets.append(LineEdit(ed.start, ed.end, ed.new_lines, (char, end)))
-        return tuple(with_offsets)
+        for s, e, new_lines in merged:
+            if s != e and new_lines:
+                # A replaced line may come back unchanged (a `-x`/`+x` pair): keep the edit
+                # minimal (model.minimal_edit, inlined: one LineEdit per edit, not two).
+                # Compared with the snapshot's own lines: an unterminated last line differs.
+                n, m = e - s, len(new_lines)
+                p = 0
+                while p < n and p < m and old_lines[s + p] == new_lines[p]:
+                    p += 1
+                q = 0
+                while q < n - p and q < m - p and old_lines[e - 1 - q] == new_lines[m - 1 - q]:
+                    q += 1
+                if p == n and p == m:
+                    continue
+                new_lines = new_lines[p : m - q]
+                s, e = s + p, e - q
+            # Character offsets let FileChange build the new text by slicing the old one.
+            char += sum(map(len, old_lines[line:s]))
+            line = s
+            end = char + sum(map(len, old_lines[s:e]))
+            out.append(LineEdit(s, e, tuple(new_lines), (char, end)))
+        return tuple(out)
 
     def _note(self, level: str, chunk: Chunk) -> None:
         if level != "exact":
