@@ -265,9 +265,9 @@ class _FileSeeker:
             return "", []
         if not eof and not self.indexed and self.lf_only:
             # The common case, without the ladder's generality: exact lines, no index.
-            hits = self._exact_hits(pattern, start, first_only)
-            if hits:
-                return "exact", hits
+            exact = self._exact_hits(pattern, start, first_only)
+            if exact:
+                return "exact", exact
             ladder = LADDER[1:]
         else:
             ladder = LADDER
