@@ -544,3 +544,18 @@ def test_plain_apply_patch_does_not_import_argparse(work: Path, state: Path) -> 
     )
     assert proc.returncode == 0, proc.stderr
     assert tree(work) == dict(NEW_TREE, p=PATCH.encode())
+
+
+def test_replaced_files_keep_permissions_the_umask_would_narrow(work: Path, state: Path) -> None:
+    root = str(work)
+    (work / "a.txt").chmod(0o666)
+    (work / "crlf.txt").chmod(0o640)
+    plan = plan_patch(PATCH, lambda p: files.read_snapshot(root, p))
+    old = os.umask(0o027)
+    try:
+        files.apply_plan(root, plan)
+    finally:
+        os.umask(old)
+    assert tree(work) == NEW_TREE
+    assert stat.S_IMODE((work / "a.txt").stat().st_mode) == 0o666
+    assert stat.S_IMODE((work / "crlf.txt").stat().st_mode) == 0o640

@@ -156,7 +156,7 @@ def _is_directory(rel: str) -> EditError:
 class _Step:
     """One file's part of an apply, as the journal records it."""
 
-    __slots__ = ("path", "op", "pre", "new_sha256", "tmp", "data")
+    __slots__ = ("path", "op", "pre", "new_sha256", "tmp", "data", "mode")
 
     def __init__(
         self,
@@ -173,6 +173,7 @@ class _Step:
         self.new_sha256 = new_sha256  # of the bytes written, for "write"
         self.tmp = tmp  # temporary file name in the same folder, for "write"
         self.data = data  # the bytes to write (not journalled)
+        self.mode: int | None = None  # the permissions of the file replaced, if known
 
     @property
     def existed(self) -> bool:
@@ -229,15 +230,20 @@ def apply_plan(root: str, plan: Plan) -> list[dict[str, Any]]:
     """
     with workspace_lock(root) as sdir:
         recovered = _recover_locked(root, sdir)
-        _check_unchanged(root, plan)
-        steps = _steps(root, plan)
+        modes = _check_unchanged(root, plan)
+        steps = _steps(root, plan, modes)
         if steps:
             _run(root, sdir, steps)
     return recovered
 
 
-def _check_unchanged(root: str, plan: Plan) -> None:
-    """Refuse (STALE) if a planned file changed on disk since `read_snapshot` read it."""
+def _check_unchanged(root: str, plan: Plan) -> dict[str, int]:
+    """Refuse (STALE) if a planned file changed on disk since `read_snapshot` read it.
+
+    Returns the permission bits of each existing file by full path (taken now, under the lock),
+    for its replacement to keep.
+    """
+    modes: dict[str, int] = {}
     for change in plan.changes:
         paths: list[tuple[Snapshot | None, str]] = [(change.before, change.path)]
         if change.change == "move" and change.moved_to:
@@ -247,6 +253,7 @@ def _check_unchanged(root: str, plan: Plan) -> None:
             try:
                 st = os.stat(full)
                 now: tuple[int, int, int] | None = (st.st_ino, st.st_size, st.st_mtime_ns)
+                modes[full] = st.st_mode & 0o7777
             except FileNotFoundError:
                 now = None
             if before is not None and before.exists:
@@ -261,6 +268,7 @@ def _check_unchanged(root: str, plan: Plan) -> None:
                 "Apply the patch again: it will be checked against the file as it is now.",
                 {"path": rel, "reason": "CHANGED_ON_DISK"},
             )
+    return modes
 
 
 def recover(root: str) -> list[dict[str, Any]]:
@@ -269,7 +277,7 @@ def recover(root: str) -> list[dict[str, Any]]:
         return _recover_locked(root, sdir)
 
 
-def _steps(root: str, plan: Plan) -> list[_Step]:
+def _steps(root: str, plan: Plan, modes: dict[str, int]) -> list[_Step]:
     token = os.urandom(4).hex()
     writes: list[_Step] = []
     removes: list[_Step] = []
@@ -292,7 +300,9 @@ def _steps(root: str, plan: Plan) -> list[_Step]:
             writes.append(_Step(target, "write", None, sha, tmp, data))
             removes.append(_Step(change.path, "remove", pre, None, None))
         else:
-            writes.append(_Step(target, "write", pre, sha, tmp, data))
+            step = _Step(target, "write", pre, sha, tmp, data)
+            step.mode = modes.get(os.path.join(root, target))
+            writes.append(step)
     return writes + removes
 
 
@@ -373,18 +383,21 @@ def _fsync_dir(path: str) -> None:
         os.close(fd)
 
 
-def _write_temp(root: str, step: _Step, sync: bool) -> None:
+def _write_temp(root: str, step: _Step, sync: bool, umask: int) -> None:
     assert step.tmp is not None and step.data is not None
     full = os.path.join(root, step.tmp)
     mode = 0o666
     if step.existed:
-        try:
-            mode = os.stat(os.path.join(root, step.path)).st_mode & 0o7777
-        except OSError:
-            pass
+        if step.mode is not None:
+            mode = step.mode
+        else:
+            try:
+                mode = os.stat(os.path.join(root, step.path)).st_mode & 0o7777
+            except OSError:
+                pass
     fd = os.open(full, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _CLOEXEC, mode)
     try:
-        if step.existed:
+        if step.existed and mode & umask:
             os.fchmod(fd, mode)  # the umask must not narrow an existing file's permissions
         _write_all(fd, step.data)
         if sync:
@@ -527,7 +540,9 @@ def _run(root: str, sdir: str, steps: list[_Step]) -> None:
         per_file = flusher.per_file
         # fsync waits on the disk: with it, a few threads overlap the waits. Without it, creating
         # files is CPU work in the kernel, which threads only make contend.
-        _each(lambda s: _write_temp(root, s, per_file), writes, crash, threaded=per_file)
+        umask = os.umask(0o022)
+        os.umask(umask)
+        _each(lambda s: _write_temp(root, s, per_file, umask), writes, crash, threaded=per_file)
         # The journal and every temporary file are durable before anything the user can see
         # changes (2. above).
         if per_file:
