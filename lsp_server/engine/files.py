@@ -9,8 +9,9 @@ the process is killed at any moment:
 3. the journal and every temporary file are made durable: one `syncfs` per file system involved
    on Linux (where one fsync per file cost half a second for 1,000 files), else an fsync per
    file (in a few threads: fsync waits on the disk, not the CPU) and per folder;
-4. only then are they renamed over their targets; deletes and the sources of moves come last;
-   the renames are made durable the same way;
+4. only then are they renamed over their targets (in a few threads: freeing the replaced files'
+   blocks can wait on the disk); deletes and the sources of moves come last; the renames are
+   made durable the same way;
 5. the journal is removed: that is the commit point.
 
 If the journal is still there on the next run (`recover`, called by the CLI before any command
