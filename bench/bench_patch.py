@@ -202,11 +202,11 @@ def io_floor(trees: Trees, runs: int) -> tuple[float, float]:
     No parsing or planning: the IO floor."""
     from concurrent.futures import ThreadPoolExecutor
 
-    if str(REPO) not in sys.path:
-        sys.path.insert(0, str(REPO))
-    from lsp_server.engine.files import _syncfs_function
+    syncfs = None
+    if sys.platform.startswith("linux"):
+        import ctypes
 
-    syncfs = _syncfs_function()
+        syncfs = ctypes.CDLL(None, use_errno=True).syncfs
 
     def flush(path: Path) -> None:
         if syncfs is None:
