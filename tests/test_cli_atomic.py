@@ -559,3 +559,37 @@ def test_replaced_files_keep_permissions_the_umask_would_narrow(work: Path, stat
     assert tree(work) == NEW_TREE
     assert stat.S_IMODE((work / "a.txt").stat().st_mode) == 0o666
     assert stat.S_IMODE((work / "crlf.txt").stat().st_mode) == 0o640
+
+
+def test_io_error_in_a_threaded_many_file_apply_rolls_back(
+    tmp_path: Path, state: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past 16 files the renames run in threads; a failing one stops the rest, all roll back."""
+    import threading
+
+    root = tmp_path / "many"
+    old = {f"d{i % 3}/f{i}.txt": f"line {i}\n".encode() for i in range(40)}
+    make(root, old)
+    patch = "*** Begin Patch\n" + "".join(
+        f"*** Update File: d{i % 3}/f{i}.txt\n@@\n-line {i}\n+LINE {i}\n" for i in range(40)
+    )
+    plan = plan_patch(patch + "*** End Patch\n", lambda p: files.read_snapshot(str(root), p))
+    real_replace = os.replace
+    lock = threading.Lock()
+    calls = {"n": 0}
+
+    def flaky(src: str, dst: str) -> None:
+        with lock:
+            calls["n"] += 1
+            n = calls["n"]
+        if n == 12:  # the journal's own rename is call 1
+            raise OSError(28, "No space left on device", dst)
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", flaky)
+    with pytest.raises(EditError) as info:
+        files.apply_plan(str(root), plan)
+    monkeypatch.setattr(os, "replace", real_replace)
+    assert info.value.code == Code.IO_ERROR
+    assert tree(root) == old
+    assert not list(state.rglob(files.JOURNAL))

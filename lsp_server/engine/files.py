@@ -486,17 +486,43 @@ def _each(
     fn: Callable[[_Step], None], steps: list[_Step], crash: _Crasher, *, threaded: bool
 ) -> None:
     """`fn(step)` for every step, in a few threads when asked and worth it; one crash-hook
-    step per finished call. The first OSError propagates once every started call is done."""
+    step per finished call. After a failure no further call starts, and the first exception
+    propagates once every started call is done."""
     if not threaded or len(steps) < _THREADED_FROM:
         for s in steps:
             fn(s)
             crash.step()
         return
-    from concurrent.futures import ThreadPoolExecutor
+    # Plain threads over a shared queue: concurrent.futures (and the logging it imports) would
+    # cost a short CLI run more than its convenience is worth.
+    import threading
 
-    with ThreadPoolExecutor(_THREADS) as pool:
-        for _ in pool.map(fn, steps):
-            crash.step()
+    lock = threading.Lock()
+    todo = iter(steps)
+    failed: list[BaseException] = []
+
+    def worker() -> None:
+        while True:
+            with lock:
+                step = None if failed else next(todo, None)
+            if step is None:
+                return
+            try:
+                fn(step)
+            except BaseException as exc:  # handed to the calling thread below
+                with lock:
+                    failed.append(exc)
+                return
+            with lock:
+                crash.step()
+
+    threads = [threading.Thread(target=worker, daemon=True) for _ in range(_THREADS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if failed:
+        raise failed[0]
 
 
 def _run(root: str, sdir: str, steps: list[_Step]) -> None:
