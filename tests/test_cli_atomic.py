@@ -240,10 +240,41 @@ def test_io_error_mid_apply_rolls_back(
     assert not list(state.rglob(files.JOURNAL))
 
 
-def test_syncfs_is_used_on_linux() -> None:
-    """Linux: the temporary files are made durable by syncfs, not one fsync each."""
+def test_syncfs_is_used_on_linux_for_many_files(
+    tmp_path: Path, state: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Linux: many temporary files are made durable by one syncfs, a few by an fsync each (a
+    syncfs would also wait for other programs' unwritten data)."""
     has_syncfs = files._syncfs_function() is not None
     assert has_syncfs == sys.platform.startswith("linux")  # elsewhere: the fallback below
+    if not has_syncfs:
+        return
+    real = files._syncfs_function
+    calls: list[int] = []
+
+    def counting() -> object:
+        fn = real()
+        assert fn is not None
+
+        def syncfs(fd: int) -> int:
+            calls.append(fd)
+            return fn(fd)
+
+        return syncfs
+
+    monkeypatch.setattr(files, "_syncfs_function", counting)
+    for n, flushes in ((3, 0), (files._SYNCFS_FROM, 2)):
+        root = tmp_path / f"ws{n}"
+        make(root, {f"f{i}.txt": b"x\n" for i in range(n)})
+        patch = "*** Begin Patch\n" + "".join(
+            f"*** Update File: f{i}.txt\n@@\n-x\n+y\n" for i in range(n)
+        )
+        ws = str(root)
+        plan = plan_patch(patch + "*** End Patch\n", lambda p, ws=ws: files.read_snapshot(ws, p))
+        calls.clear()
+        files.apply_plan(str(root), plan)
+        assert tree(root) == {f"f{i}.txt": b"y\n" for i in range(n)}
+        assert len(calls) == flushes  # before the renames and after them, one file system
 
 
 def test_apply_without_syncfs_fsyncs_every_file(
@@ -278,6 +309,7 @@ def test_failed_flush_rolls_back(work: Path, state: Path, monkeypatch: pytest.Mo
         return syncfs
 
     monkeypatch.setattr(files, "_syncfs_function", broken)
+    monkeypatch.setattr(files, "_SYNCFS_FROM", 1)  # this 4-file apply would fsync each file
     with pytest.raises(EditError) as info:
         files.apply_plan(root, plan)
     assert info.value.code == Code.IO_ERROR

@@ -6,9 +6,9 @@ the process is killed at any moment:
 1. a journal with every touched file's pre-image (and the temp names about to be used) is written
    to the per-workspace state directory, never inside the workspace;
 2. each new content goes to a temporary file in the target's own folder;
-3. the journal and every temporary file are made durable: one `syncfs` per file system involved
-   on Linux (where one fsync per file cost half a second for 1,000 files), else an fsync per
-   file (in a few threads: fsync waits on the disk, not the CPU) and per folder;
+3. the journal and every temporary file are made durable: for 16 files or more on Linux one
+   `syncfs` per file system involved (one fsync per file cost half a second for 1,000 files),
+   else an fsync per file (in a few threads: fsync waits on the disk) and per folder;
 4. only then are they renamed over their targets (in a few threads: freeing the replaced files'
    blocks can wait on the disk); deletes and the sources of moves come last; the renames are
    made durable the same way;
@@ -57,6 +57,7 @@ CRASH_ENV = "AGENT_EDIT_CRASH_AFTER"
 JOURNAL = "journal.json"
 _THREADS = 8
 _THREADED_FROM = 16  # below this many files the thread pool costs more than it saves
+_SYNCFS_FROM = 16  # from this many files one syncfs beats an fsync each (see _Flusher)
 
 
 def state_dir(root: str) -> str:
@@ -439,12 +440,14 @@ class _Flusher:
     An apply touches a handful of file systems (usually one: the workspace's, which also holds
     the state directory) but may write thousands of files. `syncfs` commits each file system's
     dirty data and metadata in one go, where one `fsync` per file forced one journal commit per
-    file (half a second for 1,000 files). Where `syncfs` does not exist, every temporary file is
-    fsynced as it is written and each directory once.
+    file (half a second for 1,000 files). But it also waits for everybody else's unwritten data
+    on that file system (a build's, a download's), so an apply of a few files, the common case,
+    fsyncs its own files instead; so does every apply where `syncfs` does not exist: each
+    temporary file as it is written, the journal, and each directory once.
     """
 
-    def __init__(self, dirs: list[str]) -> None:
-        self.syncfs = _syncfs_function()
+    def __init__(self, dirs: list[str], files: int) -> None:
+        self.syncfs = _syncfs_function() if files >= _SYNCFS_FROM else None
         # One open directory per file system (st_dev) among `dirs`, for syncfs; all of them
         # for the per-directory fallback.
         self.dirs = dirs
@@ -563,7 +566,7 @@ def _run(root: str, sdir: str, steps: list[_Step]) -> None:
     try:
         for d in dirs:
             os.makedirs(os.path.join(root, d), exist_ok=True)
-        flusher = _Flusher([sdir, *folders])
+        flusher = _Flusher([sdir, *folders], len(writes))
         per_file = flusher.per_file
         # fsync waits on the disk: with it, a few threads overlap the waits. Without it, creating
         # files is CPU work in the kernel, which threads only make contend.
