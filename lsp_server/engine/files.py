@@ -533,11 +533,13 @@ def _run(root: str, sdir: str, steps: list[_Step]) -> None:
     # 1. The journal, naming every temporary file and holding every pre-image, is complete on
     #    disk (the page cache survives a killed process) before the first temporary file is
     #    created, so recovery can always remove the temporaries and restore the pre-images.
-    # 2. Between the last temporary file and the first rename, one flush per file system
-    #    (`_Flusher`: syncfs, or per-file fsync where there is none) makes the journal, its
-    #    directory entry and every temporary file's bytes durable. A power loss after any
-    #    rename therefore finds whole new files and the journal to roll them back with; one
-    #    before it finds no target changed. This is the fsync-per-file guarantee, paid once.
+    # 2. Between the last temporary file and the first rename, the journal, its directory
+    #    entry and every temporary file's bytes and name are made durable (`_Flusher`: one
+    #    syncfs per file system for many files; else an fsync per file as it is written, then
+    #    one per folder). A power loss after any rename therefore finds whole new files and
+    #    the journal to roll them back with; one before it finds no target changed. It is the
+    #    fsync-per-file guarantee, paid once. (Before Linux 5.8 syncfs did not report write
+    #    errors; a failed write-back is then only seen by the next read, as with no fsync.)
     # 3. After the renames and deletes, a second flush makes them durable before the journal
     #    is removed (the commit point): a journal can only disappear once every file is new.
     journal_path = os.path.join(sdir, JOURNAL)
