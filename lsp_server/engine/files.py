@@ -538,8 +538,8 @@ def _run(root: str, sdir: str, steps: list[_Step]) -> None:
     #    syncfs per file system for many files; else an fsync per file as it is written, then
     #    one per folder). A power loss after any rename therefore finds whole new files and
     #    the journal to roll them back with; one before it finds no target changed. It is the
-    #    fsync-per-file guarantee, paid once. (Before Linux 5.8 syncfs did not report write
-    #    errors; a failed write-back is then only seen by the next read, as with no fsync.)
+    #    fsync-per-file guarantee, paid once. (Before Linux 5.8 syncfs did not report write-
+    #    back errors: a disk error there goes unnoticed, where an fsync would have raised.)
     # 3. After the renames and deletes, a second flush makes them durable before the journal
     #    is removed (the commit point): a journal can only disappear once every file is new.
     journal_path = os.path.join(sdir, JOURNAL)
