@@ -53,6 +53,8 @@ def codex_apply_patch() -> Path:
     link = CODEX_DIR / "bin" / "apply_patch"
     if link.exists():
         return link
+    if link.is_symlink():
+        link.unlink()  # dangling: the checkout it pointed into moved
     if not list(CODEX_DIR.glob("node_modules/@openai/codex*/vendor/*/bin/codex")):
         subprocess.run(
             [
