@@ -172,6 +172,9 @@ def _run_edit(args: argparse.Namespace) -> int:
     recovered: list[dict[str, Any]] = []
     edit_id: int | None = None
     try:
+        if args.command == "apply-patch" and not args.dry_run:
+            plan = _apply_patch(root, patch_text, recovered)
+            return _succeed(plan, edit_id, args, recovered)
         recovered = files.recover(root)
         _report_recovery(recovered)
         if args.command == "apply-patch":
@@ -204,6 +207,12 @@ def _run_edit(args: argparse.Namespace) -> int:
             result["recovered"] = recovered
         _print_failure(result, args.json)
         return EXIT_FAILED
+    return _succeed(plan, edit_id, args, recovered)
+
+
+def _succeed(
+    plan: Plan, edit_id: int | None, args: argparse.Namespace, recovered: list[dict[str, Any]]
+) -> int:
     from lsp_server.engine.results import success
 
     # On disk, an applied edit is saved by definition.
@@ -213,6 +222,58 @@ def _run_edit(args: argparse.Namespace) -> int:
         result["recovered"] = recovered
     _print_success(result, plan, args.json)
     return EXIT_OK
+
+
+def _apply_patch(root: str, patch_text: str, recovered: list[dict[str, Any]]) -> Plan:
+    """Plan and apply a patch on disk, holding the workspace lock throughout.
+
+    Every path is resolved and read before planning, so that the temporary files of a large
+    patch's updates can be created in a thread while the plan is computed
+    (`files.reserve`). A path that cannot be read is refused only when planning reaches it,
+    so the error is the one planning in order would give.
+    """
+    from lsp_server.engine import files
+    from lsp_server.engine.errors import EditError
+    from lsp_server.engine.patching import plan_hunks
+    from lsp_server.engine.text import Snapshot
+    from lsp_server.engine.v4a import UpdateFile, parse_patch
+
+    with files.workspace_lock(root) as sdir:
+        recovered += files.recover_locked(root, sdir)
+        _report_recovery(recovered)
+        hunks = parse_patch(patch_text)
+        read: dict[str, Snapshot | EditError] = {}
+        for hunk in hunks:
+            for path in (hunk.path, getattr(hunk, "move_to", None)):
+                if path is not None and path not in read:
+                    try:
+                        read[path] = _snapshot(root, path)
+                    except EditError as err:
+                        read[path] = err
+
+        def get(path: str) -> Snapshot:
+            got = read.get(path)
+            if got is None:
+                return _snapshot(root, path)
+            if isinstance(got, EditError):
+                raise got
+            return got
+
+        updated: dict[str, Snapshot] = {}
+        for hunk in hunks:
+            snap = read[hunk.path]
+            if isinstance(hunk, UpdateFile) and hunk.move_to is None:
+                if isinstance(snap, Snapshot) and snap.exists:
+                    updated.setdefault(snap.path, snap)
+        reservation = files.reserve(root, sdir, list(updated.values()))
+        try:
+            plan = plan_hunks(hunks, get)
+            files.apply_plan(root, plan, locked=sdir, reservation=reservation)
+        except BaseException:
+            if reservation is not None:
+                reservation.discard()
+            raise
+    return plan
 
 
 def _run_history(root: str, args: argparse.Namespace) -> int:

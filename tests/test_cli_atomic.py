@@ -625,3 +625,68 @@ def test_io_error_in_a_threaded_many_file_apply_rolls_back(
     assert info.value.code == Code.IO_ERROR
     assert tree(root) == old
     assert not list(state.rglob(files.JOURNAL))
+
+
+def _many(root: Path, n: int) -> tuple[dict[str, bytes], str]:
+    old = {f"d{i % 3}/f{i}.txt": f"line {i}\n".encode() for i in range(n)}
+    make(root, old)
+    patch = "*** Begin Patch\n" + "".join(
+        f"*** Update File: d{i % 3}/f{i}.txt\n@@\n-line {i}\n+LINE {i}\n" for i in range(n)
+    )
+    return old, patch + "*** End Patch\n"
+
+
+def test_refused_many_file_patch_leaves_no_reserved_files(tmp_path: Path, state: Path) -> None:
+    """A large patch's temporary files are created while it is planned; a refusal removes them
+    and the journal that named them."""
+    root = tmp_path / "many"
+    old, patch = _many(root, 30)
+    patch = patch.replace("-line 29\n", "-no such line\n")
+    proc = cli("apply-patch", "--root", str(root), "--json", "-", state=state, stdin=patch)
+    assert proc.returncode == 1
+    assert json.loads(proc.stdout)["code"] == "NO_MATCH"
+    assert tree(root) == old  # no temporary file left
+    assert not list(state.rglob(files.JOURNAL))
+    assert not list(state.rglob(files.JOURNAL + ".tmp"))
+
+
+def test_run_killed_while_planning_with_reserved_files_is_rolled_back(
+    tmp_path: Path, state: Path
+) -> None:
+    """The state a kill during planning leaves: the reservation's journal and its temporary
+    files; the next run removes them and reports that nothing had changed."""
+    root = tmp_path / "many"
+    old, _ = _many(root, 20)
+    ws = str(root)
+    with files.workspace_lock(ws) as sdir:
+        snaps = [files.read_snapshot(ws, rel) for rel in sorted(old)]
+        reservation = files.reserve(ws, sdir, snaps)
+        assert reservation is not None
+        fds = reservation.finish()
+        assert len(fds) == 20
+        for fd in fds.values():
+            os.close(fd)
+    assert len(tree(root)) == 40  # the files and their temporaries
+    (report,) = files.recover(ws)
+    assert report["restored"] == [] and report["removed"] == [] and report["conflicts"] == []
+    assert tree(root) == old
+    assert not list(state.rglob(files.JOURNAL))
+
+
+def test_reserved_files_take_the_replaced_files_permissions(tmp_path: Path, state: Path) -> None:
+    root = tmp_path / "many"
+    old, patch = _many(root, 20)
+    (root / "d0/f0.txt").chmod(0o640)
+    (root / "d1/f1.txt").chmod(0o755)
+    proc = cli("apply-patch", "--root", str(root), "-", state=state, stdin=patch)
+    assert proc.returncode == 0, proc.stderr
+    assert tree(root) == {rel: data.upper() for rel, data in old.items()}
+    assert stat.S_IMODE((root / "d0/f0.txt").stat().st_mode) == 0o640
+    assert stat.S_IMODE((root / "d1/f1.txt").stat().st_mode) == 0o755
+    assert stat.S_IMODE((root / "d2/f2.txt").stat().st_mode) == 0o666 & ~_umask()
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
