@@ -362,3 +362,42 @@ def test_generated_patches_produce_the_expected_text(
         old_lines, new_lines = c.before.lines[e.start : e.end], list(e.new_lines)
         if old_lines and new_lines:
             assert old_lines[0] != new_lines[0] and old_lines[-1] != new_lines[-1]
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(st.sampled_from(["a", "b", "c", "", "d d", " a"]), min_size=1, max_size=25),
+    st.data(),
+)
+def test_exact_fast_path_makes_the_seekers_edits(lines: list[str], data: st.DataObject) -> None:
+    """`_exact_edits` (the text searched with str.find) gives exactly `_FileSeeker`'s edits
+    whenever it takes a file, with duplicate lines, touching chunks and `-x`/`+x` pairs."""
+    from lsp_server.engine.v4a import UpdateFile, parse_patch
+
+    text = "\n".join(lines) + "\n"
+    body: list[str] = []
+    pos = 0
+    while pos < len(lines) and data.draw(st.booleans()):
+        start = data.draw(st.integers(pos, len(lines) - 1))
+        k = data.draw(st.integers(1, min(4, len(lines) - start)))
+        body.append("@@\n")
+        for x in lines[start : start + k]:
+            op = data.draw(st.sampled_from([" ", "-", "=", "+"]))
+            if op == "+":
+                body.append(f"+{data.draw(st.sampled_from(['a', 'n', '']))}\n")
+                op = " "
+            body.append(f"-{x}\n+{x}\n" if op == "=" else f"{op}{x}\n")
+        if data.draw(st.booleans()):
+            body.append("+added\n")
+        pos = start + k
+    if not body:
+        return
+    (hunk,) = parse_patch(f"*** Begin Patch\n*** Update File: f\n{''.join(body)}*** End Patch\n")
+    assert isinstance(hunk, UpdateFile)
+    fast = patching._exact_edits(text, hunk.chunks)
+    try:
+        general = patching._FileSeeker(Snapshot("f", text), [], hunk.chunks).edits(hunk.chunks)
+    except EditError:
+        general = None
+    if fast is not None:
+        assert fast == general

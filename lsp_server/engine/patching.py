@@ -146,10 +146,100 @@ def _plan_update(
                 )
             claim(dest.path, hunk.patch_line)
             moved_to = dest.path
-    edits = _FileSeeker(snap, lenient, hunk.chunks).edits(hunk.chunks)
+    edits = _exact_edits(snap.text, hunk.chunks)
+    if edits is None:
+        edits = _FileSeeker(snap, lenient, hunk.chunks).edits(hunk.chunks)
     if moved_to is not None:
         return FileChange("move", snap, edits, moved_to=moved_to)
     return FileChange("update", snap, edits)
+
+
+def _exact_edits(text: str, chunks: Sequence[Chunk]) -> tuple[LineEdit, ...] | None:
+    """`_FileSeeker.edits` for the common case, on the text itself, or None to take the
+    general way.
+
+    The common case: an LF file ending with a newline, few chunks, none with an anchor, an
+    `*** End of File` or no old lines, each found exactly once by the exact pass. A chunk's
+    old lines are then one substring of the text starting at a line start, so the search is
+    `str.find` and the file is never split into lines. Anything else (no match, several, a
+    lenient pass, a CR) returns None, and `_FileSeeker` decides, errors included; the edits
+    are the ones it would make.
+    """
+    if "\r" in text or not text.endswith("\n") or len(chunks) >= INDEX_FROM_CHUNKS:
+        return None
+    find = text.find
+    count = text.count
+    line = 0  # the cursor, as a line number and as the offset where that line starts
+    pos = 0
+    # (start line, end line, start offset, old lines, new lines), in file order; lines
+    # without their `\n` (every one has it).
+    runs: list[tuple[int, int, int, Sequence[str], Sequence[str]]] = []
+    for chunk in chunks:
+        old = chunk.old_lines
+        if chunk.anchor is not None or chunk.is_end_of_file or not old:
+            return None
+        pattern = "\n".join(old) + "\n"
+        at = find(pattern, pos)
+        while at > 0 and text[at - 1] != "\n":
+            at = find(pattern, at + 1)
+        if at < 0:
+            return None
+        again = find(pattern, at + 1)
+        while again > 0 and text[again - 1] != "\n":
+            again = find(pattern, again + 1)
+        if again >= 0:
+            return None  # AMBIGUOUS: the general way says where
+        start = line + count("\n", pos, at)
+        line = start + len(old)
+        pos = at + len(pattern)
+        ops = chunk.ops
+        new = chunk.new_lines
+        ocount = ops.count
+        for run in _RUN.finditer(ops):
+            a, b = run.span()
+            oi = a - ocount("+", 0, a)
+            ni = a - ocount("-", 0, a)
+            added = ocount("+", a, b)
+            oe = oi + b - a - added
+            runs.append(
+                (
+                    start + oi,
+                    start + oe,
+                    at + sum(map(len, old[:oi])) + oi if oi else at,
+                    old[oi:oe],
+                    new[ni : ni + added],
+                )
+            )
+    # Runs of consecutive chunks that touch are one edit, as `_finish` merges them.
+    if len(runs) > 1:
+        merged = runs[:1]
+        for item in runs[1:]:
+            if item[0] == merged[-1][1]:
+                ms, _, mc, mold, mnew = merged[-1]
+                merged[-1] = (ms, item[1], mc, (*mold, *item[3]), (*mnew, *item[4]))
+            else:
+                merged.append(item)
+        runs = merged
+    out: list[LineEdit] = []
+    for s, e, char, old_lines, new_lines in runs:
+        if s != e and new_lines:
+            n, m = e - s, len(new_lines)
+            p = 0
+            while p < n and p < m and old_lines[p] == new_lines[p]:
+                p += 1
+            q = 0
+            while q < n - p and q < m - p and old_lines[n - 1 - q] == new_lines[m - 1 - q]:
+                q += 1
+            if p == n and p == m:
+                continue
+            if p:
+                char += sum(map(len, old_lines[:p])) + p
+            old_lines = old_lines[p : n - q]
+            new_lines = new_lines[p : m - q]
+            s, e = s + p, e - q
+        end = char + sum(map(len, old_lines)) + len(old_lines)
+        out.append(LineEdit(s, e, tuple([x + "\n" for x in new_lines]), (char, end)))
+    return tuple(out)
 
 
 class _Level:
