@@ -690,3 +690,26 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def test_headless_apply_does_not_load_inspect(work: Path, state: Path) -> None:
+    """`inspect` (imported by dataclasses) is a stand-in in a headless run, which loads the
+    real module the moment anything reads from it."""
+    code = (
+        "import sys\n"
+        "from lsp_server.cli import main\n"
+        f"rc = main(['apply-patch', '--root', {str(work)!r}, {str(work / 'p')!r}])\n"
+        "assert rc == 0, rc\n"
+        "m = sys.modules['inspect']\n"
+        "assert 'signature' not in vars(m), 'not loaded yet'\n"
+        "assert callable(m.signature) and m.isfunction(main)\n"
+        "import inspect\n"
+        "assert inspect.signature(main) and inspect is not m and 'signature' in vars(m)\n"
+    )
+    (work / "p").write_text(PATCH)
+    env = dict(os.environ, PYTHONPATH=str(REPO), AGENT_EDIT_STATE_DIR=str(state))
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert tree(work) == dict(NEW_TREE, p=PATCH.encode())

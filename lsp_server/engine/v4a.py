@@ -61,6 +61,8 @@ class Chunk:
 
 @dataclass(frozen=True)
 class AddFile:
+    """`*** Add File: path` and the new file's lines (without terminators)."""
+
     path: str
     lines: tuple[str, ...]
     patch_line: int = 0
@@ -73,12 +75,16 @@ class AddFile:
 
 @dataclass(frozen=True)
 class DeleteFile:
+    """`*** Delete File: path`."""
+
     path: str
     patch_line: int = 0
 
 
 @dataclass(frozen=True)
 class UpdateFile:
+    """`*** Update File: path` (optionally `*** Move to: move_to`) and its chunks."""
+
     path: str
     move_to: str | None
     chunks: tuple[Chunk, ...]
