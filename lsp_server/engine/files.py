@@ -378,19 +378,32 @@ def apply_plan(
 
 
 def _apply_locked(root: str, sdir: str, plan: Plan, reservation: Reservation | None) -> None:
-    fds = reservation.finish() if reservation is not None else {}
     modes = _check_unchanged(root, plan)
     steps = _steps(root, plan, modes, reservation.token if reservation is not None else None)
-    if reservation is not None:
-        used = {s.tmp for s in steps}
+    if reservation is None:
+        if steps:
+            _run(root, sdir, steps)
+        return
+    # Encoding and hashing the new contents, and the journal, overlap the files' creation
+    # too: the journal can replace the reservation's before the thread is done when it names
+    # every reserved file (it always does, unless the plan dropped one).
+    used = {s.tmp for s in steps}
+    begun = None
+    if steps and all(t in used for t in reservation.tmps):
+        begun = _begin(root, sdir, steps)
+        reservation.handed_over = True
+    fds = reservation.finish()
+    if begun is None:
         for tmp in [t for t in fds if t not in used]:
             # Reserved for a file the plan does not write after all: no longer needed.
             os.close(fds.pop(tmp))
             os.unlink(os.path.join(root, tmp))
-    if steps:
-        _run(root, sdir, steps, fds, reservation)
-    elif reservation is not None:
-        reservation.discard()
+        if not steps:
+            reservation.discard()
+            return
+        begun = _begin(root, sdir, steps)
+        reservation.handed_over = True
+    _run(root, sdir, steps, fds, begun)
 
 
 def _check_unchanged(root: str, plan: Plan) -> dict[str, int]:
@@ -686,12 +699,28 @@ def _each(
         raise failed[0]
 
 
+def _begin(root: str, sdir: str, steps: list[_Step]) -> tuple[int, list[str]]:
+    """Write the journal of `steps` (see `_run`): its open descriptor, and the folders that
+    will be created. It replaces a reservation's journal, if any, in one rename."""
+    dirs = _missing_dirs(root, steps)
+    entries = []
+    blob: list[bytes] = []
+    offset = 0
+    for s in steps:
+        entries.append(s.journal(offset))
+        if s.pre is not None:
+            blob.append(s.pre)
+            offset += len(s.pre)
+    header = _journal_header(root, dirs, entries)
+    return _write_journal(os.path.join(sdir, JOURNAL), header, blob), dirs
+
+
 def _run(
     root: str,
     sdir: str,
     steps: list[_Step],
     fds: dict[str, int] | None = None,
-    reservation: Reservation | None = None,
+    begun: tuple[int, list[str]] | None = None,
 ) -> None:
     # Why this order survives a SIGKILL (or a power loss) at any point:
     # 1. The journal, naming every temporary file and holding every pre-image, is complete on
@@ -707,20 +736,7 @@ def _run(
     # 3. After the renames and deletes, a second flush makes them durable before the journal
     #    is removed (the commit point): a journal can only disappear once every file is new.
     journal_path = os.path.join(sdir, JOURNAL)
-    dirs = _missing_dirs(root, steps)
-    entries = []
-    blob: list[bytes] = []
-    offset = 0
-    for s in steps:
-        entries.append(s.journal(offset))
-        if s.pre is not None:
-            blob.append(s.pre)
-            offset += len(s.pre)
-    header = _journal_header(root, dirs, entries)
-    # Replaces a reservation's journal (same pre-images and temporary names, and the rest).
-    journal_fd = _write_journal(journal_path, header, blob)
-    if reservation is not None:
-        reservation.handed_over = True
+    journal_fd, dirs = begun if begun is not None else _begin(root, sdir, steps)
     fds = fds if fds is not None else {}
     crash = _Crasher()
     writes = [s for s in steps if s.op == "write"]
