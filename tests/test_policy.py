@@ -681,3 +681,43 @@ def test_deny_alternation_decides_as_each_glob_would(tree: dict[str, str]) -> No
             for anywhere_only in (False, True):
                 got = policy.denied_by(rel, anywhere_only=anywhere_only)
                 assert got == reference(rel, anywhere_only), (rel, anywhere_only)
+
+
+def test_plain_relative_paths_resolve_as_the_general_way_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`resolve` takes a shorter way for plain relative names (what patches name); it gives
+    the same result or the same refusal as the general checks, through symlinks, into denied
+    folders, onto directories, FIFOs and hard links."""
+    import re
+
+    from lsp_server.engine import policy as policy_mod
+
+    ws, outside = tmp_path / "ws", tmp_path / "outside"
+    for rel in ("src/a.py", "src/sub/b.txt", "keys/server.pem", "x-y_z.1/c", "n/d"):
+        _write(ws / rel)
+    _write(outside / "s.txt")
+    (ws / "out").symlink_to(outside)
+    (ws / "in").symlink_to(ws / "src")
+    (ws / "file-link").symlink_to(ws / "src/a.py")
+    (ws / "dangling").symlink_to(ws / "nowhere/f")
+    os.mkfifo(ws / "fifo")
+    os.link(ws / "n/d", ws / "n/hard")
+    names = [
+        "src/a.py", "src/sub/b.txt", "src/new.py", "new/dir/f.py", "keys/server.pem",
+        "x-y_z.1/c", "out/s.txt", "out/new", "in/a.py", "in/sub/b.txt", "file-link",
+        "dangling", "fifo", "n/hard", "src", "src/sub", "id_rsa", "a.key", "-dash/x",
+        "src/a.py/x", "z" * 255, "z" * 256, "/".join(["d"] * 2000),
+    ]  # fmt: skip
+    pol = PathPolicy.from_settings([str(ws)])
+    assert pol._simple_prefix is not None, "the shorter way applies here"
+
+    def outcome(name: str) -> object:
+        try:
+            return pol.resolve(name, memo={})
+        except EditError as err:
+            return (err.code, err.message, err.details)
+
+    fast = {n: outcome(n) for n in names}
+    monkeypatch.setattr(policy_mod, "_SIMPLE_RELATIVE", re.compile(r"(?!)"))
+    assert {n: outcome(n) for n in names} == fast

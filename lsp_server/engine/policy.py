@@ -112,6 +112,11 @@ MAX_GLOB_CHARS = 1000
 MAX_FILE_BYTES_LIMIT = 1024 * 1024 * 1024
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]+):")
+# A relative path of plain names (no `.`/`..`, no empty, hidden, over-long or odd name): the
+# string checks of `resolve` all pass for it, so it takes a shorter way (`_simple_prefix`).
+_SIMPLE_RELATIVE = re.compile(
+    r"(?:[A-Za-z0-9_\-][A-Za-z0-9_.\-]{0,254}/)*[A-Za-z0-9_\-][A-Za-z0-9_.\-]{0,254}"
+)
 _DRIVE = re.compile(r"^[A-Za-z]:")
 _WINDOWS_DEVICE = re.compile(r"^(con|prn|aux|nul|com[0-9¹²³]|lpt[0-9¹²³]|conin\$|conout\$)(\..*)?$")
 # Bidi embedding/override/isolate controls: a name using them displays as a different name
@@ -637,6 +642,15 @@ class PathPolicy:
                 {"rule": "not-a-string", "argument": argument},
             )
         given = path_or_uri
+        simple = self._simple_prefix
+        if simple is not None and _SIMPLE_RELATIVE.fullmatch(given) and len(given) <= simple[1]:
+            # A plain relative path, as patches name files: every check below on the string
+            # itself holds by construction (`_simple_prefix`), and `named` is the joined path.
+            # What is on disk (the walk, symlinks, deny rules, the file type) is checked as for
+            # any path.
+            named = simple[0] + given
+            walk = self._walk(named, given, argument, memo)
+            return self._check_walk(walk, given, named, [given], argument)
         s = self._check_string(given, given, argument)
         if _SCHEME.match(s):
             s = self._check_string(_decode_file_uri(s, argument), given, argument)
@@ -696,6 +710,12 @@ class PathPolicy:
                 argument,
             )
         walk = self._walk(s, given, argument, memo)
+        return self._check_walk(walk, given, named, named_rels, argument)
+
+    def _check_walk(
+        self, walk: _Walk, given: str, named: str, named_rels: list[str], argument: str
+    ) -> ResolvedPath:
+        """The rest of `resolve`, once the path is walked: inside, not denied, a regular file."""
         real_rels = self._rels(walk.real, lexical=False)
         if not real_rels or walk.left_workspace:
             raise _refuse(
@@ -727,7 +747,10 @@ class PathPolicy:
         containing = [
             (r, rel) for r in self.roots if (rel := self._rel_real(walk.real, r)) is not None
         ]
-        root, rel = max(containing, key=lambda x: len(_parts(x[0].real)))
+        if len(containing) == 1:
+            root, rel = containing[0]
+        else:
+            root, rel = max(containing, key=lambda x: len(_parts(x[0].real)))
         if rel == "":
             raise _refuse(
                 Code.INVALID_ARGUMENT,
@@ -748,6 +771,22 @@ class PathPolicy:
         )
 
     # -- helpers --
+
+    @cached_property
+    def _simple_prefix(self) -> tuple[str, int] | None:
+        """For `resolve`'s plain relative paths: the root and `/` they are joined to, and the
+        longest such path that stays within MAX_PATH_BYTES; None where the general way must
+        decide (several roots, a root reached through a symlink, case-insensitive or Windows
+        names, the file system root)."""
+        if len(self.roots) != 1 or self.windows_names or os.name == "nt":
+            return None
+        root = self.roots[0]
+        if root.case_insensitive or root.named != root.real or root.named in ("", "/"):
+            return None
+        if any(len(p.encode("utf-8")) > MAX_NAME_BYTES for p in _parts(root.named)):
+            return None
+        prefix = root.named + "/"
+        return prefix, MAX_PATH_BYTES - len(prefix.encode("utf-8"))
 
     def _check_string(self, s: str, given: str, argument: str) -> str:
         if len(s) > MAX_INPUT_CHARS:
@@ -900,6 +939,13 @@ class PathPolicy:
             cached = memo.get(head)
             if cached is None:
                 cached = memo[head] = self._walk_steps(state, head.split("/"), given, argument)
+            if name not in ("", ".", ".."):
+                # The last step inline, when it is a plain name: its lstat is the answer.
+                folder, hops, _, left = cached
+                nxt = os.path.join(folder, name)
+                st = _lstat(nxt)
+                if st is None or not stat.S_ISLNK(st.st_mode):
+                    return _Walk(nxt, st, hops > 0, left)
             state = self._walk_steps(cached, [name], given, argument)
         else:
             state = self._walk_steps(state, path.split("/"), given, argument)
