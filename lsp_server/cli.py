@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
@@ -255,53 +256,55 @@ def _succeed(
 def _apply_patch(root: str, patch_text: str, recovered: list[dict[str, Any]]) -> Plan:
     """Plan and apply a patch on disk, holding the workspace lock throughout.
 
-    Every path is resolved and read before planning, so that the temporary files of a large
-    patch's updates can be created in a thread while the plan is computed
-    (`files.reserve`). A path that cannot be read is refused only when planning reaches it,
-    so the error is the one planning in order would give.
+    The files the patch updates are resolved and read first, found by their `*** Update
+    File:` lines before the patch is even parsed, so that a large patch's temporary files can
+    be created in a thread while the patch is parsed and planned (`files.reserve`). A line
+    that only looks like a header (inside a chunk) costs a read, or a temporary file that is
+    removed again; a path that cannot be read is refused only when planning reaches it, so
+    every error is the one parsing and planning in order would give.
     """
     from lsp_server.engine import files
     from lsp_server.engine.errors import EditError
     from lsp_server.engine.patching import plan_hunks
-    from lsp_server.engine.text import Snapshot
-    from lsp_server.engine.v4a import UpdateFile, parse_patch
+    from lsp_server.engine.v4a import parse_patch
 
     with files.workspace_lock(root) as sdir:
         recovered += files.recover_locked(root, sdir)
         _report_recovery(recovered)
-        hunks = parse_patch(patch_text)
         read: dict[str, Snapshot | EditError] = {}
-        for hunk in hunks:
-            for path in (hunk.path, getattr(hunk, "move_to", None)):
-                if path is not None and path not in read:
-                    try:
-                        read[path] = _snapshot(root, path)
-                    except EditError as err:
-                        read[path] = err
+        updated: dict[str, Snapshot] = {}
+        for m in _UPDATE_HEADER.finditer(patch_text):
+            path = m.group(1).strip()
+            if path and path not in read:
+                try:
+                    snap = read[path] = _snapshot(root, path)
+                except EditError as err:
+                    read[path] = err
+                    continue
+                if snap.exists:
+                    updated.setdefault(snap.path, snap)
 
         def get(path: str) -> Snapshot:
             got = read.get(path)
             if got is None:
-                return _snapshot(root, path)
+                got = read[path] = _snapshot(root, path)
             if isinstance(got, EditError):
                 raise got
             return got
 
-        updated: dict[str, Snapshot] = {}
-        for hunk in hunks:
-            snap = read[hunk.path]
-            if isinstance(hunk, UpdateFile) and hunk.move_to is None:
-                if isinstance(snap, Snapshot) and snap.exists:
-                    updated.setdefault(snap.path, snap)
         reservation = files.reserve(root, sdir, list(updated.values()))
         try:
-            plan = plan_hunks(hunks, get)
+            plan = plan_hunks(parse_patch(patch_text), get)
             files.apply_plan(root, plan, locked=sdir, reservation=reservation)
         except BaseException:
             if reservation is not None:
                 reservation.discard()
             raise
     return plan
+
+
+# `*** Update File: path` as v4a.normalise_patch accepts it (padded, CRLF), anywhere.
+_UPDATE_HEADER = re.compile(r"^[ \t]*\*\*\* Update File:(.*)$", re.MULTILINE)
 
 
 def _run_history(root: str, args: argparse.Namespace) -> int:

@@ -713,3 +713,26 @@ def test_headless_apply_does_not_load_inspect(work: Path, state: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert tree(work) == dict(NEW_TREE, p=PATCH.encode())
+
+
+def test_lines_that_only_look_like_update_headers_change_nothing_else(
+    tmp_path: Path, state: Path
+) -> None:
+    """Update headers are looked for before the patch is parsed (to read those files early);
+    one inside a chunk (a context line) names a file that is read but neither changed nor
+    refused, even a denied one, and leaves no temporary file."""
+    root = tmp_path / "many"
+    old, patch = _many(root, 20)
+    make(root, {"other.txt": b"keep\n", ".env": b"SECRET=1\n"})
+    old = dict(old, **{"other.txt": b"keep\n", ".env": b"SECRET=1\n"})
+    make(root, {"d0/f0.txt": b"*** Update File: other.txt\n *** Update File: .env\nline 0\n"})
+    patch = patch.replace(
+        "@@\n-line 0\n",
+        "@@\n  *** Update File: other.txt\n  *** Update File: .env\n-line 0\n",
+    )
+    proc = cli("apply-patch", "--root", str(root), "-", state=state, stdin=patch)
+    assert proc.returncode == 0, proc.stderr
+    expected = {rel: data.upper() for rel, data in old.items() if rel.startswith("d")}
+    expected["d0/f0.txt"] = b"*** Update File: other.txt\n *** Update File: .env\nLINE 0\n"
+    expected.update({"other.txt": b"keep\n", ".env": b"SECRET=1\n"})
+    assert tree(root) == expected
