@@ -40,6 +40,15 @@ def _emit(prefix: str, line: str, out: list[str], git_lines: bool = False) -> No
         out.append(prefix + line)
 
 
+def _emit_all(prefix: str, lines: Sequence[str], out: list[str], git_lines: bool) -> None:
+    """`_emit` of each line; a line ending in `\n` (nearly all) is printed as it is either way."""
+    for line in lines:
+        if line[-1:] == "\n":
+            out.append(prefix + line)
+        else:
+            _emit(prefix, line, out, git_lines)
+
+
 def _hunk_range(start: int, length: int) -> str:
     # GNU/git convention: an empty range names the line before it.
     first = start + 1 if length else start
@@ -76,16 +85,12 @@ def hunks(
         body: list[str] = []
         pos = o_start
         for e, d in group:
-            for i in range(pos, min(e.start, old_n)):
-                _emit(" ", old[i], body, git_lines)
-            for i in range(e.start, min(e.end, old_n)):
-                _emit("-", old[i], body, git_lines)
+            _emit_all(" ", old[pos : min(e.start, old_n)], body, git_lines)
+            _emit_all("-", old[e.start : min(e.end, old_n)], body, git_lines)
             ns = e.start + d
-            for i in range(ns, min(ns + len(e.new_lines), new_n)):
-                _emit("+", new[i], body, git_lines)
+            _emit_all("+", new[ns : min(ns + len(e.new_lines), new_n)], body, git_lines)
             pos = e.end
-        for i in range(pos, o_end):
-            _emit(" ", old[i], body, git_lines)
+        _emit_all(" ", old[pos:o_end], body, git_lines)
         o_len = max(0, o_end - o_start)
         n_len = max(0, n_end - n_start)
         if not any(line[0] in "+-" for line in body if line != NO_NEWLINE):
