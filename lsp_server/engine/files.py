@@ -5,7 +5,9 @@ the process is killed at any moment:
 
 1. a journal with every touched file's pre-image (and the temp names about to be used) is written
    to the per-workspace state directory, never inside the workspace;
-2. each new content goes to a temporary file in the target's own folder;
+2. each new content goes to a temporary file in the target's own folder (for a large CLI patch
+   the files it updates get theirs created ahead, in a thread, while the patch is parsed and
+   planned: `reserve`, after a first journal with those files' pre-images and temporary names);
 3. the journal and every temporary file are made durable: for 16 files or more on Linux one
    `syncfs` per file system involved (one fsync per file cost half a second for 1,000 files),
    else an fsync per file (in a few threads: fsync waits on the disk) and per folder;
