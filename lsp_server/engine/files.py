@@ -255,6 +255,7 @@ class Reservation:
         self.budget = budget  # how many may be kept open (the descriptor limit)
         self.fds: dict[str, int] = {}  # temporary name -> open descriptor, once created
         self.handed_over = False  # apply_plan's own journal replaced the reservation's
+        self.stop = False  # a refused plan: create no more
         self.interval = sys.getswitchinterval()
         import threading
 
@@ -263,6 +264,8 @@ class Reservation:
     def _create(self) -> None:
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _CLOEXEC
         for tmp in self.tmps[: self.budget]:
+            if self.stop:
+                return
             try:
                 fd = os.open(os.path.join(self.root, tmp), flags, 0o600)
             except OSError:
@@ -284,6 +287,7 @@ class Reservation:
 
     def discard(self) -> None:
         """Remove the reserved files and the reservation's journal (the plan was refused)."""
+        self.stop = True
         fds = self.finish()
         if self.handed_over:
             return  # apply_plan's journal and rollback own them now
