@@ -544,14 +544,45 @@ class _Token(str):
     line: int
 
 
-_SCANNERS: dict[int, list[re.Pattern[str]]] = {}
+# How a rule's children are gathered and what its reduction yields (see `_compiled`).
+_CHILDREN_AS_IS, _CHILDREN_BY_MODE = 0, 1
+_YIELD_LIST, _YIELD_SINGLE, _YIELD_CALL = 0, 1, 2
+
+
+_COMPILED: dict[int, tuple[dict[str, Any], Any, Any]] = {}
+
+
+def _compiled(
+    tables: dict[str, Any],
+) -> tuple[list[re.Pattern[str] | None], list[tuple[str, tuple[int, ...], int, int, Any]]]:
+    """`tables` made ready to run (once per process): each state's scanner (one compiled
+    alternation; None when no token may follow), and per rule its origin, modes, how its
+    children are gathered, what it yields, and its callback."""
+    done = _COMPILED.get(id(tables))
+    if done is not None and done[0] is tables:
+        return done[1], done[2]
+    lexers = []
+    for patterns in tables["lexers"]:
+        assert len(patterns) <= 1, "one alternation per lexer (lark's scanner, no flags)"
+        lexers.append(re.compile(patterns[0]) if patterns else None)
+    lexer_of: dict[int, int] = tables["lexer_of"]
+    scanners = [lexers[lexer_of[state]] for state in range(len(tables["actions"]))]
+    rules = []
+    for origin, modes, expand1 in tables["rules"]:
+        gather = _CHILDREN_BY_MODE if _SPLICE in modes or _DROP in modes else _CHILDREN_AS_IS
+        if origin[0] == "_":
+            rules.append((origin, modes, gather, _YIELD_LIST, None))
+        else:
+            kind = _YIELD_SINGLE if expand1 else _YIELD_CALL
+            rules.append((origin, modes, gather, kind, getattr(_TRANSFORMER, origin, None)))
+    _COMPILED[id(tables)] = (tables, scanners, rules)
+    return scanners, rules
 
 
 def _tables_parse(text: str, tables: dict[str, Any]) -> Patch | None:
     """Parse normalised `text` with the saved tables; None where lark must decide."""
     actions: dict[int, dict[str, tuple[int, Any]]] = tables["actions"]
-    rules: list[tuple[str, tuple[int, ...], bool]] = tables["rules"]
-    lexer_of: dict[int, int] = tables["lexer_of"]
+    scanners, rules = _compiled(tables)
     end_state: int = tables["end"]
     states: list[int] = [tables["start"]]
     values: list[Any] = []
@@ -561,15 +592,9 @@ def _tables_parse(text: str, tables: dict[str, Any]) -> Patch | None:
         state = states[-1]
         token: Any = None
         if pos < n:
-            scanners = _SCANNERS.get(lexer_of[state])
-            if scanners is None:
-                k = lexer_of[state]
-                scanners = _SCANNERS[k] = [re.compile(p) for p in tables["lexers"][k]]
-            for rx in scanners:
-                m = rx.match(text, pos)
-                if m is not None:
-                    break
-            else:
+            rx = scanners[state]
+            m = rx.match(text, pos) if rx is not None else None
+            if m is None:
                 return None
             end = m.end()
             token = _Token(m.group())
@@ -589,7 +614,7 @@ def _tables_parse(text: str, tables: dict[str, Any]) -> Patch | None:
                 states.append(act[1])
                 values.append(token)
                 break
-            origin, modes, expand1 = rules[act[1]]
+            origin, modes, gather, kind, call = rules[act[1]]
             size = len(modes)
             if size:
                 got = values[-size:]
@@ -597,7 +622,7 @@ def _tables_parse(text: str, tables: dict[str, Any]) -> Patch | None:
                 del values[-size:]
             else:
                 got = []
-            if _SPLICE in modes or _DROP in modes:
+            if gather == _CHILDREN_BY_MODE:
                 children: list[Any] = []
                 for mode, v in zip(modes, got, strict=True):
                     if mode == _KEEP:
@@ -609,12 +634,14 @@ def _tables_parse(text: str, tables: dict[str, Any]) -> Patch | None:
                             children = v  # a left-recursive list grows in place, as in lark
             else:
                 children = got
-            if origin[0] == "_":
+            if kind == _YIELD_LIST:
                 result: Any = children
-            elif expand1 and len(children) == 1:
+            elif kind == _YIELD_SINGLE and len(children) == 1:
                 result = children[0]
+            elif call is not None:
+                result = call(children)
             else:
-                result = getattr(_TRANSFORMER, origin)(children)
+                return None  # a rule the callbacks do not know: lark decides
             state = states[-1]
             goto = actions[state].get(origin)
             if goto is None or goto[0] != _SHIFT:
