@@ -236,15 +236,19 @@ def workspace_lock(root: str) -> Iterator[str]:
 
 
 class Reservation:
-    """Temporary files created in a thread while the plan is still being computed.
+    """Temporary files created by a child process while the plan is still being computed.
 
     Creating a file is kernel work (inode allocation: on ext4 without a journal it skips
     recently freed inodes, up to a third of a millisecond per file here), so for a large patch
-    the CLI creates the temporary files of the files it updates on the second core while the
-    first one plans (`reserve`). The journal with those files' pre-images and temporary names
-    is written first, so an interrupted run is rolled back as before; `apply_plan` then writes
-    into the reserved files instead of creating them. Used with the workspace lock held from
-    `reserve` to the end of `apply_plan`.
+    the CLI has the temporary files of the files it updates created on the second core while
+    the first one parses and plans (`reserve`). A forked child does it, not a thread: a thread
+    would take the GIL between two files, and those hand-overs cost the planning thread about
+    as much as the creation saves. The journal with those files' pre-images and temporary
+    names is written before the fork, so an interrupted run is rolled back as before; the
+    child shares the workspace lock, so no recovery can start while it still creates files,
+    even if the parent was killed. `apply_plan` then writes into the reserved files (each
+    checked to be the empty regular file the child made) instead of creating them. Used with
+    the workspace lock held from `reserve` to the end of `apply_plan`.
     """
 
     def __init__(self, root: str, sdir: str, token: str, tmps: list[str], budget: int) -> None:
@@ -255,62 +259,98 @@ class Reservation:
         self.budget = budget  # how many may be kept open (the descriptor limit)
         self.fds: dict[str, int] = {}  # temporary name -> open descriptor, once created
         self.handed_over = False  # apply_plan's own journal replaced the reservation's
-        self.stop = False  # a refused plan: create no more
-        self.interval = sys.getswitchinterval()
-        import threading
-
-        self.thread = threading.Thread(target=self._create, daemon=True)
-
-    def _create(self) -> None:
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _CLOEXEC
-        for tmp in self.tmps[: self.budget]:
-            if self.stop:
-                return
-            try:
-                fd = os.open(os.path.join(self.root, tmp), flags, 0o600)
-            except OSError:
-                return  # apply_plan creates the rest itself (and meets the same error)
-            self.fds[tmp] = fd
+        self.pid = 0  # the creating child, until it is waited for
+        self.pipe = -1  # where the child says how many files it created
 
     def start(self) -> None:
-        # The creating thread needs the GIL for a moment between two files; with the default
-        # 5 ms switch interval the planning thread would make it wait that long each time.
-        sys.setswitchinterval(5e-5)
-        self.thread.start()
+        read_end, write_end = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child (coverage does not follow forks)
+            count = 0
+            try:
+                os.close(read_end)
+                flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _CLOEXEC
+                for tmp in self.tmps[: self.budget]:
+                    try:
+                        fd = os.open(_under(self.root, tmp), flags, 0o600)
+                    except OSError:
+                        break  # apply_plan creates the rest itself (and meets the same error)
+                    os.close(fd)
+                    count += 1
+                os.write(write_end, str(count).encode())
+            finally:
+                os._exit(0)
+        os.close(write_end)
+        self.pid, self.pipe = pid, read_end
+
+    def _wait(self) -> int:
+        """Wait for the child; how many files it created (the first ones of `tmps`)."""
+        if not self.pid:
+            return 0
+        os.waitpid(self.pid, 0)
+        self.pid = 0
+        try:
+            said = os.read(self.pipe, 32)
+        finally:
+            os.close(self.pipe)
+        return int(said) if said.isdigit() else 0
 
     def finish(self) -> dict[str, int]:
-        """Wait for the creating thread; the descriptors of the files it created."""
-        if self.thread.is_alive() or self.thread.ident is not None:
-            self.thread.join()
-        sys.setswitchinterval(self.interval)
+        """Wait for the child; the reserved files it created, opened for writing.
+
+        A file that is not the empty regular file of ours it was (replaced meanwhile) is left
+        out: `apply_plan` then fails to create it (it exists) and rolls back.
+        """
+        uid = os.geteuid()
+        flags = os.O_WRONLY | _CLOEXEC | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+        for tmp in self.tmps[: self._wait()]:
+            try:
+                fd = os.open(_under(self.root, tmp), flags)
+            except OSError:
+                continue
+            st = os.fstat(fd)
+            if (
+                stat.S_ISREG(st.st_mode)
+                and st.st_nlink == 1
+                and not st.st_size
+                and st.st_uid == uid
+            ):
+                self.fds[tmp] = fd
+            else:
+                os.close(fd)
         return self.fds
 
     def discard(self) -> None:
         """Remove the reserved files and the reservation's journal (the plan was refused)."""
-        self.stop = True
-        fds = self.finish()
+        if self.pid:
+            try:
+                os.kill(self.pid, signal.SIGKILL)  # no need to finish creating them
+            except OSError:
+                pass
+            self._wait()
+        for fd in self.fds.values():
+            os.close(fd)
+        self.fds.clear()
         if self.handed_over:
             return  # apply_plan's journal and rollback own them now
-        for tmp, fd in list(fds.items()):
-            os.close(fd)
+        for tmp in self.tmps[: self.budget]:
             try:
-                os.unlink(os.path.join(self.root, tmp))
+                os.unlink(_under(self.root, tmp))
             except FileNotFoundError:
                 pass
-        fds.clear()
         try:
             os.unlink(os.path.join(self.sdir, JOURNAL))
         except FileNotFoundError:
             pass
 
 
-_RESERVE_FROM = 16  # below this many files, creating them in a thread costs more than it saves
+_RESERVE_FROM = 16  # below this many files, a child process costs more than it saves
 
 
 def reserve(root: str, sdir: str, snaps: list[Snapshot]) -> Reservation | None:
     """Start creating the temporary files for updating the existing files `snaps` (see
     `Reservation`); None for a few files. Call with the workspace lock held, after recovery."""
-    if len(snaps) < _RESERVE_FROM:
+    if len(snaps) < _RESERVE_FROM or not hasattr(os, "fork"):
         return None
     budget = _descriptor_budget(len(snaps))
     if budget < _RESERVE_FROM:
