@@ -258,9 +258,9 @@ def _apply_patch(root: str, patch_text: str, recovered: list[dict[str, Any]]) ->
 
     The files the patch updates are resolved and read first, found by their `*** Update
     File:` lines before the patch is even parsed, so that a large patch's temporary files can
-    be created in a thread while the patch is parsed and planned (`files.reserve`). A line
-    that only looks like a header (inside a chunk) costs a read, or a temporary file that is
-    removed again; a path that cannot be read is refused only when planning reaches it, so
+    be created by a child process while the patch is parsed and planned (`files.reserve`). A
+    line that only looks like a header (inside a chunk) costs a read, or a temporary file that
+    is removed again; a path that cannot be read is refused only when planning reaches it, so
     every error is the one parsing and planning in order would give.
     """
     from lsp_server.engine import files

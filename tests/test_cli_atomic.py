@@ -736,3 +736,32 @@ def test_lines_that_only_look_like_update_headers_change_nothing_else(
     expected["d0/f0.txt"] = b"*** Update File: other.txt\n *** Update File: .env\nLINE 0\n"
     expected.update({"other.txt": b"keep\n", ".env": b"SECRET=1\n"})
     assert tree(root) == expected
+
+
+def test_a_reserved_file_replaced_meanwhile_is_not_written_through(
+    tmp_path: Path, state: Path
+) -> None:
+    """A reserved temporary file swapped for a symlink before it is written is not followed:
+    the apply fails, rolls back, and the symlink's target is untouched."""
+    root = tmp_path / "many"
+    old, patch = _many(root, 20)
+    victim = tmp_path / "victim.txt"
+    victim.write_bytes(b"mine\n")
+    ws = str(root)
+    with files.workspace_lock(ws) as sdir:
+        snaps = [files.read_snapshot(ws, rel) for rel in sorted(old)]
+        reservation = files.reserve(ws, sdir, snaps)
+        assert reservation is not None
+        created = reservation._wait()
+        assert created == 20
+        reservation._wait = lambda: created  # type: ignore[method-assign]
+        first = root / reservation.tmps[0]
+        first.unlink()
+        first.symlink_to(victim)
+        plan = plan_patch(patch, lambda p: files.read_snapshot(ws, p))
+        with pytest.raises(EditError) as info:
+            files.apply_plan(ws, plan, locked=sdir, reservation=reservation)
+    assert info.value.code == Code.IO_ERROR
+    assert victim.read_bytes() == b"mine\n"
+    assert tree(root) == old
+    assert not list(state.rglob(files.JOURNAL))

@@ -6,8 +6,8 @@ the process is killed at any moment:
 1. a journal with every touched file's pre-image (and the temp names about to be used) is written
    to the per-workspace state directory, never inside the workspace;
 2. each new content goes to a temporary file in the target's own folder (for a large CLI patch
-   the files it updates get theirs created ahead, in a thread, while the patch is parsed and
-   planned: `reserve`, after a first journal with those files' pre-images and temporary names);
+   the files it updates get theirs created ahead, by a child process, while the patch is parsed
+   and planned: `reserve`, after a first journal with those files' pre-images and temp names);
 3. the journal and every temporary file are made durable: for 16 files or more on Linux one
    `syncfs` per file system involved (one fsync per file cost half a second for 1,000 files),
    else an fsync per file (in a few threads: fsync waits on the disk) and per folder;
@@ -439,7 +439,7 @@ def _apply_locked(root: str, sdir: str, plan: Plan, reservation: Reservation | N
             _run(root, sdir, steps)
         return
     # Encoding and hashing the new contents, and the journal, overlap the files' creation
-    # too: the journal can replace the reservation's before the thread is done when it names
+    # too: the journal can replace the reservation's before the child is done when it names
     # every reserved file (it always does, unless the plan dropped one).
     used = {s.tmp for s in steps}
     begun = None
