@@ -765,3 +765,23 @@ def test_a_reserved_file_replaced_meanwhile_is_not_written_through(
     assert victim.read_bytes() == b"mine\n"
     assert tree(root) == old
     assert not list(state.rglob(files.JOURNAL))
+
+
+def test_no_child_process_means_no_reservation(
+    tmp_path: Path, state: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "many"
+    old, patch = _many(root, 20)
+
+    def no_fork() -> int:
+        raise OSError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(os, "fork", no_fork)
+    ws = str(root)
+    with files.workspace_lock(ws) as sdir:
+        snaps = [files.read_snapshot(ws, rel) for rel in sorted(old)]
+        assert files.reserve(ws, sdir, snaps) is None
+        assert not list(state.rglob(files.JOURNAL))
+        plan = plan_patch(patch, lambda p: files.read_snapshot(ws, p))
+        files.apply_plan(ws, plan, locked=sdir)
+    assert tree(root) == {rel: data.upper() for rel, data in old.items()}

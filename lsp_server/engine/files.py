@@ -264,7 +264,12 @@ class Reservation:
 
     def start(self) -> None:
         read_end, write_end = os.pipe()
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError:
+            os.close(read_end)
+            os.close(write_end)
+            raise
         if pid == 0:  # pragma: no cover - the child (coverage does not follow forks)
             count = 0
             try:
@@ -373,7 +378,11 @@ def reserve(root: str, sdir: str, snaps: list[Snapshot]) -> Reservation | None:
     header = _journal_header(root, [], entries)
     os.close(_write_journal(os.path.join(sdir, JOURNAL), header, blob))
     reservation = Reservation(root, sdir, token, tmps, budget)
-    reservation.start()
+    try:
+        reservation.start()
+    except OSError:  # no process or pipe to be had: apply_plan creates the files itself
+        os.unlink(os.path.join(sdir, JOURNAL))
+        return None
     return reservation
 
 
