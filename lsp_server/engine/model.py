@@ -99,8 +99,8 @@ class EditedLines(Sequence[str]):
         return "" if i >= self._n else self._raw(i)
 
 
-def minimal_edit(old: Sequence[str], new: Sequence[str], offset: int = 0) -> LineEdit | None:
-    """One edit covering only the lines that differ between `old` and `new` (None if equal)."""
+def common_ends(old: Sequence[str], new: Sequence[str]) -> tuple[int, int]:
+    """How many lines `old` and `new` share at the start, then at the end (not overlapping)."""
     n, m = len(old), len(new)
     p = 0
     while p < n and p < m and old[p] == new[p]:
@@ -108,6 +108,13 @@ def minimal_edit(old: Sequence[str], new: Sequence[str], offset: int = 0) -> Lin
     s = 0
     while s < n - p and s < m - p and old[n - 1 - s] == new[m - 1 - s]:
         s += 1
+    return p, s
+
+
+def minimal_edit(old: Sequence[str], new: Sequence[str], offset: int = 0) -> LineEdit | None:
+    """One edit covering only the lines that differ between `old` and `new` (None if equal)."""
+    n, m = len(old), len(new)
+    p, s = common_ends(old, new)
     if p == n and p == m:
         return None
     return LineEdit(offset + p, offset + n - s, tuple(new[p : m - s]))

@@ -52,7 +52,7 @@ from typing import Any
 
 from lsp_server.engine.errors import Code, EditError
 from lsp_server.engine.matching import LADDER, MAX_LISTED_MATCHES
-from lsp_server.engine.model import FileChange, LineEdit, Plan
+from lsp_server.engine.model import FileChange, LineEdit, Plan, common_ends
 from lsp_server.engine.text import Snapshot, content
 from lsp_server.engine.v4a import AddFile, Chunk, DeleteFile, Patch, UpdateFile, parse_patch
 
@@ -224,12 +224,7 @@ def _exact_edits(text: str, chunks: Sequence[Chunk]) -> tuple[LineEdit, ...] | N
     for s, e, char, old_lines, new_lines in runs:
         if s != e and new_lines:
             n, m = e - s, len(new_lines)
-            p = 0
-            while p < n and p < m and old_lines[p] == new_lines[p]:
-                p += 1
-            q = 0
-            while q < n - p and q < m - p and old_lines[n - 1 - q] == new_lines[m - 1 - q]:
-                q += 1
+            p, q = common_ends(old_lines, new_lines)
             if p == n and p == m:
                 continue
             if p:
@@ -285,6 +280,30 @@ def _pivot(want: Sequence[str]) -> int:
     """The line a chunk is sought by: its longest (long lines are the rare ones)."""
     lens = list(map(len, want))
     return lens.index(max(lens))
+
+
+def _scan(
+    values: list[str], want: list[str], pivot: int, start: int, stop: int, first_only: bool
+) -> list[int]:
+    """Where `want` stands in `values` at or after `start`: its pivot line found by the C-level
+    `list.index` up to position `stop`, then the whole window compared."""
+    k = len(want)
+    v = want[pivot]
+    index = values.index
+    hits: list[int] = []
+    i = start + pivot
+    while i <= stop:
+        try:
+            p = index(v, i, stop + 1)
+        except ValueError:
+            break
+        s = p - pivot
+        if values[s : s + k] == want:
+            hits.append(s)
+            if first_only:
+                break
+        i = p + 1
+    return hits
 
 
 class _FileSeeker:
@@ -383,48 +402,17 @@ class _FileSeeker:
             stop = n - k + pivot  # the pivot's last position that leaves room for the window
             if level.last is not None:
                 stop = min(stop, level.last_of(v))
-            index = values.index
-            hits: list[int] = []
-            i = start + pivot
-            while i <= stop:
-                try:
-                    p = index(v, i, stop + 1)
-                except ValueError:
-                    break
-                s = p - pivot
-                if values[s : s + k] == want:
-                    hits.append(s)
-                    if first_only:
-                        break
-                i = p + 1
+            hits = _scan(values, want, pivot, start, stop, first_only)
             if hits:
                 return name, hits
         return "", []
 
     def _exact_hits(self, pattern: Sequence[str], start: int, first_only: bool) -> list[int]:
         """`find`'s exact level for an LF-only file without an index (same search)."""
-        values = self.lines
         want = [x + "\n" for x in pattern]
-        lens = list(map(len, want))
-        pivot = lens.index(max(lens))
-        k = len(want)
-        v = want[pivot]
-        stop = len(values) - k + pivot
-        index = values.index
-        hits: list[int] = []
-        i = start + pivot
-        while i <= stop:
-            try:
-                p = index(v, i, stop + 1)
-            except ValueError:
-                break
-            s = p - pivot
-            if values[s : s + k] == want:
-                hits.append(s)
-                if first_only:
-                    break
-            i = p + 1
-        return hits
+        pivot = _pivot(want)
+        stop = len(self.lines) - len(want) + pivot
+        return _scan(self.lines, want, pivot, start, stop, first_only)
 
     def edits(self, chunks: Sequence[Chunk]) -> tuple[LineEdit, ...]:
         lines = self.lines
@@ -513,15 +501,10 @@ class _FileSeeker:
         for s, e, new_lines in merged:
             if s != e and new_lines:
                 # A replaced line may come back unchanged (a `-x`/`+x` pair): keep the edit
-                # minimal (model.minimal_edit, inlined: one LineEdit per edit, not two).
-                # Compared with the snapshot's own lines: an unterminated last line differs.
+                # minimal. Compared with the snapshot's own lines: an unterminated last line
+                # differs.
                 n, m = e - s, len(new_lines)
-                p = 0
-                while p < n and p < m and old_lines[s + p] == new_lines[p]:
-                    p += 1
-                q = 0
-                while q < n - p and q < m - p and old_lines[e - 1 - q] == new_lines[m - 1 - q]:
-                    q += 1
+                p, q = common_ends(old_lines[s:e], new_lines)
                 if p == n and p == m:
                     continue
                 new_lines = new_lines[p : m - q]
