@@ -75,11 +75,18 @@ def make(root: Path, content: dict[str, bytes]) -> None:
 def cli(
     *args: str, state: Path, stdin: str | None = None, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
+    return _python("-m", "lsp_server", *args, state=state, stdin=stdin, env=env)
+
+
+def _python(
+    *args: str, state: Path, stdin: str | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """A fresh Python process on this checkout, its journal in `state`."""
     full_env = dict(os.environ, PYTHONPATH=str(REPO), AGENT_EDIT_STATE_DIR=str(state))
     full_env.pop(files.CRASH_ENV, None)
     full_env.update(env or {})
     return subprocess.run(
-        [sys.executable, "-m", "lsp_server", *args],
+        [sys.executable, *args],
         input=stdin,
         capture_output=True,
         text=True,
@@ -521,10 +528,7 @@ def test_headless_commands_do_not_import_pygls(work: Path, state: Path) -> None:
         "bad = [m for m in sys.modules if m.split('.')[0] in ('pygls', 'lsprotocol')]\n"
         "assert not bad, bad\n"
     )
-    env = dict(os.environ, PYTHONPATH=str(REPO), AGENT_EDIT_STATE_DIR=str(state))
-    proc = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60
-    )
+    proc = _python("-c", code, state=state)
     assert proc.returncode == 0, proc.stderr
 
 
@@ -570,10 +574,7 @@ def test_plain_apply_patch_does_not_import_argparse(work: Path, state: Path) -> 
         "assert 'lark' not in sys.modules  # a valid patch runs the saved tables\n"
     )
     (work / "p").write_text(PATCH)
-    env = dict(os.environ, PYTHONPATH=str(REPO), AGENT_EDIT_STATE_DIR=str(state))
-    proc = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60
-    )
+    proc = _python("-c", code, state=state)
     assert proc.returncode == 0, proc.stderr
     assert tree(work) == dict(NEW_TREE, p=PATCH.encode())
 
@@ -707,10 +708,7 @@ def test_headless_apply_does_not_load_inspect(work: Path, state: Path) -> None:
         "assert inspect.signature(main) and inspect is not m and 'signature' in vars(m)\n"
     )
     (work / "p").write_text(PATCH)
-    env = dict(os.environ, PYTHONPATH=str(REPO), AGENT_EDIT_STATE_DIR=str(state))
-    proc = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60
-    )
+    proc = _python("-c", code, state=state)
     assert proc.returncode == 0, proc.stderr
     assert tree(work) == dict(NEW_TREE, p=PATCH.encode())
 
