@@ -654,6 +654,7 @@ def _tune_malloc() -> None:
 
 
 class _Trim:
+    loop: asyncio.AbstractEventLoop | None = None
     handle: asyncio.TimerHandle | None = None
     since = 0.0  # when the pending trim was first asked for
 
@@ -663,21 +664,21 @@ TRIM_MAX_WAIT_S = 0.1
 
 
 def trim_memory_soon() -> None:
-    """After an edit, once the server is idle, return freed heap memory to the OS.
+    """After a command, once the server is idle, return freed heap memory to the OS.
 
-    Each edit postpones the trim until the server has been idle for a moment (a trim costs ~1 ms
-    and the next edit would only make new garbage), but an agent that edits without pause still
-    gets one every 0.1 s: freed file-sized texts otherwise pile up in the heap between trims
-    (10,000 edits of a 100k-line file, bench/bench_history_server.py: RSS right after the burst
-    ~111 MB with no trim during it, 93-99 MB with one every 0.25 s, ~90 MB every 0.1 s; a trim
-    costs ~1-2 ms, off the edit's own path). A fixed mmap threshold instead doubled the 100k-line
-    round trip (page faults on every big text).
+    Each command postpones the trim until the server has been idle for TRIM_IDLE_S (the next
+    edit would only make new garbage), but an agent that edits without pause still gets one every
+    TRIM_MAX_WAIT_S: freed file-sized texts otherwise pile up between trims (10,000 edits of a
+    100k-line file, bench/bench_history_server.py: RSS right after the burst ~111 MB with no trim
+    during it, 93-99 MB with one every 0.25 s, ~90 MB every 0.1 s).
     """
     if _LIBC is None:
         return
     loop = asyncio.get_running_loop()
     now = loop.time()
-    if _Trim.handle is not None and not _Trim.handle.cancelled():
+    if _Trim.loop is not loop:  # a server started again in this process: forget the old loop's
+        _Trim.loop, _Trim.handle = loop, None
+    if _Trim.handle is not None:  # pending (a trim that ran has cleared it)
         if now - _Trim.since >= TRIM_MAX_WAIT_S:
             return  # overdue: let the pending one run
         _Trim.handle.cancel()
