@@ -265,41 +265,42 @@ def _apply_patch(root: str, patch_text: str, recovered: list[dict[str, Any]]) ->
     """
     from lsp_server.engine import files
     from lsp_server.engine.errors import EditError
-    from lsp_server.engine.patching import plan_hunks
-    from lsp_server.engine.v4a import parse_patch
+    from lsp_server.engine.parallel_plan import SplitPlanner
 
     with files.workspace_lock(root) as sdir:
         recovered += files.recover_locked(root, sdir)
         _report_recovery(recovered)
-        read: dict[str, Snapshot | EditError] = {}
-        updated: dict[str, Snapshot] = {}
-        for m in _UPDATE_HEADER.finditer(patch_text):
-            path = m.group(1).strip()
-            if path and path not in read:
-                try:
-                    snap = read[path] = _snapshot(root, path)
-                except EditError as err:
-                    read[path] = err
-                    continue
-                if snap.exists:
-                    updated.setdefault(snap.path, snap)
+        # Forked before the files are read (see SplitPlanner); it exits once its answer is in.
+        with SplitPlanner(patch_text, lambda p: _snapshot(root, p)) as planner:
+            read: dict[str, Snapshot | EditError] = {}
+            updated: dict[str, Snapshot] = {}
+            for m in _UPDATE_HEADER.finditer(patch_text):
+                path = m.group(1).strip()
+                if path and path not in read:
+                    try:
+                        snap = read[path] = _snapshot(root, path)
+                    except EditError as err:
+                        read[path] = err
+                        continue
+                    if snap.exists:
+                        updated.setdefault(snap.path, snap)
 
-        def get(path: str) -> Snapshot:
-            got = read.get(path)
-            if got is None:
-                got = read[path] = _snapshot(root, path)
-            if isinstance(got, EditError):
-                raise got
-            return got
+            def get(path: str) -> Snapshot:
+                got = read.get(path)
+                if got is None:
+                    got = read[path] = _snapshot(root, path)
+                if isinstance(got, EditError):
+                    raise got
+                return got
 
-        reservation = files.reserve(root, sdir, list(updated.values()))
-        try:
-            plan = plan_hunks(parse_patch(patch_text), get)
-            files.apply_plan(root, plan, locked=sdir, reservation=reservation)
-        except BaseException:
-            if reservation is not None:
-                reservation.discard()
-            raise
+            reservation = files.reserve(root, sdir, list(updated.values()))
+            try:
+                plan = planner.plan(get)
+                files.apply_plan(root, plan, locked=sdir, reservation=reservation)
+            except BaseException:
+                if reservation is not None:
+                    reservation.discard()
+                raise
     return plan
 
 

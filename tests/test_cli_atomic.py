@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from lsp_server.engine import files
+from lsp_server.engine import files, parallel_plan
 from lsp_server.engine.errors import Code, EditError
 from lsp_server.engine.patching import plan_patch
 
@@ -783,3 +783,45 @@ def test_no_child_process_means_no_reservation(
         plan = plan_patch(patch, lambda p: files.read_snapshot(ws, p))
         files.apply_plan(ws, plan, locked=sdir)
     assert tree(root) == {rel: data.upper() for rel, data in old.items()}
+
+
+def _large(root: Path) -> tuple[dict[str, bytes], str]:
+    """A patch over the SplitPlanner threshold (see parallel_plan), 400 files."""
+    old = {
+        f"d{i % 7}/f{i}.py": "".join(f"value_{i}_{j} = compute({j})\n" for j in range(40)).encode()
+        for i in range(400)
+    }
+    make(root, old)
+    sections = []
+    for i in range(400):
+        context = "".join(f" value_{i}_{j} = compute({j})\n" for j in range(5, 30))
+        sections.append(
+            f"*** Update File: d{i % 7}/f{i}.py\n@@\n{context}"
+            f"-value_{i}_30 = compute(30)\n+value_{i}_30 = compute(3000)\n"
+        )
+    text = "*** Begin Patch\n" + "".join(sections) + "*** End Patch\n"
+    assert len(text) > parallel_plan.PARALLEL_FROM_BYTES
+    return old, text
+
+
+def test_large_patch_planned_on_two_cores_applies_and_refuses_as_in_order(
+    tmp_path: Path, state: Path
+) -> None:
+    root = tmp_path / "large"
+    old, patch = _large(root)
+    bad = patch.replace("-value_390_30 = compute(30)\n", "-value_390_30 = compute(31)\n")
+    proc = cli("apply-patch", "--root", str(root), "--json", "-", state=state, stdin=bad)
+    assert proc.returncode == 1
+    result = json.loads(proc.stdout)
+    assert result["code"] == "NO_MATCH" and result["details"]["path"] == "d5/f390.py"
+    assert (
+        result["details"]["patchLine"] == bad.split("\n").index("*** Update File: d5/f390.py") + 2
+    )
+    assert tree(root) == old
+    proc = cli("apply-patch", "--root", str(root), "--json", "-", state=state, stdin=patch)
+    assert proc.returncode == 0, proc.stderr
+    assert len(json.loads(proc.stdout)["files"]) == 400
+    assert tree(root) == {
+        rel: data.replace(b"compute(30)\n", b"compute(3000)\n") for rel, data in old.items()
+    }
+    assert not list(state.rglob(files.JOURNAL))

@@ -1,0 +1,197 @@
+"""Planning a large patch on two cores (`parallel_plan.SplitPlanner`): the same plan, or the
+same refusal, as planning it in order (`patching.plan_patch`), whatever either half holds."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+
+import pytest
+
+from lsp_server.engine import parallel_plan
+from lsp_server.engine.errors import Code, EditError
+from lsp_server.engine.model import Plan
+from lsp_server.engine.parallel_plan import SplitPlanner
+from lsp_server.engine.patching import plan_patch
+from lsp_server.engine.text import Snapshot, absent
+
+N_FILES = 40
+
+
+@pytest.fixture(autouse=True)
+def small_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Test patches of a few kilobytes take the two-core path too.
+    monkeypatch.setattr(parallel_plan, "PARALLEL_FROM_BYTES", 1000)
+
+
+def contents() -> dict[str, str]:
+    return {f"pkg/m{i}.py": "".join(f"v{i}_{j} = {j}\n" for j in range(30)) for i in range(N_FILES)}
+
+
+def section(i: int, *, at: int = 10, old: str | None = None) -> str:
+    old = old if old is not None else f"v{i}_{at} = {at}"
+    return (
+        f"*** Update File: pkg/m{i}.py\n@@\n v{i}_{at - 1} = {at - 1}\n-{old}\n"
+        f"+v{i}_{at} = {at * 100}\n v{i}_{at + 1} = {at + 1}\n"
+    )
+
+
+def patch(sections: list[str]) -> str:
+    return "*** Begin Patch\n" + "".join(sections) + "*** End Patch\n"
+
+
+def getter(files: dict[str, str]) -> Callable[[str], Snapshot]:
+    made: dict[str, Snapshot] = {}
+
+    def get(path: str) -> Snapshot:
+        if path not in made:
+            made[path] = Snapshot(path, files[path], "disk") if path in files else absent(path)
+        return made[path]
+
+    return get
+
+
+def summary_of(plan: Plan) -> list[tuple[str, str, str | None, list[tuple[object, ...]]]]:
+    return [
+        (c.change, c.path, c.moved_to, [(e.start, e.end, e.new_lines, e.offsets) for e in c.edits])
+        for c in plan.changes
+    ]
+
+
+def both(text: str, files: dict[str, str] | None = None) -> tuple[Plan, SplitPlanner, Plan]:
+    files = files if files is not None else contents()
+    get = getter(files)
+    with SplitPlanner(text, get) as planner:
+        split = planner.plan(get)
+    return split, planner, plan_patch(text, getter(files))
+
+
+def refusals(text: str, files: dict[str, str] | None = None) -> tuple[EditError, EditError]:
+    files = files if files is not None else contents()
+    get = getter(files)
+    with pytest.raises(EditError) as split, SplitPlanner(text, get) as planner:
+        planner.plan(get)
+    with pytest.raises(EditError) as ordered:
+        plan_patch(text, getter(files))
+    return split.value, ordered.value
+
+
+def test_large_patch_is_planned_in_two_halves_as_in_order() -> None:
+    text = patch([section(i) for i in range(N_FILES)])
+    split, planner, ordered = both(text)
+    assert planner.joined  # the child's half was used, not re-planned
+    assert summary_of(split) == summary_of(ordered)
+    assert split.summary == ordered.summary
+    assert [c.new_text for c in split.changes] == [c.new_text for c in ordered.changes]
+    # The parent's own snapshots, not copies from the child.
+    get = getter(contents())
+    assert all(c.before.text == get(c.path).text for c in split.changes)
+
+
+def test_lenient_matches_in_the_second_half_keep_their_patch_lines() -> None:
+    files = contents()
+    last = N_FILES - 1
+    files[f"pkg/m{last}.py"] = files[f"pkg/m{last}.py"].replace(
+        f"v{last}_10 = 10\n", f"v{last}_10 = 10   \n"
+    )
+    text = patch([section(i) for i in range(N_FILES)])
+    split, planner, ordered = both(text, files)
+    assert planner.joined
+    assert split.summary["lenient"] == ordered.summary["lenient"]
+    (entry,) = ordered.summary["lenient"]  # type: ignore[attr-defined]
+    assert text.split("\n")[entry["patchLine"] - 1] == "@@"
+
+
+def test_no_match_in_the_second_half_is_the_ordered_refusal() -> None:
+    sections = [section(i) for i in range(N_FILES)]
+    sections[-3] = section(N_FILES - 3, old="not in the file")
+    split, ordered = refusals(patch(sections))
+    assert split.code == Code.NO_MATCH
+    assert split.to_result() == ordered.to_result()
+
+
+def test_a_parse_error_in_the_second_half_wins_over_a_plan_error_in_the_first() -> None:
+    sections = [section(i) for i in range(N_FILES)]
+    sections[1] = section(1, old="not in the file")
+    sections[-2] = sections[-2].replace(" v", "?v", 1)
+    split, ordered = refusals(patch(sections))
+    assert split.code == Code.PARSE_ERROR
+    assert split.to_result() == ordered.to_result()
+
+
+def test_a_path_in_both_halves_is_the_ordered_refusal() -> None:
+    sections = [section(i) for i in range(N_FILES)]
+    sections[-1] = section(0, at=20)
+    split, ordered = refusals(patch(sections))
+    assert split.code == Code.INVALID_ARGUMENT
+    assert split.to_result() == ordered.to_result()
+
+
+def test_moves_adds_and_deletes_after_the_middle_are_planned_in_order() -> None:
+    files = contents()
+    sections = [section(i) for i in range(N_FILES)]
+    sections[-1] = sections[-1].replace(
+        f"*** Update File: pkg/m{N_FILES - 1}.py\n",
+        f"*** Update File: pkg/m{N_FILES - 1}.py\n*** Move to: pkg/moved.py\n",
+    )
+    sections.append("*** Add File: pkg/new.py\n+x = 1\n*** Delete File: pkg/m0.py\n")
+    sections[0] = ""
+    split, planner, ordered = both(patch(sections), files)
+    assert planner.child is None and not planner.joined  # never forked
+    assert summary_of(split) == summary_of(ordered)
+
+
+def test_a_file_read_differently_by_the_child_is_planned_again() -> None:
+    """The child reads its files itself: if one changed before the parent read it, the plan is
+    made from what the parent read."""
+    files = contents()
+    text = patch([section(i) for i in range(N_FILES)])
+    changed = dict(files)
+    last = f"pkg/m{N_FILES - 1}.py"
+    changed[last] = "# a line the child never saw\n" + files[last]
+    with SplitPlanner(text, getter(files)) as planner:
+        split = planner.plan(getter(changed))
+    assert not planner.joined
+    assert summary_of(split) == summary_of(plan_patch(text, getter(changed)))
+
+
+def test_a_child_that_dies_is_replaced_by_planning_in_order(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def die(text: str, get: Callable[[str], Snapshot]) -> None:
+        os._exit(3)
+
+    monkeypatch.setattr(parallel_plan, "_child_answer", die)
+    text = patch([section(i) for i in range(N_FILES)])
+    split, planner, ordered = both(text)
+    assert not planner.joined
+    assert summary_of(split) == summary_of(ordered)
+
+
+def test_leaving_without_planning_stops_the_child() -> None:
+    text = patch([section(i) for i in range(N_FILES)])
+    with SplitPlanner(text, getter(contents())) as planner:
+        assert planner.child is not None
+        pid = planner.child[0]
+    assert planner.child is None
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)  # already reaped
+
+
+def test_small_patches_and_crlf_patches_are_not_split(monkeypatch: pytest.MonkeyPatch) -> None:
+    text = patch([section(i) for i in range(N_FILES)])
+    assert parallel_plan._cut(text.replace("\n", "\r\n")) is None
+    monkeypatch.setattr(parallel_plan, "PARALLEL_FROM_BYTES", len(text) + 1)
+    assert parallel_plan._cut(text) is None
+
+
+def test_the_cut_is_a_column_0_update_header_after_the_middle() -> None:
+    text = patch([section(i) for i in range(N_FILES)])
+    cut = parallel_plan._cut(text)
+    assert cut is not None and cut >= len(text) // 2
+    assert text[cut:].startswith("*** Update File: ")
+    assert text[cut - 1] == "\n"
+    # A padded header is read as a header too, but is never a cut: the first column-0 one is.
+    padded = text[:cut] + "  " + text[cut:]
+    cut2 = parallel_plan._cut(padded)
+    assert cut2 is not None and cut2 > cut + 2
