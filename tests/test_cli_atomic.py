@@ -825,3 +825,56 @@ def test_large_patch_planned_on_two_cores_applies_and_refuses_as_in_order(
         rel: data.replace(b"compute(30)\n", b"compute(3000)\n") for rel, data in old.items()
     }
     assert not list(state.rglob(files.JOURNAL))
+
+
+@pytest.mark.parametrize("crash_after", [21, 42, 43])
+def test_sigkill_after_deleting_a_file_of_a_reserved_apply(
+    tmp_path: Path, state: Path, crash_after: int
+) -> None:
+    """A large apply's journal is the reservation's record with the whole plan appended: the
+    appended record points at the pre-images already written and carries the others (here the
+    deleted file's), and recovery restores from both."""
+    root = tmp_path / "many"
+    old, patch = _many(root, 20)
+    make(root, {"gone.txt": b"deleted content\n"})
+    old["gone.txt"] = b"deleted content\n"
+    patch = patch.replace(
+        "*** End Patch\n", "*** Delete File: gone.txt\n*** Add File: new.txt\n+new\n*** End Patch\n"
+    )
+    proc = cli(
+        "apply-patch",
+        "--root",
+        str(root),
+        "-",
+        state=state,
+        stdin=patch,
+        env={files.CRASH_ENV: str(crash_after)},
+    )
+    assert proc.returncode == -signal.SIGKILL  # 21 writes, 21 renames, 1 delete
+    (journal,) = state.rglob(files.JOURNAL)
+    header, blob = files._read_journal(str(journal))
+    assert len(blob) == sum(map(len, old.values()))  # each pre-image once
+    assert journal.read_bytes().count(b'"blobSize"') == 2  # the reservation's, then the plan's
+    assert header["blobSize"] == len(old["gone.txt"])
+    files.recover(str(root))
+    assert tree(root) == old
+
+
+def test_journal_records(tmp_path: Path) -> None:
+    path = str(tmp_path / "journal.json")
+    first = {"files": [{"path": "a", "pre": [0, 3]}], "blobSize": 3}
+    os.close(files._write_journal(path, first, [b"old"]))
+    second = {"files": [{"path": "a", "pre": [0, 3]}, {"path": "b", "pre": [3, 2]}], "blobSize": 2}
+    os.close(files._append_journal(path, second, [b"bb"]))
+    assert files._read_journal(path) == (second, b"oldbb")
+    # A record cut short (a run killed while appending it) is ignored.
+    whole = Path(path).read_bytes()
+    for cut in (len(whole) - 1, len(whole) - 2, len(whole) - 3, whole.rindex(b"{") + 5):
+        Path(path).write_bytes(whole[:cut])
+        assert files._read_journal(path) == (first, b"old")
+    # Version 1: one record whose blob is the rest of the file.
+    Path(path).write_bytes(b'{"version": 1, "files": []}\nraw bytes')
+    assert files._read_journal(path) == ({"version": 1, "files": []}, b"raw bytes")
+    Path(path).write_bytes(b'{"blobSize": 9}\nshort')
+    with pytest.raises(ValueError):
+        files._read_journal(path)

@@ -261,6 +261,10 @@ class Reservation:
         self.handed_over = False  # apply_plan's own journal replaced the reservation's
         self.pid = 0  # the creating child, until it is waited for
         self.pipe = -1  # where the child says how many files it created
+        # Where the journal's blob holds each file's pre-image: path -> (bytes, offset), and the
+        # blob's size, so that `apply_plan`'s journal record can point at them (see `_begin`).
+        self.pre_images: dict[str, tuple[bytes, int]] = {}
+        self.blob_size = 0
 
     def start(self) -> None:
         read_end, write_end = os.pipe()
@@ -375,9 +379,14 @@ def reserve(root: str, sdir: str, snaps: list[Snapshot]) -> Reservation | None:
         offset += len(pre)
     # The journal holds every pre-image and temporary name before the first temporary file
     # exists (the same order as `_run`): a run killed from here on is rolled back by the next.
-    header = _journal_header(root, [], entries)
+    header = _journal_header(root, [], entries, offset)
     os.close(_write_journal(os.path.join(sdir, JOURNAL), header, blob))
     reservation = Reservation(root, sdir, token, tmps, budget)
+    reservation.blob_size = offset
+    at = 0
+    for snap, pre in zip(snaps, blob, strict=True):
+        reservation.pre_images[snap.path] = (pre, at)
+        at += len(pre)
     try:
         reservation.start()
     except OSError:  # no process or pipe to be had: apply_plan creates the files itself
@@ -411,14 +420,17 @@ def _tmp_name(target: str, token: str) -> str:
     return os.path.join(head, f".{name}.agent-edit-{token}.tmp")
 
 
-def _journal_header(root: str, dirs: list[str], entries: list[dict[str, Any]]) -> dict[str, Any]:
+def _journal_header(
+    root: str, dirs: list[str], entries: list[dict[str, Any]], blob_size: int
+) -> dict[str, Any]:
     return {
-        "version": 1,
+        "version": 2,
         "root": os.path.realpath(root),
         "pid": os.getpid(),
         "time": time.time(),
         "dirs": dirs,
         "files": entries,
+        "blobSize": blob_size,
     }
 
 
@@ -453,7 +465,7 @@ def _apply_locked(root: str, sdir: str, plan: Plan, reservation: Reservation | N
     used = {s.tmp for s in steps}
     begun = None
     if steps and all(t in used for t in reservation.tmps):
-        begun = _begin(root, sdir, steps)
+        begun = _begin(root, sdir, steps, reservation)
         reservation.handed_over = True
     fds = reservation.finish()
     if begun is None:
@@ -464,7 +476,7 @@ def _apply_locked(root: str, sdir: str, plan: Plan, reservation: Reservation | N
         if not steps:
             reservation.discard()
             return
-        begun = _begin(root, sdir, steps)
+        begun = _begin(root, sdir, steps, reservation)
         reservation.handed_over = True
     _run(root, sdir, steps, fds, begun)
 
@@ -567,7 +579,7 @@ def _missing_dirs(root: str, steps: list[_Step]) -> list[str]:
 
 
 def _write_journal(path: str, header: dict[str, Any], blob: list[bytes]) -> int:
-    """The journal: one JSON line, then the pre-images' raw bytes (offsets in the header).
+    """A new journal: one record (see `_read_journal`), whole or absent.
 
     Raw bytes rather than JSON strings: escaping megabytes of pre-images costs more than the
     rest of a large apply. Written to a temporary name and renamed, so it is whole or absent.
@@ -575,11 +587,9 @@ def _write_journal(path: str, header: dict[str, Any], blob: list[bytes]) -> int:
     (one disk flush for all of them), and always before the first target is replaced.
     """
     tmp = path + ".tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _CLOEXEC, 0o600)
     try:
-        _write_all(fd, json.dumps(header, ensure_ascii=False).encode("utf-8") + b"\n")
-        for part in blob:
-            _write_all(fd, part)
+        _write_record(fd, header, blob)
         os.replace(tmp, path)
     except BaseException:
         os.close(fd)
@@ -587,12 +597,74 @@ def _write_journal(path: str, header: dict[str, Any], blob: list[bytes]) -> int:
     return fd
 
 
+def _append_journal(path: str, header: dict[str, Any], blob: list[bytes]) -> int:
+    """Append a record to the journal at `path`; it supersedes the earlier ones once whole.
+
+    A run killed while appending leaves a partial last record, which `_read_journal` ignores:
+    the earlier record then still names everything that may exist (nothing the new record
+    adds is created before this returns). Returns the open descriptor, as `_write_journal`.
+    """
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | _CLOEXEC)
+    try:
+        _write_record(fd, header, blob)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _write_record(fd: int, header: dict[str, Any], blob: list[bytes]) -> None:
+    head = json.dumps(header, ensure_ascii=False).encode("utf-8") + b"\n"
+    # One system call per ~1,000 pre-images instead of one each.
+    parts = [head, *blob]
+    for i in range(0, len(parts), _IOV_MAX):
+        group = parts[i : i + _IOV_MAX]
+        done = os.writev(fd, group) if hasattr(os, "writev") else 0
+        total = sum(map(len, group))
+        if done < total:  # a short write (or no writev): finish plainly
+            _write_all(fd, b"".join(group)[done:])
+
+
+_IOV_MAX = 1024  # Linux and macOS; what one writev may take
+
+
 def _read_journal(path: str) -> tuple[dict[str, Any], bytes]:
+    """The journal's last whole record: its header and the pre-image bytes it points into.
+
+    A journal is a sequence of records, each one JSON line (the header, with `blobSize`) and
+    then that many bytes of pre-images. A header's `pre` offsets index the blobs of all records
+    so far, concatenated: a later record (the full plan, appended by `apply_plan` to the one
+    `reserve` wrote) reuses the pre-images already written instead of writing them again. A
+    partial last record (a run killed while appending it) is ignored. A version 1 journal is
+    one record whose blob is the rest of the file.
+    """
     with open(path, "rb") as f:
         data = f.read()
-    nl = data.index(b"\n")
-    header: dict[str, Any] = json.loads(data[:nl])
-    return header, data[nl + 1 :]
+    header: dict[str, Any] | None = None
+    blobs: list[bytes] = []
+    pos = 0
+    while pos < len(data):
+        nl = data.find(b"\n", pos)
+        if nl < 0:
+            break
+        try:
+            record: dict[str, Any] = json.loads(data[pos:nl])
+        except ValueError:
+            if header is None:
+                raise
+            break
+        size = record.get("blobSize")
+        end = len(data) if size is None else nl + 1 + int(size)
+        if end > len(data):
+            if header is None:
+                raise ValueError("journal truncated")
+            break
+        header = record
+        blobs.append(data[nl + 1 : end])
+        pos = end
+    if header is None:
+        raise ValueError("empty journal")
+    return header, blobs[0] if len(blobs) == 1 else b"".join(blobs)
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -762,20 +834,33 @@ def _each(
         raise failed[0]
 
 
-def _begin(root: str, sdir: str, steps: list[_Step]) -> tuple[int, list[str]]:
+def _begin(
+    root: str, sdir: str, steps: list[_Step], reservation: Reservation | None = None
+) -> tuple[int, list[str]]:
     """Write the journal of `steps` (see `_run`): its open descriptor, and the folders that
-    will be created. It replaces a reservation's journal, if any, in one rename."""
+    will be created. With a reservation, appended to the reservation's journal as a record
+    whose pre-images already written there are not written again."""
     dirs = _missing_dirs(root, steps)
     entries = []
     blob: list[bytes] = []
-    offset = 0
+    reused = reservation.pre_images if reservation is not None else {}
+    offset = reservation.blob_size if reservation is not None else 0
+    start = offset
     for s in steps:
+        pre = s.pre
+        known = reused.get(s.path) if pre is not None else None
+        if known is not None and known[0] is pre:
+            entries.append(s.journal(known[1]))
+            continue
         entries.append(s.journal(offset))
-        if s.pre is not None:
-            blob.append(s.pre)
-            offset += len(s.pre)
-    header = _journal_header(root, dirs, entries)
-    return _write_journal(os.path.join(sdir, JOURNAL), header, blob), dirs
+        if pre is not None:
+            blob.append(pre)
+            offset += len(pre)
+    header = _journal_header(root, dirs, entries, offset - start)
+    path = os.path.join(sdir, JOURNAL)
+    if reservation is not None:
+        return _append_journal(path, header, blob), dirs
+    return _write_journal(path, header, blob), dirs
 
 
 def _run(
