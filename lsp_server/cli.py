@@ -261,7 +261,8 @@ def _apply_patch(root: str, patch_text: str, recovered: list[dict[str, Any]]) ->
     be created by a child process while the patch is parsed and planned (`files.reserve`). A
     line that only looks like a header (inside a chunk) costs a read, or a temporary file that
     is removed again; a path that cannot be read is refused only when planning reaches it, so
-    every error is the one parsing and planning in order would give.
+    every error is the one parsing and planning in order would give. A large patch's second
+    half is read, parsed and planned meanwhile by another child (`SplitPlanner`).
     """
     from lsp_server.engine import files
     from lsp_server.engine.errors import EditError
@@ -270,7 +271,9 @@ def _apply_patch(root: str, patch_text: str, recovered: list[dict[str, Any]]) ->
     with files.workspace_lock(root) as sdir:
         recovered += files.recover_locked(root, sdir)
         _report_recovery(recovered)
-        # Forked before the files are read (see SplitPlanner); it exits once its answer is in.
+        # Forked before the files are read (see SplitPlanner), once the path policy is loaded;
+        # it exits once its answer is in.
+        _policy(root)
         with SplitPlanner(patch_text, lambda p: _snapshot(root, p)) as planner:
             read: dict[str, Snapshot | EditError] = {}
             updated: dict[str, Snapshot] = {}

@@ -46,9 +46,11 @@ class SplitPlanner:
 
     Created as early as possible, while the process is small: forking a process that already
     holds the snapshots costs milliseconds, and every page either side then writes (Python's
-    reference counts write everywhere) is copied. The child reads its files itself with
-    `read_snapshot`; `plan(get_snapshot)` plans the first half, takes the child's edits and
-    joins them to the parent's own snapshots, after checking that both read the same text.
+    reference counts write everywhere) is copied. What both processes need anyway (the
+    parser's tables; the caller's path policy) is loaded before. The child reads its files
+    itself with `read_snapshot`; `plan(get_snapshot)` plans the first half, takes the child's
+    edits and joins them to the parent's own snapshots, after checking that both read the
+    same text.
     Use it as a context manager: leaving it stops a child whose answer was never taken.
     """
 
@@ -58,6 +60,8 @@ class SplitPlanner:
         self.child: tuple[int, int] | None = None
         self.joined = False  # whether the last plan was assembled from both halves
         if self.cut is not None:
+            # The parser's tables load (~10 ms) on first use: once here, for both processes.
+            parse_patch(f"{BEGIN}\n*** Delete File: x\n{END}\n")
             self.child = _fork_planner(BEGIN + "\n" + patch_text[self.cut :], read_snapshot)
 
     def __enter__(self) -> SplitPlanner:
