@@ -195,3 +195,20 @@ def test_the_cut_is_a_column_0_update_header_after_the_middle() -> None:
     padded = text[:cut] + "  " + text[cut:]
     cut2 = parallel_plan._cut(padded)
     assert cut2 is not None and cut2 > cut + 2
+
+
+def test_an_interrupted_first_half_still_stops_the_child() -> None:
+    text = patch([section(i) for i in range(N_FILES)])
+    files = contents()
+    get = getter(files)
+
+    def interrupted(path: str) -> Snapshot:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt), SplitPlanner(text, get) as planner:
+        assert planner.child is not None
+        pid = planner.child[0]
+        planner.plan(interrupted)
+    assert planner.child is None
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)  # already reaped

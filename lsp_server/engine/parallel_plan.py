@@ -85,11 +85,13 @@ class SplitPlanner:
         text, cut, child = self.text, self.cut, self.child
         if cut is None or child is None:
             return plan_hunks(parse_patch(text), get_snapshot)
-        self.child = None
         try:
             plan: Plan | None = plan_hunks(parse_patch(text[:cut] + END + "\n"), get_snapshot)
         except EditError:
             plan = None
+        # Until here an interruption (Ctrl-C) leaves the child to `close`; from here `_collect`
+        # reaps it.
+        self.child = None
         answer = _collect(*child)
         if plan is not None and answer is not None:
             # Line k of the second half is line k - 1 + (lines before the cut) of the patch.
