@@ -11,6 +11,7 @@ from lsp_server.engine.v4a import (
     AddFile,
     Chunk,
     DeleteFile,
+    NormalisedPatch,
     UpdateFile,
     normalise_patch,
     parse_patch,
@@ -336,6 +337,22 @@ def test_normalise_is_identity_on_canonical_patches() -> None:
     assert [norm.original_line(i) for i in (1, 4, 7)] == [1, 4, 7]
 
 
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(1, 4),
+    st.sets(st.integers(0, 30)),
+    st.lists(st.integers(0, 40), max_size=12),
+    st.booleans(),
+)
+def test_original_lines_is_original_line_of_each(
+    first_line: int, dropped: set[int], lines: list[int], in_order: bool
+) -> None:
+    norm = NormalisedPatch("", first_line, tuple(sorted(d + first_line for d in dropped)), "")
+    if in_order:
+        lines.sort()
+    assert norm.original_lines(lines) == [norm.original_line(n) for n in lines]
+
+
 # Lines a model might emit: markers (some padded), headers, body lines, garbage.
 PATCHY_LINES = st.one_of(
     st.sampled_from(
@@ -541,3 +558,61 @@ def test_lark_parses_when_the_grammar_changed(monkeypatch: pytest.MonkeyPatch) -
         parse_patch(bad)
     assert info.value.code == Code.PARSE_ERROR
     assert info.value.to_result() == with_tables.value.to_result()
+
+
+# --- chunks, line by line: what `_chunks` builds in bulk, against a model of each chunk --------
+
+
+@st.composite
+def chunked_patches(draw: st.DrawFn) -> tuple[str, list[UpdateFile]]:
+    """A patch of Update File sections (with Delete Files and dropped blank lines between them)
+    and the UpdateFiles it means, chunk patch lines included, built line by line."""
+    eol = draw(st.sampled_from(["\n", "\r\n"]))
+    lines = [""] * draw(st.integers(0, 2)) + ["*** Begin Patch"]
+    files: list[UpdateFile] = []
+    gap = True  # a blank line here is between sections (dropped), not in a chunk
+    for i in range(draw(st.integers(1, 3))):
+        lines += [""] * draw(st.integers(0, 2) if gap else st.just(0))
+        if draw(st.booleans()):
+            lines.append(f"*** Delete File: gone{i}.txt")
+            lines += [""] * draw(st.integers(0, 2))
+        lines.append(f"*** Update File: f{i}.txt")
+        chunks: list[Chunk] = []
+        for j in range(draw(st.integers(1, 3))):
+            header = draw(st.sampled_from(["@@", "@@ def f():", "@@ x = 1 ", "bare"]))
+            if header == "bare" and j > 0:
+                header = "@@"
+            anchor = None if header in ("@@", "bare") else header[3:].strip()
+            if header != "bare":
+                lines.append(header)
+            patch_line = len(lines) + (1 if header == "bare" else 0)
+            body = draw(st.lists(st.tuples(st.sampled_from(" -+"), SAFE_TEXT), min_size=1))
+            if header == "bare" and body[0][0] == " " and not body[0][1][:1].isalnum():
+                # Before its first line the section has no chunk yet: a blank, marker or '@@'
+                # line there is not a context line.
+                body[0] = ("-", body[0][1])
+            for k, (op, text) in enumerate(body):
+                # An empty context line may lose its space, except where it would be a blank
+                # line before the chunk (dropped, not part of it).
+                blank = op == " " and not text and (k > 0 or header != "bare")
+                lines.append("" if blank and draw(st.booleans()) else op + text)
+            eof = draw(st.booleans())
+            if eof:
+                lines.append("*** End of File")
+            ops = "".join(op for op, _ in body)
+            old = tuple(t for op, t in body if op != "+")
+            new = tuple(t for op, t in body if op != "-")
+            chunks.append(Chunk(anchor, old, new, eof, ops, patch_line))
+            gap = eof
+        files.append(UpdateFile(f"f{i}.txt", None, tuple(chunks), 0))
+    lines.append("*** End Patch")
+    return eol.join(lines) + eol, files
+
+
+@settings(max_examples=300, deadline=None)
+@given(chunked_patches())
+def test_chunks_are_built_as_each_chunk_reads(case: tuple[str, list[UpdateFile]]) -> None:
+    text, files = case
+    updates = [h for h in parse_patch(text) if isinstance(h, UpdateFile)]
+    assert [(u.path, u.chunks) for u in updates] == [(f.path, f.chunks) for f in files]
+    _both_ways(text)

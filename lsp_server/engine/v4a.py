@@ -32,8 +32,8 @@ import threading
 from bisect import bisect_right
 from dataclasses import dataclass
 from functools import cache
-from itertools import compress, repeat
-from operator import getitem
+from itertools import compress
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from lsp_server.engine.errors import Code, EditError
@@ -120,6 +120,28 @@ class NormalisedPatch:
             if o2 == o:
                 return o
             o = o2
+
+    def original_lines(self, normalised_lines: list[int]) -> list[int]:
+        """`original_line` of each of `normalised_lines`: one walk over `dropped` for the lines
+        in order (a patch's tokens are), `original_line` for any other."""
+        base = self.first_line - 1
+        dropped = self.dropped
+        if not dropped:
+            return [base + max(n, 1) for n in normalised_lines]
+        out = []
+        j, end, last = 0, len(dropped), 1
+        for n in normalised_lines:
+            if n < last:
+                out.append(self.original_line(n))
+                continue
+            last = n
+            # The least o with o == base + n + (dropped lines <= o): j only grows with n.
+            o = base + n + j
+            while j < end and dropped[j] <= o:
+                j += 1
+                o += 1
+            out.append(o)
+        return out
 
     def text_of(self, original_line: int) -> str:
         lines = self.source.split("\n")
@@ -342,50 +364,53 @@ class _ToHunks:
     def _chunks(self, tokens: list[Token]) -> list[Chunk]:
         """The chunks of `tokens` (CHUNK / BARE_CHUNK), in order.
 
-        The per-line work (a line's op, its text without the op) runs over the lines of all
-        chunks together, mostly in C (`map`, `compress`); per chunk only slices remain. One
-        comprehension per chunk line was most of the time of parsing a large patch.
+        The per-line work (a line's op, its text without the op, which side it is on) runs over
+        the lines of all tokens together, in C (`split`, `map`, `translate`, `compress`); a
+        chunk's `@@` line (op '@') and `*** End of File` line (op '*') are on neither side. Per
+        chunk only slices and counts remain. One comprehension per chunk line was most of the
+        time of parsing a large patch.
         """
-        bodies: list[str] = []
-        heads: list[tuple[str | None, bool]] = []
-        for token in tokens:
-            body = str(token)
-            anchor = None
-            if token.type == "CHUNK":
-                nl = body.index("\n")
-                anchor = body[3:nl] if body[:3] == "@@ " else None
-                body = body[nl + 1 :]
-            eof = body.endswith(_EOF_TAIL)
-            if eof:
-                body = body[: -len(_EOF_LINE) - 1]
-            bodies.append(body)
-            heads.append((anchor, eof))
-        lines = "".join(bodies).split("\n")
+        assert self.norm is not None
+        lines = "".join(tokens).split("\n")
         lines.pop()
-        ops = "".join([x[:1] or " " for x in lines])
-        text = list(map(getitem, lines, repeat(_AFTER_OP)))
-        olds = list(compress(text, map(_NOT_ADDED, ops)))
-        news = list(compress(text, map(_NOT_REMOVED, ops)))
+        ops = "".join(map(_OP_OF, lines))
+        if len(ops) != len(lines):  # an empty line: an empty context line
+            ops = "".join([x[:1] or " " for x in lines])
+        text = list(map(_TEXT_OF, lines))
+        sides = ops.encode("ascii")
+        # Tuples: a chunk's lines are then one slice each.
+        olds = tuple(compress(text, sides.translate(_OLD_SIDE)))
+        news = tuple(compress(text, sides.translate(_NEW_SIDE)))
+        patch_lines = self.norm.original_lines([t.line or 1 for t in tokens])
         out: list[Chunk] = []
         k = o = w = 0
         new_chunk = object.__new__
-        for token, body, (anchor, eof) in zip(tokens, bodies, heads, strict=True):
-            n = body.count("\n")
+        for token, patch_line in zip(tokens, patch_lines, strict=True):
+            n = token.count("\n")
+            anchor = None
+            if token.type == "CHUNK":
+                head = lines[k]
+                if head[:3] == "@@ ":
+                    anchor = head[3:]
+                k += 1
+                n -= 1
+            eof = token.endswith(_EOF_TAIL)
+            if eof:
+                n -= 1
             chunk_ops = ops[k : k + n]
-            k += n
+            k += n + eof
             o2 = o + n - chunk_ops.count("+")
             w2 = w + n - chunk_ops.count("-")
             chunk = new_chunk(Chunk)
             # Chunk's own fields, set as its (frozen) __init__ would: 5,000 inits are a tenth
             # of parsing a large patch.
-            vars(chunk).update(
-                anchor=anchor,
-                old_lines=tuple(olds[o:o2]),
-                new_lines=tuple(news[w:w2]),
-                is_end_of_file=eof,
-                ops=chunk_ops,
-                patch_line=self._line(token),
-            )
+            fields = vars(chunk)
+            fields["anchor"] = anchor
+            fields["old_lines"] = olds[o:o2]
+            fields["new_lines"] = news[w:w2]
+            fields["is_end_of_file"] = eof
+            fields["ops"] = chunk_ops
+            fields["patch_line"] = patch_line
             o, w = o2, w2
             out.append(chunk)
         return out
@@ -393,9 +418,11 @@ class _ToHunks:
 
 # An Update File section between `update_file` and `start`: (path, move_to, chunk tokens, line).
 _PendingUpdate = tuple[str, "str | None", list[Any], int]
-_AFTER_OP = slice(1, None)
-_NOT_ADDED = "+".__ne__
-_NOT_REMOVED = "-".__ne__
+_OP_OF = itemgetter(slice(None, 1))
+_TEXT_OF = itemgetter(slice(1, None))
+# A chunk line's op to 1 (on that side of the change) or 0: '@' is a header, '*' End of File.
+_OLD_SIDE = bytes.maketrans(b" -+@*", b"\1\1\0\0\0")
+_NEW_SIDE = bytes.maketrans(b" -+@*", b"\1\0\1\0\0")
 
 
 _TRANSFORMER = _ToHunks()
