@@ -571,52 +571,71 @@ class _Token(str):
     line: int
 
 
-# How a rule's children are gathered and what its reduction yields (see `_compiled`).
+# How a rule's reduction runs (see `_compiled`). The shapes a grammar's rules mostly take are a
+# list operation or two on the stack: `_x: _x Y` appends Y to the list (lark grows it in place),
+# `_x: Y` starts the list [Y], `?x: Y` passes Y through. Any other rule runs the general way.
+_APPEND, _START_LIST, _PASS, _GENERAL = range(4)
+# How the general way gathers a rule's children and what its reduction yields.
 _CHILDREN_AS_IS, _CHILDREN_BY_MODE = 0, 1
 _YIELD_LIST, _YIELD_SINGLE, _YIELD_CALL = 0, 1, 2
 
+# A rule as the loop runs it: origin, how many values it takes, how it runs (`_APPEND`...),
+# then for the general way its modes, how its children are gathered, what it yields, its callback.
+_Rule = tuple[str, int, int, tuple[int, ...], int, int, Any]
+_Compiled = tuple[
+    list["re.Pattern[str] | None"], list[dict[str, int]], list[dict[str, int]], list[_Rule]
+]
+_COMPILED: dict[int, tuple[dict[str, Any], _Compiled]] = {}
 
-_COMPILED: dict[int, tuple[dict[str, Any], Any, Any]] = {}
 
-
-def _compiled(
-    tables: dict[str, Any],
-) -> tuple[list[re.Pattern[str] | None], list[tuple[str, tuple[int, ...], int, int, Any]]]:
+def _compiled(tables: dict[str, Any]) -> _Compiled:
     """`tables` made ready to run (once per process): each state's scanner (one compiled
-    alternation; None when no token may follow), and per rule its origin, modes, how its
-    children are gathered, what it yields, and its callback."""
+    alternation; None when no token may follow), its shifts (terminal or rule name to the next
+    state, gotos included) and reductions (terminal to rule), and the rules (see `_Rule`)."""
     done = _COMPILED.get(id(tables))
     if done is not None and done[0] is tables:
-        return done[1], done[2]
+        return done[1]
     lexers = []
     for patterns in tables["lexers"]:
         assert len(patterns) <= 1, "one alternation per lexer (lark's scanner, no flags)"
         lexers.append(re.compile(patterns[0]) if patterns else None)
     lexer_of: dict[int, int] = tables["lexer_of"]
-    scanners = [lexers[lexer_of[state]] for state in range(len(tables["actions"]))]
-    rules = []
+    actions: dict[int, dict[str, tuple[int, int]]] = tables["actions"]
+    scanners = [lexers[lexer_of[state]] for state in range(len(actions))]
+    shifts = [{k: a for k, (kind, a) in actions[s].items() if kind == _SHIFT} for s in actions]
+    reduces = [{k: a for k, (kind, a) in actions[s].items() if kind != _SHIFT} for s in actions]
+    assert list(actions) == list(range(len(actions))), "states are numbered 0..n-1"
+    rules: list[_Rule] = []
     for origin, modes, expand1 in tables["rules"]:
         gather = _CHILDREN_BY_MODE if _SPLICE in modes or _DROP in modes else _CHILDREN_AS_IS
+        how = _GENERAL
         if origin[0] == "_":
-            rules.append((origin, modes, gather, _YIELD_LIST, None))
+            kind, call = _YIELD_LIST, None
+            if modes == (_SPLICE, _KEEP):
+                how = _APPEND
+            elif modes == (_KEEP,):
+                how = _START_LIST
         else:
             kind = _YIELD_SINGLE if expand1 else _YIELD_CALL
-            rules.append((origin, modes, gather, kind, getattr(_TRANSFORMER, origin, None)))
-    _COMPILED[id(tables)] = (tables, scanners, rules)
-    return scanners, rules
+            call = getattr(_TRANSFORMER, origin, None)
+            if expand1 and modes == (_KEEP,):
+                how = _PASS
+        rules.append((origin, len(modes), how, modes, gather, kind, call))
+    done_now = (scanners, shifts, reduces, rules)
+    _COMPILED[id(tables)] = (tables, done_now)
+    return done_now
 
 
 def _tables_parse(text: str, tables: dict[str, Any]) -> Patch | None:
     """Parse normalised `text` with the saved tables; None where lark must decide."""
-    actions: dict[int, dict[str, tuple[int, Any]]] = tables["actions"]
-    scanners, rules = _compiled(tables)
+    scanners, shifts, reduces, rules = _compiled(tables)
     end_state: int = tables["end"]
-    states: list[int] = [tables["start"]]
+    state: int = tables["start"]
+    states: list[int] = [state]
     values: list[Any] = []
     pos, line, n = 0, 1, len(text)
     count = text.count
     while True:
-        state = states[-1]
         token: Any = None
         if pos < n:
             rx = scanners[state]
@@ -632,52 +651,62 @@ def _tables_parse(text: str, tables: dict[str, Any]) -> Patch | None:
         else:
             ttype = "$END"
         while True:
-            act = actions[state].get(ttype)
-            if act is None:
-                return None
-            if act[0] == _SHIFT:
+            shift = shifts[state].get(ttype)
+            if shift is not None:
                 if token is None:
                     return None
-                states.append(act[1])
+                states.append(shift)
                 values.append(token)
+                state = shift
                 break
-            origin, modes, gather, kind, call = rules[act[1]]
-            size = len(modes)
-            if size:
-                got = values[-size:]
-                del states[-size:]
-                del values[-size:]
-            else:
-                got = []
-            if gather == _CHILDREN_BY_MODE:
-                children: list[Any] = []
-                for mode, v in zip(modes, got, strict=True):
-                    if mode == _KEEP:
-                        children.append(v)
-                    elif mode == _SPLICE:
-                        if children:
-                            children.extend(v)
-                        else:
-                            children = v  # a left-recursive list grows in place, as in lark
-            else:
-                children = got
-            if kind == _YIELD_LIST:
-                result: Any = children
-            elif kind == _YIELD_SINGLE and len(children) == 1:
-                result = children[0]
-            elif call is not None:
-                result = call(children)
-            else:
-                return None  # a rule the callbacks do not know: lark decides
-            state = states[-1]
-            goto = actions[state].get(origin)
-            if goto is None or goto[0] != _SHIFT:
+            reduce = reduces[state].get(ttype)
+            if reduce is None:
                 return None
-            state = goto[1]
-            states.append(state)
-            values.append(result)
+            origin, size, how, modes, gather, kind, call = rules[reduce]
+            if how == _APPEND:
+                last = values.pop()
+                values[-1].append(last)
+                del states[-2:]
+            elif how == _START_LIST:
+                values[-1] = [values[-1]]
+                del states[-1]
+            elif how == _PASS:
+                del states[-1]
+            else:
+                if size:
+                    got = values[-size:]
+                    del states[-size:]
+                    del values[-size:]
+                else:
+                    got = []
+                if gather == _CHILDREN_BY_MODE:
+                    children: list[Any] = []
+                    for mode, v in zip(modes, got, strict=True):
+                        if mode == _KEEP:
+                            children.append(v)
+                        elif mode == _SPLICE:
+                            if children:
+                                children.extend(v)
+                            else:
+                                children = v  # a left-recursive list grows in place, as in lark
+                else:
+                    children = got
+                if kind == _YIELD_LIST:
+                    result: Any = children
+                elif kind == _YIELD_SINGLE and len(children) == 1:
+                    result = children[0]
+                elif call is not None:
+                    result = call(children)
+                else:
+                    return None  # a rule the callbacks do not know: lark decides
+                values.append(result)
+            goto = shifts[states[-1]].get(origin)
+            if goto is None:
+                return None
+            states.append(goto)
+            state = goto
             if token is None and state == end_state:
-                return result  # type: ignore[no-any-return]
+                return values[-1]  # type: ignore[no-any-return]
 
 
 def parse_patch(text: str) -> Patch:
