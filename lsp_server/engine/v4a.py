@@ -218,6 +218,12 @@ def normalise_patch(text: str) -> NormalisedPatch:
     starts = (m.end() for m in _INTERESTING.finditer(s))
     ls = 0 if s else -1
     while ls >= 0:
+        if s.startswith("@@\n", ls):
+            # A bare '@@' (most headers of a large patch): kept as is, a chunk starts.
+            state = _CHUNK
+            prev_end = ls + 3
+            ls = next(starts, -1)
+            continue
         le = s.index("\n", ls)
         line = s[ls:le]
         if ls > prev_end and state == _UPDATE_HEAD:
