@@ -333,17 +333,28 @@ class _ToHunks:
 
     def start(self, children: list[Any]) -> Patch:
         hunks = children[1:-1]
-        pending = [h for h in hunks if type(h) is tuple]
-        if not pending:
+        tokens = [t for h in hunks if type(h) is tuple for t in h[2]]
+        if not tokens:
             return tuple(hunks)
         # Every chunk of the patch at once (see `_chunks`), then the UpdateFiles.
-        tokens = [t for p in pending for t in p[2]]
-        chunks = iter(self._chunks(tokens))
-        made = {
-            id(p): UpdateFile(p[0], p[1], tuple([next(chunks) for _ in p[2]]), p[3])
-            for p in pending
-        }
-        return tuple([made[id(h)] if type(h) is tuple else h for h in hunks])
+        chunks = self._chunks(tokens)
+        out: list[Hunk] = []
+        k = 0
+        new_update = object.__new__
+        for h in hunks:
+            if type(h) is tuple:
+                path, move_to, its_tokens, patch_line = h
+                k2 = k + len(its_tokens)
+                h = new_update(UpdateFile)
+                # UpdateFile's own fields, set as its (frozen) __init__ would (see `_chunks`).
+                fields = vars(h)
+                fields["path"] = path
+                fields["move_to"] = move_to
+                fields["chunks"] = tuple(chunks[k:k2])
+                fields["patch_line"] = patch_line
+                k = k2
+            out.append(h)
+        return tuple(out)
 
     def add_file(self, children: list[Any]) -> AddFile:
         header = children[0]
