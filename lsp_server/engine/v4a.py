@@ -378,8 +378,8 @@ class _ToHunks:
             rest = rest[1:]
         return (self._path(header, "*** Update File: "), move_to, rest, self._line(header))
 
-    def _chunks(self, tokens: list[Token]) -> list[Chunk]:
-        """The chunks of `tokens` (CHUNK / BARE_CHUNK), in order.
+    def _chunks(self, tokens: list[_Token]) -> list[Chunk]:
+        """The chunks of `tokens` (CHUNK / BARE_CHUNK; lark's Tokens or `_Token`s), in order.
 
         The per-line work (a line's op, its text without the op, which side it is on) runs over
         the lines of all tokens together, in C (`split`, `map`, `translate`, `compress`); a
@@ -403,7 +403,7 @@ class _ToHunks:
         k = o = w = 0
         new_chunk = object.__new__
         for token, patch_line in zip(tokens, patch_lines, strict=True):
-            n = token.count("\n")
+            n = token.end_line - token.line  # its lines (each token ends with a newline)
             anchor = None
             if token.type == "CHUNK":
                 head = lines[k]
@@ -582,10 +582,12 @@ def _tables() -> dict[str, Any] | None:
 
 
 class _Token(str):
-    """A token as the callbacks read it: its text, `.type` and `.line`, like lark's."""
+    """A token as the callbacks read it: its text, `.type`, `.line` and `.end_line` (the line
+    after it, as its text ends with a newline), like lark's."""
 
     type: str
     line: int
+    end_line: int
 
 
 # How a rule's reduction runs (see `_compiled`). The shapes a grammar's rules mostly take are a
@@ -664,6 +666,7 @@ def _tables_parse(text: str, tables: dict[str, Any]) -> Patch | None:
             token.type = ttype = m.lastgroup or ""
             token.line = line
             line += count("\n", pos, end)
+            token.end_line = line
             pos = end
         else:
             ttype = "$END"
