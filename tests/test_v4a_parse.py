@@ -407,6 +407,27 @@ def test_parser_returns_hunks_or_parse_error(lines: list[str], eol: str, framed:
                 assert len(c.new_lines) == c.ops.count(" ") + c.ops.count("+")
 
 
+@settings(max_examples=400, deadline=None)
+@given(st.lists(PATCHY_LINES, max_size=14), st.sampled_from(["\n", "\r\n"]), st.booleans())
+def test_normalise_skips_bare_headers_as_if_it_looked(
+    lines: list[str], eol: str, framed: bool
+) -> None:
+    """A bare '@@' line is not looked at (`_INTERESTING`): the chunk it starts is seen at the
+    next line looked at. That changes nothing against looking at it, as before."""
+    import re
+
+    from lsp_server.engine import v4a
+
+    body = eol.join(lines)
+    text = f"*** Begin Patch{eol}{body}{eol}*** End Patch{eol}" if framed else body
+    fast = normalise_patch(text)
+    with_headers = re.compile(r"\n(?=[^+\- \n]|[ ][ *\t\n]|\n)")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(v4a, "_INTERESTING", with_headers)
+        slow = normalise_patch(text)
+    assert (fast.text, fast.first_line, fast.dropped) == (slow.text, slow.first_line, slow.dropped)
+
+
 SAFE_TEXT = st.text(alphabet=st.characters(blacklist_characters="\r\n"), max_size=10)
 
 

@@ -154,12 +154,14 @@ _FILE_MARKER = re.compile(r"^\*\*\* (Add File|Delete File|Update File|Move to):[
 _UNIFIED_HEADER = re.compile(r"^@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@[ \t]?(.*)$")
 _CLOSED_HEADER = re.compile(r"^@@ (.*?)[ \t]*@@$")
 # The start of every line normalisation might change or that might change its state: anything
-# but a `+`/`-` line or a ` x` context line. Plain body lines, the bulk of a patch, are never
+# but a `+`/`-` line, a ` x` context line or a bare `@@` (kept as is; the chunk it starts is
+# seen at the next line looked at). Plain body lines and `@@`s, the bulk of a patch, are never
 # looked at one by one.
-_INTERESTING = re.compile(r"\n(?=[^+\- \n]|[ ][ *\t\n]|\n)")
+_INTERESTING = re.compile(r"\n(?=[^+\- \n@]|@(?!@\n)|[ ][ *\t\n]|\n)")
 
 # Normaliser states: where a blank line is dropped or means something.
 _TOP, _ADD, _UPDATE_HEAD, _CHUNK = range(4)
+_STATE_AFTER = {"Add File": _ADD, "Delete File": _TOP}  # a file marker; others: _UPDATE_HEAD
 
 
 def _marker(stripped: str) -> tuple[str, int] | None:
@@ -172,7 +174,7 @@ def _marker(stripped: str) -> tuple[str, int] | None:
     if not m:
         return None
     kind, path = m.group(1), m.group(2)
-    state = {"Add File": _ADD, "Delete File": _TOP}.get(kind, _UPDATE_HEAD)
+    state = _STATE_AFTER.get(kind, _UPDATE_HEAD)
     return f"*** {kind}: {path}", state
 
 
@@ -218,16 +220,13 @@ def normalise_patch(text: str) -> NormalisedPatch:
     starts = (m.end() for m in _INTERESTING.finditer(s))
     ls = 0 if s else -1
     while ls >= 0:
-        if s.startswith("@@\n", ls):
-            # A bare '@@' (most headers of a large patch): kept as is, a chunk starts.
-            state = _CHUNK
-            prev_end = ls + 3
-            ls = next(starts, -1)
-            continue
         le = s.index("\n", ls)
         line = s[ls:le]
-        if ls > prev_end and state == _UPDATE_HEAD:
-            state = _CHUNK  # plain body lines since the header: the first chunk has no @@
+        if ls > prev_end:  # lines not looked at since the last one
+            if state == _UPDATE_HEAD:
+                state = _CHUNK  # plain body lines since the header: the first chunk has no @@
+            elif state != _CHUNK and s.find("\n@@\n", prev_end - 1, ls) >= 0:
+                state = _CHUNK  # a bare '@@' among them started a chunk
         prev_end = le + 1
         replacement: str | None = line
         c = line[:1]
