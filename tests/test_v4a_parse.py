@@ -637,3 +637,24 @@ def test_chunks_are_built_as_each_chunk_reads(case: tuple[str, list[UpdateFile]]
     updates = [h for h in parse_patch(text) if isinstance(h, UpdateFile)]
     assert [(u.path, u.chunks) for u in updates] == [(f.path, f.chunks) for f in files]
     _both_ways(text)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.sampled_from(["*** Add File", "*** Delete File", "*** Update File", "*** Move to", "***"]),
+    st.sampled_from(["", ":", ": ", ":  ", ": \t", ":\t", ": \x0c", "::"]),
+    st.text(alphabet=": \t\x0c\r*ab", max_size=6),
+)
+def test_marker_shortcut_is_what_the_match_rebuilds(head: str, sep: str, rest: str) -> None:
+    """A canonical file marker skips `_FILE_MARKER`; the match would give the same."""
+    from lsp_server.engine import v4a
+
+    stripped = (head + sep + rest).strip()
+    m = v4a._FILE_MARKER.match(stripped)
+    expected = None
+    if m:
+        kind, path = m.group(1), m.group(2)
+        expected = (f"*** {kind}: {path}", v4a._STATE_AFTER.get(kind, v4a._UPDATE_HEAD))
+    if stripped in (v4a.BEGIN, v4a.END, v4a.END_OF_FILE):
+        return
+    assert v4a._marker(stripped) == expected

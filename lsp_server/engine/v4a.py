@@ -162,6 +162,13 @@ _INTERESTING = re.compile(r"\n(?=[^+\- \n@]|@(?!@\n)|[ ][ *\t\n]|\n)")
 # Normaliser states: where a blank line is dropped or means something.
 _TOP, _ADD, _UPDATE_HEAD, _CHUNK = range(4)
 _STATE_AFTER = {"Add File": _ADD, "Delete File": _TOP}  # a file marker; others: _UPDATE_HEAD
+# A file marker's text before ': ', and the state after it (as `_FILE_MARKER` and `_STATE_AFTER`).
+_MARKER_HEADS = {
+    "*** Add File": _ADD,
+    "*** Delete File": _TOP,
+    "*** Update File": _UPDATE_HEAD,
+    "*** Move to": _UPDATE_HEAD,
+}
 
 
 def _marker(stripped: str) -> tuple[str, int] | None:
@@ -170,6 +177,10 @@ def _marker(stripped: str) -> tuple[str, int] | None:
         return stripped, _TOP
     if stripped == END_OF_FILE:
         return stripped, _UPDATE_HEAD
+    head, _, path = stripped.partition(": ")
+    state = _MARKER_HEADS.get(head)
+    if state is not None and path[:1] not in ("", " ", "\t"):
+        return stripped, state  # already canonical: what the match below would rebuild
     m = _FILE_MARKER.match(stripped)
     if not m:
         return None
