@@ -654,7 +654,8 @@ def test_marker_shortcut_is_what_the_match_rebuilds(head: str, sep: str, rest: s
     expected = None
     if m:
         kind, path = m.group(1), m.group(2)
-        expected = (f"*** {kind}: {path}", v4a._STATE_AFTER.get(kind, v4a._UPDATE_HEAD))
+        state = {"Add File": v4a._ADD, "Delete File": v4a._TOP}.get(kind, v4a._UPDATE_HEAD)
+        expected = (f"*** {kind}: {path}", state)
     if stripped in (v4a.BEGIN, v4a.END, v4a.END_OF_FILE):
         return
     assert v4a._marker(stripped) == expected

@@ -161,8 +161,7 @@ _INTERESTING = re.compile(r"\n(?=[^+\- \n@]|@(?!@\n)|[ ][ *\t\n]|\n)")
 
 # Normaliser states: where a blank line is dropped or means something.
 _TOP, _ADD, _UPDATE_HEAD, _CHUNK = range(4)
-_STATE_AFTER = {"Add File": _ADD, "Delete File": _TOP}  # a file marker; others: _UPDATE_HEAD
-# A file marker's text before ': ', and the state after it (as `_FILE_MARKER` and `_STATE_AFTER`).
+# A file marker's text before ': ' (as `_FILE_MARKER` reads it), and the state after it.
 _MARKER_HEADS = {
     "*** Add File": _ADD,
     "*** Delete File": _TOP,
@@ -185,8 +184,7 @@ def _marker(stripped: str) -> tuple[str, int] | None:
     if not m:
         return None
     kind, path = m.group(1), m.group(2)
-    state = _STATE_AFTER.get(kind, _UPDATE_HEAD)
-    return f"*** {kind}: {path}", state
+    return f"*** {kind}: {path}", _MARKER_HEADS["*** " + kind]
 
 
 def _header(line: str) -> str:
@@ -303,7 +301,6 @@ _EXPECTED = {
     "$END": "the end of the patch",
 }
 _FILE_HEADERS = ("ADD_FILE", "DELETE_FILE", "UPDATE_FILE")
-_EOF_LINE = END_OF_FILE
 _EOF_TAIL = "\n" + END_OF_FILE + "\n"
 
 
@@ -630,10 +627,10 @@ def _compiled(tables: dict[str, Any]) -> _Compiled:
         lexers.append(re.compile(patterns[0]) if patterns else None)
     lexer_of: dict[int, int] = tables["lexer_of"]
     actions: dict[int, dict[str, tuple[int, int]]] = tables["actions"]
-    scanners = [lexers[lexer_of[state]] for state in range(len(actions))]
+    assert list(actions) == list(range(len(actions))), "states are numbered 0..n-1"
+    scanners = [lexers[lexer_of[state]] for state in actions]
     shifts = [{k: a for k, (kind, a) in actions[s].items() if kind == _SHIFT} for s in actions]
     reduces = [{k: a for k, (kind, a) in actions[s].items() if kind != _SHIFT} for s in actions]
-    assert list(actions) == list(range(len(actions))), "states are numbered 0..n-1"
     rules: list[_Rule] = []
     for origin, modes, expand1 in tables["rules"]:
         gather = _CHILDREN_BY_MODE if _SPLICE in modes or _DROP in modes else _CHILDREN_AS_IS
