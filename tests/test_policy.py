@@ -22,6 +22,7 @@ from lsp_server.engine.errors import Code, EditError
 from lsp_server.engine.policy import (
     DEFAULT_DENY,
     PathPolicy,
+    ResolvedPath,
     Root,
     SettingsError,
     canonical_path,
@@ -721,3 +722,115 @@ def test_plain_relative_paths_resolve_as_the_general_way_does(
     fast = {n: outcome(n) for n in names}
     monkeypatch.setattr(policy_mod, "_SIMPLE_RELATIVE", re.compile(r"(?!)"))
     assert {n: outcome(n) for n in names} == fast
+
+
+# Names of the tree below, joined into paths at random: plain names (the shorter ways), names
+# that are links (to files, folders, outside, back in, dangling, a loop, a denied file), denied
+# names and folders, special files, and the names (`.`, `..`, ``) only the general way takes.
+_BATCH_NAMES = [
+    "src", "sub", "a.py", "b.txt", "c.py", "secrets", "t.txt", "generated", "x.py", "build",
+    "o.txt", "keys", "k.pem", "public.pem", "id_rsa", "credentials", "a.key", "link_file",
+    "link_dir", "out_dir", "out_file", "s.txt", "dangling", "loop", "up", "deny_link",
+    "to_secrets", "back", "fifo", "n", "d", "hard", "dir.py", "new.py", "missing", ".git",
+    ".", "..", "",
+]  # fmt: skip
+
+
+def _batch_tree(ws: Path, outside: Path) -> None:
+    for rel in (
+        "src/a.py", "src/b.txt", "src/sub/c.py", "secrets/t.txt", "generated/x.py", "build/o.txt",
+        "keys/k.pem", "keys/public.pem", "id_rsa", "credentials", "a.key", "n/d", "dir.py/x",
+        ".git/config",
+    ):  # fmt: skip
+        _write(ws / rel)
+    _write(outside / "s.txt")
+    _write(outside / "sub/c.py")
+    os.link(ws / "n/d", ws / "n/hard")
+    os.mkfifo(ws / "fifo")
+    links = {
+        "src/link_file": "a.py",
+        "link_dir": "src",
+        "out_dir": str(outside),
+        "out_file": str(outside / "s.txt"),
+        "dangling": "missing/new.py",
+        "loop": "loop",
+        "src/up": "..",
+        "deny_link": "keys/k.pem",
+        "to_secrets": "secrets",
+        "back": str(outside / "back"),
+    }
+    for name, target in links.items():
+        os.symlink(target, ws / name)
+    if not (outside / "back").is_symlink():
+        os.symlink(ws / "src", outside / "back")
+
+
+def test_a_batch_with_a_memo_resolves_as_each_path_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch of paths resolved with one memo (what the CLI does for a patch: a folder seen
+    before takes the shortest way, `_in_known_folder`) gets, path for path, the result or the
+    refusal the general checks give it alone, whatever the batch and its order. Roots: plain,
+    non-ASCII (NFD, as macOS names), inside a protected folder (everything refused), and a
+    `.aws` folder (only `credentials` refused, by a glob that spans the root's own name)."""
+    import re
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from lsp_server.engine import policy as policy_mod
+
+    outside = tmp_path / "outside"
+    roots = [tmp_path / "ws", tmp_path / "cafe\u0301/ws", tmp_path / ".ssh/ws", tmp_path / ".aws"]
+    policies = []
+    for ws in roots:
+        _batch_tree(ws, outside)
+        pol = PathPolicy.from_settings(
+            [str(ws)],
+            {"deny": ["secrets/**", "**/generated/*.py", "/build/**"], "allow": ["**/public.pem"]},
+        )
+        assert pol._simple_prefix is not None, "the shorter ways apply here"
+        policies.append(pol)
+
+    hits: list[ResolvedPath] = []
+    in_known_folder = PathPolicy._in_known_folder
+
+    def counted(self: PathPolicy, *args: Any) -> ResolvedPath | None:
+        got = in_known_folder(self, *args)
+        if got is not None:
+            hits.append(got)
+        return got
+
+    monkeypatch.setattr(PathPolicy, "_in_known_folder", counted)
+
+    def outcome(pol: PathPolicy, path: str, memo: dict[str, Any] | None) -> object:
+        try:
+            return pol.resolve(path, memo=memo)
+        except EditError as err:
+            return (err.code, err.message, err.details)
+
+    # Files that exist, so that folders repeat and the shortest way has work, and any names.
+    files = [
+        "src/a.py", "src/b.txt", "src/sub/c.py", "a.key", "n/d", "keys/public.pem", "keys/k.pem",
+        "credentials", "link_dir/a.py", "generated/x.py", "build/o.txt", "secrets/t.txt",
+        "id_rsa", "to_secrets/t.txt", "src/up/credentials", "src/up/n/d", "src/link_file",
+    ]  # fmt: skip
+    paths = st.one_of(
+        st.sampled_from(files),
+        st.lists(st.sampled_from(_BATCH_NAMES), min_size=1, max_size=4).map("/".join),
+    )
+
+    @settings(max_examples=150, deadline=None)
+    @given(st.sampled_from(policies), st.lists(paths, min_size=1, max_size=30))
+    def check(pol: PathPolicy, batch: list[str]) -> None:
+        memo: dict[str, Any] = {}
+        # Twice: the second round finds every folder in the memo.
+        got = [(p, outcome(pol, p, memo)) for p in batch + batch]
+        with monkeypatch.context() as m:
+            m.setattr(policy_mod, "_SIMPLE_RELATIVE", re.compile(r"(?!)"))
+            want = [(p, outcome(pol, p, None)) for p in batch + batch]
+        assert got == want
+
+    check()
+    assert hits, "the shortest way was taken"
+    assert {h.root for h in hits} >= {str(roots[0]), str(roots[3])}

@@ -649,6 +649,10 @@ class PathPolicy:
             # What is on disk (the walk, symlinks, deny rules, the file type) is checked as for
             # any path.
             named = simple[0] + given
+            if memo is not None:
+                known = self._in_known_folder(given, named, memo)
+                if known is not None:
+                    return known
             walk = self._walk(named, given, argument, memo)
             return self._check_walk(walk, given, named, [given], argument)
         s = self._check_string(given, given, argument)
@@ -787,6 +791,44 @@ class PathPolicy:
             return None
         prefix = root.named + "/"
         return prefix, MAX_PATH_BYTES - len(prefix.encode("utf-8"))
+
+    def _in_known_folder(self, given: str, named: str, memo: WalkMemo) -> ResolvedPath | None:
+        """A plain relative path (`_simple_prefix`) accepted with the least work, or None for
+        `resolve` to decide the general way (which also gives every refusal).
+
+        It answers only when the general way could answer nothing else: the folder was walked
+        before in this batch (`memo`) and reached no symbolic link, so it is the named folder
+        itself, inside the one root, and `given` is the root-relative path of both the named
+        and the real file; the name is a regular file with one link, not a symlink; and no
+        deny glob matches either path `_check_walk` checks. The result is the one
+        `_check_walk` builds for that case.
+        """
+        head, _, _ = named.rpartition("/")
+        state = memo.get(head)
+        if state is None or state[1] or state[3] or state[0] != head:
+            return None
+        st = _lstat(named)
+        if st is None or not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+            return None
+        deny, anywhere = self._any_rule[False], self._any_rule[True]
+        # `given` is ASCII (`_SIMPLE_RELATIVE`), so NFC leaves it as it is, and normalising the
+        # root's part alone is the same as normalising the whole: an ASCII name after `/`
+        # never composes with what precedes it.
+        if deny is not None and deny.fullmatch(given):
+            return None
+        if anywhere is not None and anywhere.fullmatch(self._anywhere_prefix + given):
+            return None
+        return ResolvedPath(
+            abs_path=named, root=self.roots[0].real, rel_path=given, named_path=named, exists=True
+        )
+
+    @cached_property
+    def _anywhere_prefix(self) -> str:
+        """What `denied_by(..., anywhere_only=True)` matches a plain relative path's real path
+        as, up to the path itself (see `_in_known_folder`)."""
+        prefix = self._simple_prefix
+        assert prefix is not None
+        return unicodedata.normalize("NFC", prefix[0].lstrip("/"))
 
     def _check_string(self, s: str, given: str, argument: str) -> str:
         if len(s) > MAX_INPUT_CHARS:
