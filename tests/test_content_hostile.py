@@ -325,6 +325,40 @@ def test_reading_a_fifo_is_refused_without_blocking(tmp_path) -> None:  # type: 
     assert info.value.details.get("reason") == "NOT_REGULAR"
 
 
+@pytest.mark.parametrize("piece", [1, 7, 4096, None])
+def test_read_snapshot_reads_whole_files_and_the_cap_in_pieces(
+    tmp_path, monkeypatch: pytest.MonkeyPatch, piece: int | None
+) -> None:  # type: ignore[no-untyped-def]
+    # read_snapshot stops after one read that returns the size fstat gave; a short read (a
+    # signal, a network file system), or none at all, must still read the rest.
+    import os
+
+    from lsp_server.engine import files
+
+    real_read = os.read
+
+    def short_read(fd: int, n: int) -> bytes:
+        return real_read(fd, min(n, piece) if piece else n)
+
+    sizes = {"empty": 0, "small": 5, "big": 10_000, "cap": 9_000, "over": 9_001}
+    for name, size in sizes.items():
+        (tmp_path / name).write_bytes(bytes(65 + i % 26 for i in range(size)))
+    monkeypatch.setattr(os, "read", short_read)
+    try:
+        for name, size in sizes.items():
+            data = (tmp_path / name).read_bytes()
+            if size > 9_000:
+                with pytest.raises(EditError) as info:
+                    files.read_snapshot(str(tmp_path), name, 9_000)
+                assert info.value.code == Code.TOO_LARGE
+                assert info.value.details["size"] == 9_001  # the cap and the byte that tells
+            else:
+                assert files.read_snapshot(str(tmp_path), name, 9_000).text.encode() == data
+            assert files.read_snapshot(str(tmp_path), name, 10_000).text.encode() == data
+    finally:
+        monkeypatch.undo()
+
+
 def _reference_lines(text: str) -> list[str]:
     import re
 

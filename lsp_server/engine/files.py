@@ -103,23 +103,27 @@ _READ_STATS: dict[str, tuple[int, int, int]] = {}
 _READ_BYTES: dict[str, tuple[Snapshot, bytes]] = {}
 
 
+# O_NONBLOCK: opening a FIFO for reading would otherwise block until a writer appears, before
+# `read_snapshot`'s regular-file check could refuse it (no effect on regular files).
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
+
+
 def read_snapshot(root: str, rel: str, max_bytes: int = DEFAULT_MAX_BYTES) -> Snapshot:
     """The disk snapshot of workspace-relative `rel` (posix separators)."""
     full = _under(root, rel)
     try:
-        # O_NONBLOCK: opening a FIFO for reading would otherwise block until a writer appears,
-        # before the regular-file check below could refuse it (no effect on regular files).
-        fd = os.open(full, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0))
+        fd = os.open(full, _READ_FLAGS)
     except (FileNotFoundError, NotADirectoryError):
         return absent(rel)
     except OSError as exc:
         raise _read_error(rel, exc) from None
     try:
         st = os.fstat(fd)
-        _READ_STATS[full] = (st.st_ino, st.st_size, st.st_mtime_ns)
-        if stat.S_ISDIR(st.st_mode):
-            raise _is_directory(rel)
+        size = st.st_size
+        _READ_STATS[full] = (st.st_ino, size, st.st_mtime_ns)
         if not stat.S_ISREG(st.st_mode):
+            if stat.S_ISDIR(st.st_mode):
+                raise _is_directory(rel)
             # A FIFO or device would block or never end; only regular files are edited.
             raise EditError(
                 Code.INVALID_ARGUMENT,
@@ -127,15 +131,19 @@ def read_snapshot(root: str, rel: str, max_bytes: int = DEFAULT_MAX_BYTES) -> Sn
                 "Edit regular files only.",
                 {"argument": "path", "path": rel, "reason": "NOT_REGULAR"},
             )
-        parts = []
-        want = min(st.st_size, max_bytes) + 1  # one byte more tells an oversized file
-        while want > 0:
-            part = os.read(fd, want)
-            if not part:
-                break
-            parts.append(part)
-            want -= len(part)
-        data = parts[0] if len(parts) == 1 else b"".join(parts)
+        want = min(size, max_bytes) + 1  # one byte more tells an oversized file
+        data = os.read(fd, want)
+        # Exactly the size fstat gave, asked for one byte more: the whole file (a read that
+        # would find more now could only see bytes appended since, and so would a later one;
+        # `apply_plan` refuses a file whose size or mtime moved since this read).
+        if len(data) != size:
+            parts = [data]
+            want -= len(data)
+            while want > 0 and data:
+                data = os.read(fd, want)
+                parts.append(data)
+                want -= len(data)
+            data = b"".join(parts)
     except OSError as exc:
         raise _read_error(rel, exc) from None
     finally:
