@@ -325,6 +325,22 @@ def test_reading_a_fifo_is_refused_without_blocking(tmp_path) -> None:  # type: 
     assert info.value.details.get("reason") == "NOT_REGULAR"
 
 
+def test_decoded_snapshot_is_the_dataclass_one() -> None:
+    # decode_file builds its Snapshot without the dataclass __init__ (Snapshot.from_disk).
+    import dataclasses
+
+    for data, text, bom in [(b"a\r\nb", "a\r\nb", False), (b"\xef\xbb\xbfx\n", "x\n", True)]:
+        snap = decode_file("f", data)
+        made = Snapshot("f", text, "disk", bom=bom)
+        assert vars(snap) == vars(made) and repr(snap) == repr(made)
+        assert (snap.lines, snap.sha256, snap.eol, snap.exists) == (
+            made.lines, made.sha256, made.eol, made.exists
+        )  # fmt: skip
+        assert dataclasses.replace(snap, version=3).version == 3
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            snap.text = "y"  # type: ignore[misc]
+
+
 @pytest.mark.parametrize("piece", [1, 7, 4096, None])
 def test_read_snapshot_reads_whole_files_and_the_cap_in_pieces(
     tmp_path, monkeypatch: pytest.MonkeyPatch, piece: int | None

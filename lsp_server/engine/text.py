@@ -168,6 +168,18 @@ class Snapshot:
         """The terminator new lines take: the file's first one (Codex's rule), else `\\n`."""
         return first_terminator(self.text) or "\n"
 
+    @classmethod
+    def from_disk(cls, path: str, text: str, bom: bool) -> Snapshot:
+        """`Snapshot(path, text, "disk", bom=bom)`, made in a third of the time (a CLI patch
+        reads thousands of files): the fields go into the instance dict in one go instead of
+        through the frozen dataclass's `__init__`, one `object.__setattr__` each."""
+        snap = object.__new__(cls)
+        snap.__dict__.update(
+            path=path, text=text, source="disk", version=None, bom=bom, given_lines=None,
+            line_of=None,
+        )  # fmt: skip
+        return snap
+
     def release_lines(self) -> None:
         """Stop using a line list lent by a document store (it will change under us).
 
@@ -195,7 +207,7 @@ def decode_file(path: str, data: bytes, max_bytes: int = DEFAULT_MAX_BYTES) -> S
             "Edit a smaller file, or raise the agentEdit.maxFileBytes setting if this is intended.",
             {"path": path, "size": len(data), "cap": max_bytes},
         )
-    if b"\0" in data[:BINARY_SNIFF_BYTES]:
+    if data.find(b"\0", 0, BINARY_SNIFF_BYTES) >= 0:  # (a slice would copy 8 KiB)
         raise EditError(
             Code.BINARY,
             f"{path} looks binary (a NUL byte in its first {BINARY_SNIFF_BYTES} bytes).",
@@ -214,7 +226,7 @@ def decode_file(path: str, data: bytes, max_bytes: int = DEFAULT_MAX_BYTES) -> S
             "Edit it with a tool that knows its encoding, or convert it to UTF-8 first.",
             {"path": path, "offset": at},
         ) from None
-    return Snapshot(path=path, text=text, source="disk", bom=bom)
+    return Snapshot.from_disk(path, text, bom)
 
 
 def encode_file(text: str, bom: bool) -> bytes:
