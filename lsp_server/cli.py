@@ -354,9 +354,18 @@ def _plan_replace(root: str, args: argparse.Namespace, old: str, new: str) -> Pl
 
 
 def _snapshot(root: str, path: str) -> Snapshot:
+    # Called once per file of a patch (thousands): one policy lookup, no import statement.
+    policy = _POLICIES.get(root) or _policy(root)
+    rel = policy.resolve(path, memo=_WALK_MEMO).rel_path
+    return _read_snapshot(root, rel, policy.max_file_bytes)
+
+
+def _read_snapshot(root: str, rel: str, max_bytes: int) -> Snapshot:
+    global _read_snapshot
     from lsp_server.engine.files import read_snapshot
 
-    return read_snapshot(root, workspace_path(root, path), _policy(root).max_file_bytes)
+    _read_snapshot = read_snapshot  # later calls go straight to it
+    return read_snapshot(root, rel, max_bytes)
 
 
 def workspace_path(root: str, path: str) -> str:
@@ -375,10 +384,10 @@ _WALK_MEMO: dict[str, Any] = {}
 
 
 def _policy(root: str) -> Any:
-    from lsp_server.engine.policy import PathPolicy
-
     policy = _POLICIES.get(root)
     if policy is None:
+        from lsp_server.engine.policy import PathPolicy
+
         policy = _POLICIES[root] = PathPolicy.from_settings([root])
     return policy
 
