@@ -277,8 +277,7 @@ def _apply_patch(root: str, patch_text: str, recovered: list[dict[str, Any]]) ->
         with SplitPlanner(patch_text, lambda p: _snapshot(root, p)) as planner:
             read: dict[str, Snapshot | EditError] = {}
             updated: dict[str, Snapshot] = {}
-            for m in _UPDATE_HEADER.finditer(patch_text):
-                path = m.group(1).strip()
+            for path in _update_paths(patch_text):
                 if path and path not in read:
                     try:
                         snap = read[path] = _snapshot(root, path)
@@ -307,8 +306,26 @@ def _apply_patch(root: str, patch_text: str, recovered: list[dict[str, Any]]) ->
     return plan
 
 
-# `*** Update File: path` as v4a.normalise_patch accepts it (padded, CRLF), anywhere.
-_UPDATE_HEADER = re.compile(r"^[ \t]*\*\*\* Update File:(.*)$", re.MULTILINE)
+def _update_paths(patch_text: str) -> list[str]:
+    r"""The path of every `*** Update File: path` line, as v4a.normalise_patch accepts it (padded
+    with spaces and tabs, CRLF), anywhere in the patch: what `^[ \t]*\*\*\* Update File:(.*)$`
+    (MULTILINE) finds, stripped.
+
+    The marker is searched for as the literal it is, then its line checked for only blanks
+    before it: a regex that starts with `^[ \t]*` is tried at every character of the patch
+    (12 ms of a 1,000-file patch's 2 MB, against 2 ms).
+    """
+    out = []
+    for m in _UPDATE_MARKER.finditer(patch_text):
+        at = m.start()
+        # The first marker of a line is the one a header would start with; `(.*)` takes the rest
+        # of the line, so a later one on the same line is never found (nor would the line match).
+        if not patch_text[patch_text.rfind("\n", 0, at) + 1 : at].strip(" \t"):
+            out.append(m.group(1).strip())
+    return out
+
+
+_UPDATE_MARKER = re.compile(r"\*\*\* Update File:(.*)$", re.MULTILINE)
 
 
 def _run_history(root: str, args: argparse.Namespace) -> int:

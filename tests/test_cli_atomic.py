@@ -15,6 +15,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from lsp_server.engine import files, parallel_plan
 from lsp_server.engine.errors import Code, EditError
@@ -734,6 +736,23 @@ def test_lines_that_only_look_like_update_headers_change_nothing_else(
     expected["d0/f0.txt"] = b"*** Update File: other.txt\n *** Update File: .env\nLINE 0\n"
     expected.update({"other.txt": b"keep\n", ".env": b"SECRET=1\n"})
     assert tree(root) == expected
+
+
+_HEADER_BITS = ["*** Update File:", "*** Update File: a", " ", "\t", "\n", "\r\n", "\r", "x",
+                " b.txt ", "\u00a0", "**", "\u2028"]  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_HEADER_BITS)))
+def test_update_headers_are_found_as_the_line_regex_finds_them(parts: list[str]) -> None:
+    import re
+
+    from lsp_server.cli import _update_paths
+
+    # What _apply_patch looked for before (the regex is tried at every character: slow).
+    text = "".join(parts)
+    line_regex = re.compile(r"^[ \t]*\*\*\* Update File:(.*)$", re.MULTILINE)
+    assert _update_paths(text) == [m.group(1).strip() for m in line_regex.finditer(text)]
 
 
 def test_a_reserved_file_replaced_meanwhile_is_not_written_through(
