@@ -740,7 +740,7 @@ def _batch_tree(ws: Path, outside: Path) -> None:
     for rel in (
         "src/a.py", "src/b.txt", "src/sub/c.py", "secrets/t.txt", "generated/x.py", "build/o.txt",
         "keys/k.pem", "keys/public.pem", "id_rsa", "credentials", "a.key", "n/d", "dir.py/x",
-        ".git/config",
+        ".git/config", "top.py",
     ):  # fmt: skip
         _write(ws / rel)
     _write(outside / "s.txt")
@@ -771,8 +771,9 @@ def test_a_batch_with_a_memo_resolves_as_each_path_alone(
     """A batch of paths resolved with one memo (what the CLI does for a patch: a folder seen
     before takes the shortest way, `_in_known_folder`) gets, path for path, the result or the
     refusal the general checks give it alone, whatever the batch and its order. Roots: plain,
-    non-ASCII (NFD, as macOS names), inside a protected folder (everything refused), and a
-    `.aws` folder (only `credentials` refused, by a glob that spans the root's own name)."""
+    non-ASCII (NFD, as macOS names), inside a protected folder (everything refused), and
+    folders a glob spans the root's own name for (`.aws`: `credentials` refused; `generated`:
+    `top.py` refused by the user's `**/generated/*.py`)."""
     import re
 
     from hypothesis import given, settings
@@ -781,7 +782,10 @@ def test_a_batch_with_a_memo_resolves_as_each_path_alone(
     from lsp_server.engine import policy as policy_mod
 
     outside = tmp_path / "outside"
-    roots = [tmp_path / "ws", tmp_path / "cafe\u0301/ws", tmp_path / ".ssh/ws", tmp_path / ".aws"]
+    roots = [
+        tmp_path / "ws", tmp_path / "cafe\u0301/ws", tmp_path / ".ssh/ws", tmp_path / ".aws",
+        tmp_path / "generated",
+    ]  # fmt: skip
     policies = []
     for ws in roots:
         _batch_tree(ws, outside)
@@ -791,6 +795,8 @@ def test_a_batch_with_a_memo_resolves_as_each_path_alone(
         )
         assert pol._simple_prefix is not None, "the shorter ways apply here"
         policies.append(pol)
+    # Only where a glob spans the root's own names is a file's real path matched as well.
+    assert [p._root_in_reach for p in policies] == [False, False, True, True, True]
 
     hits: list[ResolvedPath] = []
     in_known_folder = PathPolicy._in_known_folder
@@ -814,6 +820,7 @@ def test_a_batch_with_a_memo_resolves_as_each_path_alone(
         "src/a.py", "src/b.txt", "src/sub/c.py", "a.key", "n/d", "keys/public.pem", "keys/k.pem",
         "credentials", "link_dir/a.py", "generated/x.py", "build/o.txt", "secrets/t.txt",
         "id_rsa", "to_secrets/t.txt", "src/up/credentials", "src/up/n/d", "src/link_file",
+        "top.py", "src/up/top.py",
     ]  # fmt: skip
     paths = st.one_of(
         st.sampled_from(files),
@@ -833,4 +840,4 @@ def test_a_batch_with_a_memo_resolves_as_each_path_alone(
 
     check()
     assert hits, "the shortest way was taken"
-    assert {h.root for h in hits} >= {str(roots[0]), str(roots[3])}
+    assert {h.root for h in hits} >= {str(roots[0]), str(roots[3]), str(roots[4])}

@@ -150,6 +150,18 @@ class ResolvedPath:
     named_path: str
     exists: bool
 
+    @classmethod
+    def _made(
+        cls, abs_path: str, root: str, rel_path: str, named_path: str, exists: bool
+    ) -> ResolvedPath:
+        """`ResolvedPath(...)` without the frozen dataclass's `__init__` (one `__setattr__` a
+        field): a CLI patch resolves thousands of paths."""
+        made = object.__new__(cls)
+        made.__dict__.update(
+            abs_path=abs_path, root=root, rel_path=rel_path, named_path=named_path, exists=exists
+        )
+        return made
+
     @cached_property
     def uri(self) -> str:
         # Computed on use: the CLI never needs it (and urllib's import is a CLI run's 1%).
@@ -810,17 +822,17 @@ class PathPolicy:
         st = _lstat(named)
         if st is None or not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
             return None
-        deny, anywhere = self._any_rule[False], self._any_rule[True]
+        deny = self._any_rule[False]
         # `given` is ASCII (`_SIMPLE_RELATIVE`), so NFC leaves it as it is, and normalising the
         # root's part alone is the same as normalising the whole: an ASCII name after `/`
         # never composes with what precedes it.
         if deny is not None and deny.fullmatch(given):
             return None
-        if anywhere is not None and anywhere.fullmatch(self._anywhere_prefix + given):
-            return None
-        return ResolvedPath(
-            abs_path=named, root=self.roots[0].real, rel_path=given, named_path=named, exists=True
-        )
+        if self._root_in_reach:
+            anywhere = self._any_rule[True]
+            if anywhere is not None and anywhere.fullmatch(self._anywhere_prefix + given):
+                return None
+        return ResolvedPath._made(named, self.roots[0].real, given, named, True)
 
     @cached_property
     def _anywhere_prefix(self) -> str:
@@ -829,6 +841,31 @@ class PathPolicy:
         prefix = self._simple_prefix
         assert prefix is not None
         return unicodedata.normalize("NFC", prefix[0].lstrip("/"))
+
+    @cached_property
+    def _root_in_reach(self) -> bool:
+        """Whether a `**/` deny glob could match a plain relative path's real path from a name
+        of the root's own path on (a root inside `.ssh/`, or at `.aws` for `.aws/credentials`).
+
+        When not, such a match starts at a name of the relative path, so the glob matches that
+        path too: `denied_by(rel)` has refused it already, and `_in_known_folder` does not
+        match the real path again. A match from a name of the root needs the glob's first name
+        to match that name whole (a glob's name matches no `/`); a name with `**`, `[` or `{`
+        (which could hold a `/`) is taken to match anything. A glob of one name only matches
+        the last name of a path: never a name of the root, which a file's path goes on from.
+        """
+        names = [n for n in self._anywhere_prefix.split("/") if n]
+        for glob in (*self.deny, *(DEFAULT_DENY if self.default_deny else ())):
+            if not glob.startswith("**/"):
+                continue  # not in `denied_by(..., anywhere_only=True)`
+            g = unicodedata.normalize("NFC", glob.strip())  # as glob_regex reads it
+            rest = g[3:] + ("**" if g.endswith("/") else "")
+            first, slash, _ = rest.partition("/")
+            if "[" in rest or "{" in rest or "**" in first or not first or first != first.strip():
+                return True
+            if slash and any(compile_glob(first).fullmatch(n) for n in names):
+                return True
+        return False
 
     def _check_string(self, s: str, given: str, argument: str) -> str:
         if len(s) > MAX_INPUT_CHARS:
