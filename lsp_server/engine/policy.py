@@ -812,8 +812,10 @@ class PathPolicy:
         before in this batch (`memo`) and reached no symbolic link, so it is the named folder
         itself, inside the one root, and `given` is the root-relative path of both the named
         and the real file; the name is a regular file with one link, not a symlink; and no
-        deny glob matches either path `_check_walk` checks. The result is the one
-        `_check_walk` builds for that case.
+        deny glob matches either path `_check_walk` checks (the real path only where a glob
+        could match it from the root's own names, `_root_in_reach`: elsewhere a match on it is
+        a match on `given` too). Any match at all, even one an allow glob would exempt, leaves
+        the decision to the general way. The result is the one `_check_walk` builds.
         """
         head, _, _ = named.rpartition("/")
         state = memo.get(head)
