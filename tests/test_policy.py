@@ -773,7 +773,8 @@ def test_a_batch_with_a_memo_resolves_as_each_path_alone(
     refusal the general checks give it alone, whatever the batch and its order. Roots: plain,
     non-ASCII (NFD, as macOS names), inside a protected folder (everything refused), and
     folders a glob spans the root's own name for (`.aws`: `credentials` refused; `generated`:
-    `top.py` refused by the user's `**/generated/*.py`)."""
+    `top.py` refused by the user's `**/generated/*.py`). The allow glob `keys/*.pem` exempts
+    `keys/k.pem` by its relative path but not by its real one, which is still refused."""
     import re
 
     from hypothesis import given, settings
@@ -791,7 +792,10 @@ def test_a_batch_with_a_memo_resolves_as_each_path_alone(
         _batch_tree(ws, outside)
         pol = PathPolicy.from_settings(
             [str(ws)],
-            {"deny": ["secrets/**", "**/generated/*.py", "/build/**"], "allow": ["**/public.pem"]},
+            {
+                "deny": ["secrets/**", "**/generated/*.py", "/build/**"],
+                "allow": ["**/public.pem", "keys/*.pem"],
+            },
         )
         assert pol._simple_prefix is not None, "the shorter ways apply here"
         policies.append(pol)
