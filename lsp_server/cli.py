@@ -405,7 +405,8 @@ def _policy(root: str) -> Any:
     if policy is None:
         from lsp_server.engine.policy import PathPolicy
 
-        policy = _POLICIES[root] = PathPolicy.from_settings([root])
+        # Compiled before `_apply_patch` forks its SplitPlanner child, which resolves paths too.
+        policy = _POLICIES[root] = PathPolicy.from_settings([root]).compiled()
     return policy
 
 

@@ -845,3 +845,11 @@ def test_a_batch_with_a_memo_resolves_as_each_path_alone(
     check()
     assert hits, "the shortest way was taken"
     assert {h.root for h in hits} >= {str(roots[0]), str(roots[3]), str(roots[4])}
+
+
+def test_compiled_policy_is_the_same_policy_with_its_globs_ready(tree: dict[str, str]) -> None:
+    # The CLI compiles the deny globs before it forks (a child would compile them again).
+    policy = PathPolicy.from_settings([tree["ws"]])
+    assert "_any_rule" not in vars(policy)
+    assert policy.compiled() is policy and "_any_rule" in vars(policy)
+    assert policy.denied_by(".env") == "**/.env"

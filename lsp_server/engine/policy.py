@@ -548,6 +548,12 @@ class PathPolicy:
         """
         return resolved.rel_path if len(self.roots) == 1 else resolved.abs_path
 
+    def compiled(self) -> PathPolicy:
+        """This policy with its deny globs compiled now rather than on the first `resolve` (~2 ms
+        of regex compiling): for a caller about to fork, so the child inherits them."""
+        self._any_rule  # noqa: B018 (a cached property, computed for its side effect)
+        return self
+
     def describe(self) -> dict[str, Any]:
         return {
             "roots": [r.real for r in self.roots],
