@@ -853,3 +853,45 @@ def test_compiled_policy_is_the_same_policy_with_its_globs_ready(tree: dict[str,
     assert "_any_rule" not in vars(policy)
     assert policy.compiled() is policy and "_any_rule" in vars(policy)
     assert policy.denied_by(".env") == "**/.env"
+
+
+# Glob pieces: literals that share beginnings (so the alternation has something to factor),
+# wildcards, classes, braces, `**`, anchors and separators.
+_GLOB_BITS = [
+    "a", "ab", "abc", "b", ".", ".g", ".git", "_", "-", "x.", "*", "?", "**", "/", "[ab]",
+    "[!a]", "{a,ab}", "{.g,b/c}", "\\", "é", "E\u0301", "*.pem", "id_",
+]  # fmt: skip
+_PATH_BITS = ["a", "ab", "abc", "b", ".", ".g", ".git", "_", "-", "x", "/", "é", "E\u0301", ".pem"]
+
+
+def test_deny_alternation_matches_what_its_globs_match() -> None:
+    """`_any_rule` writes the globs' shared leading pieces once (`_alternation`); a path it
+    matches is one some glob matches, and the other way round, for any set of globs."""
+    import re
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    glob = st.lists(st.sampled_from(_GLOB_BITS), min_size=1, max_size=5).map("".join)
+    path = st.lists(st.sampled_from(_PATH_BITS), min_size=1, max_size=7).map("".join)
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.lists(glob, min_size=1, max_size=8), st.lists(path, min_size=1, max_size=10))
+    def check(globs: list[str], paths: list[str]) -> None:
+        try:
+            rules = [compile_glob(g) for g in globs]
+        except re.error:
+            return  # an invalid glob (unclosed brace): refused as a setting, never compiled
+        policy = PathPolicy(deny=tuple(globs), default_deny=False)
+        for anywhere_only in (False, True):
+            rx = policy._any_rule[anywhere_only]
+            chosen = [
+                r
+                for g, r in zip(globs, rules, strict=True)
+                if not anywhere_only or g.startswith("**/")
+            ]
+            for p in paths:
+                got = rx is not None and rx.fullmatch(p) is not None
+                assert got == any(r.fullmatch(p) for r in chosen), (globs, p, anywhere_only)
+
+    check()

@@ -269,6 +269,51 @@ def glob_regex(glob: str) -> str:
     return "".join(out)
 
 
+# A leading piece of a glob's regex that `_alternation` may write once for several globs: a
+# literal character (escaped or not), `[^/]*` or `[^/]`, each a whole item of the concatenation
+# (never followed by a quantifier; glob_regex writes none after these anyway).
+_PIECE = re.compile(r"(?:\[\^/\]\*|\[\^/\]|\\.|[^\\\[\](){}?*+|^$.])(?![*+?{])", re.DOTALL)
+
+
+def _alternation(patterns: Sequence[str]) -> str:
+    """The alternation of regexes `patterns` (each without a top-level `|`, as glob_regex
+    writes them), with the leading pieces several share written once: `\\.(?:git|env)` for
+    `\\.git|\\.env`. The same strings match (`a(?:b|c)` is `ab|ac`), but the regex engine
+    compares a path with a shared piece once instead of once per glob: the default globs
+    start with `\\.` or `[^/]*\\.` or `id_`, and most paths fail right there (a third of
+    the time of the plain alternation, which also takes longer to compile)."""
+    items = []
+    for p in dict.fromkeys(patterns):
+        pieces: list[str] = []
+        pos = 0
+        while len(pieces) < 64 and (m := _PIECE.match(p, pos)) is not None:
+            pieces.append(m.group())
+            pos = m.end()
+        items.append((pieces, p[pos:]))
+    return _trie(items)
+
+
+def _trie(items: list[tuple[list[str], str]]) -> str:
+    """`_alternation` of patterns cut into (leading pieces, the rest)."""
+    out: list[str] = []
+    groups: dict[str, list[tuple[list[str], str]]] = {}
+    for pieces, rest in items:
+        if pieces:
+            groups.setdefault(pieces[0], []).append((pieces[1:], rest))
+        else:
+            out.append(rest)  # (no `|` at its top level: it needs no group)
+    for first, members in groups.items():
+        head = first
+        while len(members) > 1 and all(ps and ps[0] == members[0][0][0] for ps, _ in members):
+            head += members[0][0][0]
+            members = [(ps[1:], rest) for ps, rest in members]
+        if len(members) == 1:
+            out.append(head + "".join(members[0][0]) + members[0][1])
+        else:
+            out.append(f"{head}(?:{_trie(members)})")
+    return "|".join(out)
+
+
 # --- URIs and paths --------------------------------------------------------------------------
 
 
@@ -594,9 +639,9 @@ class PathPolicy:
             # of one per glob (`P(a|b)` matches exactly what `Pa|Pb` does).
             deep = [p[len(any_depth) :] for p in patterns if p.startswith(any_depth)]
             other = [p for p in patterns if not p.startswith(any_depth)]
-            parts = [f"(?:{p})" for p in other]
+            parts = [_alternation(other)] if other else []
             if deep:
-                parts.append(any_depth + "(?:" + "|".join(f"(?:{p})" for p in deep) + ")")
+                parts.append(any_depth + "(?:" + _alternation(deep) + ")")
             out[anywhere_only] = re.compile("|".join(parts), _GLOB_FLAGS) if parts else None
         return out
 
