@@ -65,6 +65,7 @@ def main() -> None:
     for _ in range(args.runs):
         out = subprocess.run(
             [sys.executable, "-c", CHILD, str(tree), str(patch)],
+            cwd=args.repo,  # (`-c` puts the current directory first on sys.path)
             env=env,
             check=True,
             capture_output=True,
