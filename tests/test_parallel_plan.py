@@ -127,7 +127,7 @@ def test_a_path_in_both_halves_is_the_ordered_refusal() -> None:
     assert split.to_result() == ordered.to_result()
 
 
-def test_moves_adds_and_deletes_after_the_middle_are_planned_in_order() -> None:
+def test_moves_adds_and_deletes_after_the_cut_are_planned_in_order() -> None:
     files = contents()
     sections = [section(i) for i in range(N_FILES)]
     sections[-1] = sections[-1].replace(
@@ -185,10 +185,10 @@ def test_small_patches_and_crlf_patches_are_not_split(monkeypatch: pytest.Monkey
     assert parallel_plan._cut(text) is None
 
 
-def test_the_cut_is_a_column_0_update_header_after_the_middle() -> None:
+def test_the_cut_is_a_column_0_update_header_after_the_childs_share() -> None:
     text = patch([section(i) for i in range(N_FILES)])
     cut = parallel_plan._cut(text)
-    assert cut is not None and cut >= len(text) // 2
+    assert cut is not None and cut >= len(text) * (1 - parallel_plan.CHILD_SHARE)
     assert text[cut:].startswith("*** Update File: ")
     assert text[cut - 1] == "\n"
     # A padded header is read as a header too, but is never a cut: the first column-0 one is.

@@ -2,7 +2,7 @@
 
 Parsing and planning a patch of tens of thousands of lines is pure Python work, most of a large
 headless apply, and one core does it while the other idles. `SplitPlanner` cuts such a patch
-in two at a file header near its middle and forks; the child reads, parses and plans the
+in two at a file header (`CHILD_SHARE`) and forks; the child reads, parses and plans the
 second half into minimal edits while the parent reads every file and plans the first half;
 the child sends back its edits (plain tuples, pickled through a pipe) and the parent assembles
 one plan. Only the success path is parallel: the result is the one `patching.plan_patch` would
@@ -10,7 +10,8 @@ give, or it is computed by `plan_patch` itself:
 
 - a cut is made only at a line `*** Update File: ` at column 0, which the normaliser always
   reads as a file header (never as chunk text), and only when the second half holds nothing
-  but plain updates (no Add, Delete or Move lines, however padded) and the patch has no CR;
+  but plain updates (no Add, Delete or Move marker anywhere in it, not even inside a line)
+  and the patch has no CR;
 - any error in either half (parse or plan), a path claimed by both halves, a file whose text
   the child read differently (it changed between the two reads), a child that did not answer,
   or anything unexpected makes the parent plan the whole patch again in order, so every
@@ -26,7 +27,6 @@ from __future__ import annotations
 
 import os
 import pickle
-import re
 import signal
 from typing import Any
 
@@ -37,8 +37,10 @@ from lsp_server.engine.v4a import BEGIN, END, UpdateFile, parse_patch
 
 # Below this size forking (~1-3 ms) and the hand-over cost more than half the planning saves.
 PARALLEL_FROM_BYTES = 256 * 1024
-_UPDATE_AT_COLUMN_0 = re.compile(r"^\*\*\* Update File: ", re.MULTILINE)
-_NOT_PLAIN_UPDATE = re.compile(r"^[ \t]*\*\*\* (?:Add File|Delete File|Move to):", re.MULTILINE)
+# The share of the patch (in characters) the child takes.
+CHILD_SHARE = 0.5
+_HEADER = "\n*** Update File: "
+_NOT_PLAIN_UPDATE = ("*** Add File:", "*** Delete File:", "*** Move to:")
 
 
 class SplitPlanner:
@@ -103,18 +105,16 @@ class SplitPlanner:
 
 
 def _cut(text: str) -> int | None:
-    """Where to cut `text` in two (a column-0 Update File header near its middle), or None."""
+    """Where to cut `text` in two (a column-0 Update File header), or None."""
     if len(text) < PARALLEL_FROM_BYTES or "\r" in text or not hasattr(os, "fork"):
         return None
-    middle = len(text) // 2
-    m = _UPDATE_AT_COLUMN_0.search(text, middle)
-    if m is None:
-        return None
-    cut = m.start()
-    # The first half needs a section of its own before the cut.
-    if _UPDATE_AT_COLUMN_0.search(text, 0, cut) is None:
-        return None
-    if _NOT_PLAIN_UPDATE.search(text, cut) is not None:
+    # `str.find` for the literal markers: a regex anchored at line starts tries every position.
+    at = text.find(_HEADER, int(len(text) * (1 - CHILD_SHARE)))
+    if at < 0 or text.find(_HEADER, 0, at) < 0:
+        return None  # no section after the cut, or none before it
+    cut = at + 1
+    # Anything but plain updates after the cut, even a marker inside a chunk line: in order.
+    if any(text.find(marker, cut) >= 0 for marker in _NOT_PLAIN_UPDATE):
         return None
     return cut
 
