@@ -202,8 +202,8 @@ def _run_edit(args: argparse.Namespace) -> int:
     edit_id: int | None = None
     try:
         if args.command == "apply-patch" and not args.dry_run:
-            plan = _apply_patch(root, patch_text, recovered)
-            return _succeed(plan, edit_id, args, recovered)
+            plan, diff = _apply_patch(root, patch_text, recovered)
+            return _succeed(plan, edit_id, args, recovered, diff)
         recovered = files.recover(root)
         _report_recovery(recovered)
         if args.command == "apply-patch":
@@ -240,21 +240,28 @@ def _run_edit(args: argparse.Namespace) -> int:
 
 
 def _succeed(
-    plan: Plan, edit_id: int | None, args: argparse.Namespace, recovered: list[dict[str, Any]]
+    plan: Plan,
+    edit_id: int | None,
+    args: argparse.Namespace,
+    recovered: list[dict[str, Any]],
+    diff: str | None = None,
 ) -> int:
     from lsp_server.engine.results import success
 
     # On disk, an applied edit is saved by definition.
     status = "dry-run" if args.dry_run else "applied"
-    result = success(edit_id, status, plan.changes, saved=not args.dry_run)
+    result = success(edit_id, status, plan.changes, saved=not args.dry_run, diff=diff)
     if recovered:
         result["recovered"] = recovered
     _print_success(result, plan, args.json)
     return EXIT_OK
 
 
-def _apply_patch(root: str, patch_text: str, recovered: list[dict[str, Any]]) -> Plan:
-    """Plan and apply a patch on disk, holding the workspace lock throughout.
+def _apply_patch(
+    root: str, patch_text: str, recovered: list[dict[str, Any]]
+) -> tuple[Plan, str | None]:
+    """Plan and apply a patch on disk, holding the workspace lock throughout; the plan, and
+    its diff if it was made while the disk flushed the new files (`apply_plan`'s `meanwhile`).
 
     The files the patch updates are resolved and read first, found by their `*** Update
     File:` lines before the patch is even parsed, so that a large patch's temporary files can
@@ -265,6 +272,7 @@ def _apply_patch(root: str, patch_text: str, recovered: list[dict[str, Any]]) ->
     half is read, parsed and planned meanwhile by another child (`SplitPlanner`).
     """
     from lsp_server.engine import files
+    from lsp_server.engine.diffing import plan_diff
     from lsp_server.engine.errors import EditError
     from lsp_server.engine.parallel_plan import SplitPlanner
 
@@ -296,14 +304,21 @@ def _apply_patch(root: str, patch_text: str, recovered: list[dict[str, Any]]) ->
                 return got
 
             reservation = files.reserve(root, sdir, list(updated.values()))
+            diffs: list[str] = []
             try:
                 plan = planner.plan(get)
-                files.apply_plan(root, plan, locked=sdir, reservation=reservation)
+                files.apply_plan(
+                    root,
+                    plan,
+                    locked=sdir,
+                    reservation=reservation,
+                    meanwhile=lambda: diffs.append(plan_diff(plan.changes)),
+                )
             except BaseException:
                 if reservation is not None:
                     reservation.discard()
                 raise
-    return plan
+    return plan, diffs[0] if diffs else None
 
 
 def _update_paths(patch_text: str) -> list[str]:

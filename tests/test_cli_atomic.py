@@ -20,6 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lsp_server.engine import files, parallel_plan
+from lsp_server.engine.diffing import plan_diff
 from lsp_server.engine.errors import Code, EditError
 from lsp_server.engine.patching import plan_patch
 
@@ -838,9 +839,14 @@ def test_large_patch_planned_on_two_cores_applies_and_refuses_as_in_order(
         result["details"]["patchLine"] == bad.split("\n").index("*** Update File: d5/f390.py") + 2
     )
     assert tree(root) == old
+    expected_diff = plan_diff(
+        plan_patch(patch, lambda p: files.read_snapshot(str(root), p)).changes
+    )
     proc = cli("apply-patch", "--root", str(root), "--json", "-", state=state, stdin=patch)
     assert proc.returncode == 0, proc.stderr
-    assert len(json.loads(proc.stdout)["files"]) == 400
+    result = json.loads(proc.stdout)
+    assert len(result["files"]) == 400
+    assert result["diff"] == expected_diff  # made while the disk flushed
     assert tree(root) == {
         rel: data.replace(b"compute(30)\n", b"compute(3000)\n") for rel, data in old.items()
     }
@@ -934,3 +940,26 @@ def test_files_the_slow_child_has_not_created_are_created_by_the_parent(
         files.apply_plan(ws, plan, locked=sdir, reservation=reservation)
     assert tree(root) == {rel: data.upper() for rel, data in old.items()}
     assert not list(state.rglob(files.JOURNAL))
+
+
+@pytest.mark.parametrize("n", [3, 20])
+def test_meanwhile_runs_once_during_the_apply_and_may_fail(
+    tmp_path: Path, state: Path, n: int
+) -> None:
+    """`apply_plan(meanwhile=...)` runs the caller's work while the disk flushes (one syncfs
+    from 16 files, else per-file fsyncs); a failure in it does not stop the apply."""
+    root = tmp_path / "many"
+    old, patch = _many(root, n)
+    plan = plan_patch(patch, lambda p: files.read_snapshot(str(root), p))
+    seen: list[dict[str, bytes]] = []
+
+    def look_then_fail() -> None:
+        seen.append(tree(root))
+        raise RuntimeError("the caller's own problem")
+
+    files.apply_plan(str(root), plan, meanwhile=look_then_fail)
+    (during,) = seen
+    # Called after every temporary file was written, before the first rename.
+    assert {rel: data for rel, data in during.items() if ".agent-edit-" not in rel} == old
+    assert sum(".agent-edit-" in rel for rel in during) == n
+    assert tree(root) == {rel: data.upper() for rel, data in old.items()}

@@ -456,29 +456,44 @@ def _journal_header(
 
 
 def apply_plan(
-    root: str, plan: Plan, *, locked: str | None = None, reservation: Reservation | None = None
+    root: str,
+    plan: Plan,
+    *,
+    locked: str | None = None,
+    reservation: Reservation | None = None,
+    meanwhile: Callable[[], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Carry out `plan` on disk under `root`, atomically; returns the recovery report, if any.
 
     `locked` is the state directory when the caller holds the workspace lock already (and has
     recovered under it); `reservation` the temporary files `reserve` created meanwhile.
-    Raises `EditError(IO_ERROR)` (after rolling back) when the disk refuses a step.
+    `meanwhile`, if given, is called while the disk flushes the new files (for the caller's
+    own work, such as the result's diff, which a `syncfs` of many files would only wait
+    for); it must not raise (an exception from it is ignored) and runs whether or not the
+    apply then succeeds. Raises `EditError(IO_ERROR)` (after rolling back) when the disk
+    refuses a step.
     """
     if locked is not None:
-        _apply_locked(root, locked, plan, reservation)
+        _apply_locked(root, locked, plan, reservation, meanwhile)
         return []
     with workspace_lock(root) as sdir:
         recovered = _recover_locked(root, sdir)
-        _apply_locked(root, sdir, plan, None)
+        _apply_locked(root, sdir, plan, None, meanwhile)
     return recovered
 
 
-def _apply_locked(root: str, sdir: str, plan: Plan, reservation: Reservation | None) -> None:
+def _apply_locked(
+    root: str,
+    sdir: str,
+    plan: Plan,
+    reservation: Reservation | None,
+    meanwhile: Callable[[], None] | None = None,
+) -> None:
     modes = _check_unchanged(root, plan)
     steps = _steps(root, plan, modes, reservation.token if reservation is not None else None)
     if reservation is None:
         if steps:
-            _run(root, sdir, steps)
+            _run(root, sdir, steps, meanwhile=meanwhile)
         return
     # Encoding and hashing the new contents, and the journal, overlap the files' creation
     # too: the journal can replace the reservation's before the child is done when it names
@@ -499,7 +514,7 @@ def _apply_locked(root: str, sdir: str, plan: Plan, reservation: Reservation | N
             return
         begun = _begin(root, sdir, steps, reservation)
         reservation.handed_over = True
-    _run(root, sdir, steps, fds, begun)
+    _run(root, sdir, steps, fds, begun, meanwhile)
 
 
 def _check_unchanged(root: str, plan: Plan) -> dict[str, int]:
@@ -804,6 +819,42 @@ class _Flusher:
                 os.close(fd)
 
 
+def _flush_while(flusher: _Flusher, meanwhile: Callable[[], None] | None) -> None:
+    """`flusher.flush()`, with `meanwhile()` run in this thread while a `syncfs` in another
+    waits on the disk (the call releases the GIL). Not during the renames: their threads need
+    the GIL between two calls, and a busy thread holds it for 5 ms at a time."""
+    if meanwhile is None or flusher.per_file:
+        flusher.flush()
+        if meanwhile is not None:
+            _quietly(meanwhile)
+        return
+    import threading
+
+    failed: list[BaseException] = []
+
+    def flush() -> None:
+        try:
+            flusher.flush()
+        except BaseException as exc:  # handed to the calling thread below
+            failed.append(exc)
+
+    thread = threading.Thread(target=flush, daemon=True)
+    thread.start()
+    try:
+        _quietly(meanwhile)
+    finally:
+        thread.join()
+    if failed:
+        raise failed[0]
+
+
+def _quietly(fn: Callable[[], None]) -> None:
+    try:
+        fn()
+    except Exception:  # noqa: BLE001 - a caller's optional work; it does it again if it must
+        pass
+
+
 def _rename_into_place(root: str) -> Callable[[_Step], None]:
     def rename(step: _Step) -> None:
         assert step.tmp is not None
@@ -890,6 +941,7 @@ def _run(
     steps: list[_Step],
     fds: dict[str, int] | None = None,
     begun: tuple[int, list[str]] | None = None,
+    meanwhile: Callable[[], None] | None = None,
 ) -> None:
     # Why this order survives a SIGKILL (or a power loss) at any point:
     # 1. The journal, naming every temporary file and holding every pre-image, is complete on
@@ -930,7 +982,7 @@ def _run(
         # changes (2. above).
         if per_file:
             os.fsync(journal_fd)
-        flusher.flush()
+        _flush_while(flusher, meanwhile)
         # Replacing or deleting a file frees the old one's blocks, which on some file systems
         # waits on the disk (ext4 without a journal, mounted with `discard`, discards them
         # synchronously: ~0.3 ms a file here): threads overlap those waits too. The order among
