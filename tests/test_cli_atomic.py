@@ -12,7 +12,6 @@ import signal
 import stat
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -904,42 +903,6 @@ def test_journal_records(tmp_path: Path) -> None:
     Path(path).write_bytes(b'{"blobSize": 9}\nshort')
     with pytest.raises(ValueError):
         files._read_journal(path)
-
-
-def test_files_the_slow_child_has_not_created_are_created_by_the_parent(
-    tmp_path: Path, state: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The plan is ready while the child still creates the temporary files: the parent creates
-    them from the last one on; the apply is the same."""
-    root = tmp_path / "many"
-    old, patch = _many(root, 20)
-    ws = str(root)
-    parent = os.getpid()
-    real_open = os.open
-    slept: list[int] = []
-    made_by_parent: list[str] = []
-
-    def slow_in_the_child(path: str, flags: int, mode: int = 0o777) -> int:
-        if os.getpid() != parent and not slept:
-            slept.append(1)
-            time.sleep(0.5)  # the parent creates every file meanwhile
-        elif os.getpid() == parent and flags & os.O_CREAT and ".agent-edit-" in path:
-            made_by_parent.append(path)
-        return real_open(path, flags, mode)
-
-    with files.workspace_lock(ws) as sdir:
-        snaps = {rel: files.read_snapshot(ws, rel) for rel in sorted(old)}
-        plan = plan_patch(patch, lambda p: snaps[p])
-        monkeypatch.setattr(os, "open", slow_in_the_child)
-        reservation = files.reserve(ws, sdir, list(snaps.values()))
-        assert reservation is not None
-        fds = reservation.finish()
-        monkeypatch.setattr(os, "open", real_open)
-        assert sorted(fds) == sorted(reservation.tmps)
-        assert len(made_by_parent) == 20  # the child, asleep, made none
-        files.apply_plan(ws, plan, locked=sdir, reservation=reservation)
-    assert tree(root) == {rel: data.upper() for rel, data in old.items()}
-    assert not list(state.rglob(files.JOURNAL))
 
 
 @pytest.mark.parametrize("n", [3, 20])

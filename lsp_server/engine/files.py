@@ -254,9 +254,8 @@ class Reservation:
     as much as the creation saves. The journal with those files' pre-images and temporary
     names is written before the fork, so an interrupted run is rolled back as before; the
     child shares the workspace lock, so no recovery can start while it still creates files,
-    even if the parent was killed. If the plan is ready first, the parent creates the rest
-    (`finish`). `apply_plan` then writes into the reserved files (each checked to be the empty
-    regular file the child made) instead of creating them. Used with
+    even if the parent was killed. `apply_plan` then writes into the reserved files (each
+    checked to be the empty regular file the child made) instead of creating them. Used with
     the workspace lock held from `reserve` to the end of `apply_plan`.
     """
 
@@ -314,23 +313,11 @@ class Reservation:
         return int(said) if said.isdigit() else 0
 
     def finish(self) -> dict[str, int]:
-        """The reserved files, opened for writing, once the child is done.
+        """Wait for the child; the reserved files it created, opened for writing.
 
-        While the child still creates files (from the first), this process creates them from
-        the last, until one already exists: where the two meet, or a file the child made
-        long ago. Creating a file can take a third of a millisecond (see the class docstring),
-        and otherwise the plan, ready, would only wait. `O_EXCL` decides each file for one of
-        the two; all of them are in the journal already. A file of the child's that is not the
-        empty regular file of ours it was (replaced meanwhile) is left out: `apply_plan` then
-        fails to create it (it exists) and rolls back.
+        A file that is not the empty regular file of ours it was (replaced meanwhile) is left
+        out: `apply_plan` then fails to create it (it exists) and rolls back.
         """
-        if self.pid:
-            create = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _CLOEXEC
-            for tmp in reversed(self.tmps[: self.budget]):
-                try:
-                    self.fds[tmp] = os.open(_under(self.root, tmp), create, 0o600)
-                except OSError:
-                    break
         uid = os.geteuid()
         flags = os.O_WRONLY | _CLOEXEC | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
         for tmp in self.tmps[: self._wait()]:
