@@ -1,7 +1,7 @@
 """Benchmark: whole-process CLI applies of revisions of agent-edit against each other (A/B).
 
-Each revision given (anything `git rev-parse` reads; `WORKTREE` is the checkout as it is now)
-is exported to a temporary folder and byte-compiled; then rounds alternate between them, each
+Each revision given (anything `git rev-parse` reads; `WORKTREE` is the checkout as it is now;
+a folder holding an `lsp_server` package, such as a variant made by hand) is exported to a temporary folder and byte-compiled; then rounds alternate between them, each
 run one `python -m lsp_server apply-patch -` process on a fresh, flushed copy of bench_patch's
 1,000-file tree (workload (a) of issue 3), run from inside that copy as bench_patch runs it.
 Medians of wall and CPU (the process and its children) are printed per revision.
@@ -39,6 +39,8 @@ def export(rev: str, into: Path) -> Path:
     into.mkdir(parents=True)
     if rev == "WORKTREE":
         shutil.copytree(REPO / "lsp_server", into / "lsp_server")
+    elif (Path(rev) / "lsp_server").is_dir():
+        shutil.copytree(Path(rev) / "lsp_server", into / "lsp_server")
     else:
         archive = subprocess.run(
             ["git", "-C", str(REPO), "archive", rev, "lsp_server"], check=True, capture_output=True
@@ -50,7 +52,7 @@ def export(rev: str, into: Path) -> Path:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("revs", nargs="+", help="git revisions, or WORKTREE")
+    ap.add_argument("revs", nargs="+", help="git revisions, WORKTREE, or folders")
     ap.add_argument("--rounds", type=int, default=9)
     ap.add_argument("--journaled-fs", action="store_true", help="as in bench_patch.py")
     args = ap.parse_args()
