@@ -98,6 +98,21 @@ def _python(
     )
 
 
+def apply_killed_after(
+    steps: int, root: Path, patch: str, state: Path
+) -> subprocess.CompletedProcess[str]:
+    """`apply-patch` in `root`, SIGKILLed by the crash hook after `steps` steps."""
+    return cli(
+        "apply-patch",
+        "--root",
+        str(root),
+        "-",
+        state=state,
+        stdin=patch,
+        env={files.CRASH_ENV: str(steps)},
+    )
+
+
 @pytest.fixture
 def work(tmp_path: Path) -> Path:
     root = tmp_path / "ws"
@@ -153,15 +168,7 @@ def test_sigkill_mid_apply_is_rolled_back_on_the_next_run(
     work: Path, state: Path, crash_after: int
 ) -> None:
     before_dirs = dirs(work)
-    proc = cli(
-        "apply-patch",
-        "--root",
-        str(work),
-        "-",
-        state=state,
-        stdin=PATCH,
-        env={files.CRASH_ENV: str(crash_after)},
-    )
+    proc = apply_killed_after(crash_after, work, PATCH, state)
     assert proc.returncode == -signal.SIGKILL
     assert list(state.rglob(files.JOURNAL)), "the journal survives the crash"
     # The next run (any edit command) rolls the interrupted apply back and says so.
@@ -188,15 +195,7 @@ def test_sigkill_during_a_threaded_many_file_apply(
         f"*** Update File: d{i % 3}/f{i}.txt\n@@\n-line {i}\n+LINE {i}\n" for i in range(20)
     )
     patch += "*** End Patch\n"
-    proc = cli(
-        "apply-patch",
-        "--root",
-        str(root),
-        "-",
-        state=state,
-        stdin=patch,
-        env={files.CRASH_ENV: str(crash_after)},
-    )
+    proc = apply_killed_after(crash_after, root, patch, state)
     assert proc.returncode == -signal.SIGKILL  # 20 writes + 20 renames = 40 steps
     files.recover(str(root))
     assert tree(root) == old
@@ -208,15 +207,7 @@ def test_every_file_all_old_or_all_new_at_each_crash_point(work: Path, state: Pa
         for rel in list(tree(work)):
             (work / rel).unlink()
         make(work, OLD_TREE)
-        proc = cli(
-            "apply-patch",
-            "--root",
-            str(work),
-            "-",
-            state=state,
-            stdin=PATCH,
-            env={files.CRASH_ENV: str(crash_after)},
-        )
+        proc = apply_killed_after(crash_after, work, PATCH, state)
         assert proc.returncode == -signal.SIGKILL
         for rel, data in tree(work).items():
             if ".agent-edit-" in rel:
@@ -866,15 +857,7 @@ def test_sigkill_after_deleting_a_file_of_a_reserved_apply(
     patch = patch.replace(
         "*** End Patch\n", "*** Delete File: gone.txt\n*** Add File: new.txt\n+new\n*** End Patch\n"
     )
-    proc = cli(
-        "apply-patch",
-        "--root",
-        str(root),
-        "-",
-        state=state,
-        stdin=patch,
-        env={files.CRASH_ENV: str(crash_after)},
-    )
+    proc = apply_killed_after(crash_after, root, patch, state)
     assert proc.returncode == -signal.SIGKILL  # 21 writes, 21 renames, 1 delete
     (journal,) = state.rglob(files.JOURNAL)
     header, blob = files._read_journal(str(journal))
