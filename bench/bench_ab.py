@@ -1,8 +1,9 @@
 """Benchmark: whole-process CLI applies of revisions of agent-edit against each other (A/B).
 
 Each revision given (anything `git rev-parse` reads; `WORKTREE` is the checkout as it is now;
-a folder holding an `lsp_server` package, such as a variant made by hand) is exported to a temporary folder and byte-compiled; then rounds alternate between them, each
-run one `python -m lsp_server apply-patch -` process on a fresh, flushed copy of bench_patch's
+a folder holding an `lsp_server` package, such as a variant made by hand) is exported to a
+temporary folder and byte-compiled; then rounds alternate between them, each run one
+`python -m lsp_server apply-patch -` process on a fresh, flushed copy of bench_patch's
 1,000-file tree (workload (a) of issue 3), run from inside that copy as bench_patch runs it.
 Medians of wall and CPU (the process and its children) are printed per revision.
 
