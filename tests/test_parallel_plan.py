@@ -212,3 +212,144 @@ def test_an_interrupted_first_half_still_stops_the_child() -> None:
     assert planner.child is None
     with pytest.raises(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)  # already reaped
+
+
+# --- review: the split plan against the ordered one, over generated patches -----------------
+
+_ALIASES = {"alias": "pkg"}  # `alias/x` names `pkg/x` (as a symlinked folder would)
+
+
+def resolving_getter(files: dict[str, str]) -> Callable[[str], Snapshot]:
+    """Like `getter`, but the path is resolved as the CLI's policy would: `./`, `a//b`,
+    `a/./b` and an aliased folder name the same file, whose snapshot has the canonical path."""
+    import posixpath
+
+    made: dict[str, Snapshot] = {}
+
+    def get(path: str) -> Snapshot:
+        if path not in made:
+            canonical = posixpath.normpath(path)
+            head, _, rest = canonical.partition("/")
+            canonical = f"{_ALIASES.get(head, head)}/{rest}" if rest else canonical
+            if canonical.startswith(".."):
+                raise EditError(Code.OUTSIDE_WORKSPACE, "outside", "inside", {"path": path})
+            made[path] = (
+                Snapshot(canonical, files[canonical], "disk")
+                if canonical in files
+                else absent(canonical)
+            )
+        return made[path]
+
+    return get
+
+
+def outcome(plan: Callable[[], Plan]) -> object:
+    try:
+        got = plan()
+    except EditError as err:
+        return ("refused", err.to_result())
+    return ("planned", summary_of(got), got.summary, [c.new_text for c in got.changes])
+
+
+def generated(seed: int) -> tuple[str, dict[str, str]]:
+    """A patch of ~40 file sections and the files it is planned against, with what models
+    send (padded or differently written paths, bare first chunks, anchors, lenient context,
+    End of File chunks, pure additions, blank lines) and, now and then, what is refused."""
+    import random
+
+    rnd = random.Random(seed)
+    n = rnd.randint(30, 45)
+    files = {}
+    for i in range(n):
+        body = [f"v{i}_{j} = {j}" for j in range(30)]
+        eol = "\r\n" if rnd.random() < 0.1 else "\n"
+        text = eol.join(body) + ("" if rnd.random() < 0.1 else eol)
+        files[f"pkg/m{i}.py"] = "" if rnd.random() < 0.03 else text
+    files["pkg/dup.py"] = "same\nsame\nother\n"
+
+    def spelled(i: int) -> str:
+        return rnd.choice(
+            [f"pkg/m{i}.py"] * 6 + [f"./pkg/m{i}.py", f"pkg//m{i}.py", f"alias/m{i}.py"]
+        )
+
+    def update(i: int) -> str:
+        header = f"*** Update File: {spelled(i)}\n"
+        if rnd.random() < 0.001:
+            header = "  " + header  # after a chunk: a context line (a refusal)
+        if rnd.random() < 0.05:
+            header = header.replace(": ", ":")
+        if not files[f"pkg/m{i}.py"]:
+            return header + "@@\n+appended\n"
+        out = []
+        at = rnd.randint(2, 8)
+        for k in range(rnd.randint(1, 3)):
+            kind = rnd.random()
+            if k == 0 and kind < 0.15:
+                head = ""  # a bare first chunk
+            elif kind < 0.25:
+                head = f"@@ v{i}_{at - 2} = {at - 2}\n"
+            elif kind < 0.3:
+                head = f"@@ -{at},3 +{at},3 @@\n"
+            else:
+                head = "@@\n"
+            pad = "  " if rnd.random() < 0.1 else ""
+            old = f"v{i}_{at} = {at}"
+            if rnd.random() < 0.002:
+                old = "not in the file"
+            out.append(
+                f"{head} v{i}_{at - 1} = {at - 1}{pad}\n-{old}\n+v{i}_{at} = {at * 100}\n"
+                f" v{i}_{at + 1} = {at + 1}\n"
+            )
+            at += rnd.randint(4, 6)
+        if rnd.random() < 0.1:
+            out.append(f"@@\n-v{i}_29 = 29\n+last\n*** End of File\n")
+        elif rnd.random() < 0.05:
+            out.append("@@\n+appended\n")
+        return header + "".join(out)
+
+    sections = []
+    order = list(range(n))
+    if rnd.random() < 0.05:
+        order[rnd.randrange(n)] = order[rnd.randrange(n)]  # a file named twice
+    added = deleted = False
+    for pos, i in enumerate(order):
+        sections.append(update(i))
+        gap = rnd.random()
+        if gap < 0.002:
+            sections.append("\n")  # after a chunk: an empty context line
+        elif gap < 0.003:
+            sections.append("  \n")
+        if pos < n // 3 and not added and rnd.random() < 0.03:
+            sections.append("*** Add File: pkg/new.py\n+x = 1\n\n+y = 2\n")
+            added = True
+        if pos < n // 3 and not deleted and rnd.random() < 0.03:
+            sections.append("*** Delete File: pkg/dup.py\n")
+            deleted = True
+    r = rnd.random()
+    if r < 0.02:
+        sections.append("*** Update File: pkg/dup.py\n@@\n-same\n+SAME\n")  # ambiguous
+    elif r < 0.04:
+        sections.append("*** Update File: pkg/missing.py\n@@\n-x\n+y\n")
+    elif r < 0.06:
+        sections[rnd.randrange(len(sections))] += "?not a patch line\n"
+    elif r < 0.08:
+        sections.append("*** Update File: ../outside.py\n@@\n-x\n+y\n")
+    elif r < 0.1:
+        sections.append("*** Update File: pkg/m0.py\n")  # no chunk
+    text = patch(sections)
+    r = rnd.random()
+    if r < 0.05:
+        text = "\n\n  \n" + text + "\n \n"
+    elif r < 0.08:
+        text = "apply_patch <<'EOF'\n" + text + "EOF\n"
+    elif r < 0.1:
+        text = text.replace("*** End Patch\n", "")
+    return text, files
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_generated_patches_plan_as_in_order(seed: int) -> None:
+    text, files = generated(seed)
+    with SplitPlanner(text, resolving_getter(files)) as planner:
+        split = outcome(lambda: planner.plan(resolving_getter(files)))
+    assert split == outcome(lambda: plan_patch(text, resolving_getter(files)))
