@@ -353,3 +353,24 @@ def test_generated_patches_plan_as_in_order(seed: int) -> None:
     with SplitPlanner(text, resolving_getter(files)) as planner:
         split = outcome(lambda: planner.plan(resolving_getter(files)))
     assert split == outcome(lambda: plan_patch(text, resolving_getter(files)))
+
+
+def test_an_empty_file_deleted_after_the_childs_read_is_refused_as_in_order() -> None:
+    """The child read an empty file that was deleted before the parent read it: the parent's
+    snapshot is absent, whose text ("") has the same length and hash as the child's. In order,
+    the update is NOT_FOUND; a merged plan would be an update of a file that does not exist,
+    which `apply_plan` carries out by creating it."""
+    files = contents()
+    last = f"pkg/m{N_FILES - 1}.py"
+    files[last] = ""
+    sections = [section(i) for i in range(N_FILES)]
+    sections[-1] = f"*** Update File: {last}\n@@\n+appended\n"
+    text = patch(sections)
+    gone = dict(files)
+    del gone[last]
+    with pytest.raises(EditError) as split, SplitPlanner(text, getter(files)) as planner:
+        planner.plan(getter(gone))
+    with pytest.raises(EditError) as ordered:
+        plan_patch(text, getter(gone))
+    assert split.value.to_result() == ordered.value.to_result()
+    assert ordered.value.code == Code.NOT_FOUND
