@@ -204,8 +204,10 @@ def _merge(plan: Plan, answer: _Answer, offset: int, get_snapshot: GetSnapshot) 
         snap = get_snapshot(written)
         if snap.path != canonical or canonical in claimed:
             return None  # named twice: the sequential refusal says where
-        if len(snap.text) != size or hash(snap.text) != fingerprint:
-            return None  # the file changed between the two reads: plan what is there now
+        if not snap.exists or len(snap.text) != size or hash(snap.text) != fingerprint:
+            # The file changed between the two reads (deleted: an absent file's text is "",
+            # an empty one's too): plan what is there now.
+            return None
         claimed.add(canonical)
         made = []
         for start, end, new_lines, offsets in edits:
