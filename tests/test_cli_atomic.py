@@ -909,3 +909,156 @@ def test_meanwhile_runs_once_during_the_apply_and_may_fail(
     assert {rel: data for rel, data in during.items() if ".agent-edit-" not in rel} == old
     assert sum(".agent-edit-" in rel for rel in during) == n
     assert tree(root) == {rel: data.upper() for rel, data in old.items()}
+
+
+# --- review: crashes and leftovers around the plan child and the appended journal record ----
+
+_KILLED_HERE = """
+import os, signal, sys
+from lsp_server import cli
+from lsp_server.engine import files, parallel_plan
+where, note = sys.argv[1], sys.argv[2]
+
+def die():
+    os.kill(os.getpid(), signal.SIGKILL)
+
+if where == "append":
+    # Killed while appending the plan's record: half of it is on disk.
+    def append(path, header, blob):
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+        record = files.json.dumps(header).encode() + b"\\n" + b"".join(blob)
+        os.write(fd, record[: len(record) // 2])
+        die()
+    files._append_journal = append
+elif where == "collect":
+    # Killed while the plan child still plans (its answer not taken yet).
+    collect = parallel_plan._collect
+    def killed(pid, read_end):
+        with open(note, "w") as f:
+            f.write(str(pid))
+        die()
+    parallel_plan._collect = killed
+elif where == "child-raises":
+    # The plan child meets an unexpected exception: it says nothing and the parent plans in
+    # order.
+    def boom(text, get):
+        raise RuntimeError("boom")
+    parallel_plan._child_answer = boom
+sys.exit(cli.main(["apply-patch", "--root", sys.argv[3], sys.argv[4]]))
+"""
+
+
+def _gone(pid: int) -> bool:
+    """Whether `pid` has exited (a zombie left to an init that does not reap counts)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except FileNotFoundError:
+        return True
+
+
+@pytest.mark.parametrize("where", ["append", "collect"])
+def test_sigkill_between_the_journal_records_or_while_the_plan_child_runs(
+    tmp_path: Path, state: Path, where: str
+) -> None:
+    """A large apply killed after the reservation's journal record and before the plan's is
+    whole (or while the plan child still plans): the next run removes every temporary file,
+    and no file changed. The plan child killed with its parent's answer not taken exits."""
+    import time
+
+    root = tmp_path / "large"
+    old, patch = _large(root)
+    patch_file = tmp_path / "p.patch"
+    patch_file.write_text(patch)
+    note = tmp_path / "child.pid"
+    proc = _python("-c", _KILLED_HERE, where, str(note), str(root), str(patch_file), state=state)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    assert proc.stdout == "" and proc.stderr == ""
+    (journal,) = state.rglob(files.JOURNAL)
+    assert journal.read_bytes().count(b'{"version": 2') == (2 if where == "append" else 1)
+    if where == "collect":
+        pid = int(note.read_text())
+        for _ in range(600):  # not a speed check: an orphan that never exits fails it
+            if _gone(pid):
+                break
+            time.sleep(0.05)
+        assert _gone(pid)
+    report = files.recover(str(root))  # waits for the lock any child still holds
+    assert report and not report[0]["conflicts"]
+    assert tree(root) == old  # every reserved temporary file removed, nothing written
+    assert not list(state.rglob(files.JOURNAL + "*"))
+
+
+def test_a_plan_child_that_fails_writes_nothing(tmp_path: Path, state: Path) -> None:
+    root = tmp_path / "large"
+    old, patch = _large(root)
+    patch_file = tmp_path / "p.patch"
+    patch_file.write_text(patch)
+    proc = _python("-c", _KILLED_HERE, "child-raises", "-", str(root), str(patch_file), state=state)
+    assert proc.returncode == 0 and proc.stderr == ""
+    assert proc.stdout.count("M d0/f0.py") == 1
+    assert tree(root) == {
+        rel: data.replace(b"compute(30)\n", b"compute(3000)\n") for rel, data in old.items()
+    }
+
+
+def _no_children() -> bool:
+    try:
+        os.waitpid(-1, os.WNOHANG)
+    except ChildProcessError:
+        return True
+    return False
+
+
+@pytest.mark.parametrize(
+    "how", ["applied", "refused", "refused-first", "interrupted-plan", "interrupted", "failed"]
+)
+def test_large_apply_leaves_no_process_descriptor_or_file_behind(
+    tmp_path: Path, state: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    """`cli._apply_patch` on a patch large enough for both children (plan and reservation):
+    after success, a refusal (in either half), Ctrl-C while the first half is planned, or
+    Ctrl-C or an exception in the apply, no child is left (running or zombie) and no
+    descriptor stays open. A refusal leaves no temporary file or journal; an apply stopped
+    by an exception leaves its journal, and the next run puts everything back (as after a
+    crash)."""
+    from lsp_server import cli as cli_module
+
+    root = tmp_path / "large"
+    old, patch = _large(root)
+    expected = {
+        rel: data.replace(b"compute(30)\n", b"compute(3000)\n") for rel, data in old.items()
+    }
+    if how == "refused":
+        patch = patch.replace("-value_399_30 = compute(30)\n", "-value_399_30 = compute(31)\n")
+    elif how == "refused-first":
+        patch = patch.replace("-value_3_30 = compute(30)\n", "-value_3_30 = compute(31)\n")
+    elif how == "interrupted-plan":
+
+        def plan_hunks(*args: object) -> None:
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(parallel_plan, "plan_hunks", plan_hunks)
+    elif how in ("interrupted", "failed"):
+        error = KeyboardInterrupt() if how == "interrupted" else RuntimeError("disk on fire")
+
+        def flush_while(*args: object) -> None:
+            raise error
+
+        monkeypatch.setattr(files, "_flush_while", flush_while)
+    fds = set(os.listdir("/proc/self/fd"))
+    assert _no_children()
+    if how == "applied":
+        plan, diff = cli_module._apply_patch(str(root), patch, [])
+        assert len(plan.changes) == 400 and diff
+        assert tree(root) == expected
+    else:
+        with pytest.raises((EditError, KeyboardInterrupt, RuntimeError)):
+            cli_module._apply_patch(str(root), patch, [])
+    assert _no_children()
+    assert set(os.listdir("/proc/self/fd")) == fds
+    assert not list(state.rglob(files.JOURNAL + ".tmp"))
+    assert bool(list(state.rglob(files.JOURNAL))) == (how in ("interrupted", "failed"))
+    if how != "applied":
+        files.recover(str(root))
+        assert tree(root) == old
