@@ -1062,3 +1062,51 @@ def test_large_apply_leaves_no_process_descriptor_or_file_behind(
     if how != "applied":
         files.recover(str(root))
         assert tree(root) == old
+
+
+def test_a_version_1_journal_is_rolled_back_before_a_large_apply(
+    tmp_path: Path, state: Path
+) -> None:
+    """An older version's journal (one record, its blob the rest of the file, no `blobSize`)
+    left by a crash after it renamed one file and before it removed its temporary file: the
+    next run, a large apply, restores that file first and applies to it."""
+    import hashlib
+
+    root = tmp_path / "large"
+    old, patch = _large(root)
+    (root / "d0/f0.py").write_bytes(b"half-applied\n")
+    (root / "d0/.f7.py.agent-edit-0ld.tmp").write_bytes(b"temporary\n")
+    header = {
+        "version": 1,
+        "root": os.path.realpath(root),
+        "pid": 1,
+        "time": 0.0,
+        "dirs": [],
+        "files": [
+            {
+                "path": "d0/f0.py",
+                "op": "write",
+                "pre": [len(old["d0/f7.py"]), len(old["d0/f0.py"])],
+                "newSha256": hashlib.sha256(b"half-applied\n").hexdigest(),
+                "tmp": "d0/.f0.py.agent-edit-0ld.tmp",
+            },
+            {
+                "path": "d0/f7.py",
+                "op": "write",
+                "pre": [0, len(old["d0/f7.py"])],
+                "newSha256": "0" * 64,
+                "tmp": "d0/.f7.py.agent-edit-0ld.tmp",
+            },
+        ],
+    }
+    sdir = Path(files.state_dir(str(root)))
+    (sdir / files.JOURNAL).write_bytes(
+        json.dumps(header).encode() + b"\n" + old["d0/f7.py"] + old["d0/f0.py"]
+    )
+    proc = cli("apply-patch", "--root", str(root), "-", state=state, stdin=patch)
+    assert proc.returncode == 0, proc.stderr
+    assert "rolled back an interrupted apply (pid 1): restored d0/f0.py" in proc.stderr
+    assert tree(root) == {
+        rel: data.replace(b"compute(30)\n", b"compute(3000)\n") for rel, data in old.items()
+    }
+    assert not list(state.rglob(files.JOURNAL + "*"))
