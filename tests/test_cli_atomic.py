@@ -1110,3 +1110,73 @@ def test_a_version_1_journal_is_rolled_back_before_a_large_apply(
         rel: data.replace(b"compute(30)\n", b"compute(3000)\n") for rel, data in old.items()
     }
     assert not list(state.rglob(files.JOURNAL + "*"))
+
+
+def _variant(root: Path, patch: str, how: str) -> str:
+    """`patch` (from `_large`) changed the way `how` says, with what it needs in `root`."""
+    last = "*** Update File: d0/f399.py\n"  # not a file: replaced below
+    sections = patch.split("*** Update File: ")
+    tail = sections[-1]  # d0/f399.py's section (399 % 7 == 0), before '*** End Patch'
+    assert tail.startswith("d0/f399.py\n") and last
+    f0 = "@@\n value_0_35 = compute(35)\n-value_0_36 = compute(36)\n+value_0_36 = 36\n"
+    extra = ""
+    if how == "same-file-spelled-twice":
+        extra = f"*** Update File: d0/./f0.py\n{f0}"
+    elif how == "symlink-to-a-file-of-the-first-half":
+        (root / "link.py").symlink_to("d0/f0.py")
+        extra = f"*** Update File: link.py\n{f0}"
+    elif how == "through-a-symlinked-folder":
+        (root / "alias").symlink_to("d0")
+        tail = tail.replace("d0/f399.py\n", "alias/f399.py\n", 1)
+    elif how == "binary-after-the-cut":
+        (root / "d0/f399.py").write_bytes(b"\0binary\n")
+    elif how == "binary-before-the-cut":
+        (root / "d0/f0.py").write_bytes(b"\0binary\n")
+    elif how == "fifo-after-the-cut":
+        os.mkfifo(root / "fifo.py")
+        extra = "*** Update File: fifo.py\n@@\n-x\n+y\n"
+    elif how == "missing-after-the-cut":
+        extra = "*** Update File: d0/nope.py\n@@\n-x\n+y\n"
+    elif how == "lenient-after-the-cut":
+        (root / "d0/f399.py").write_bytes(
+            (root / "d0/f399.py").read_bytes().replace(b"compute(30)\n", b"compute(30)  \n")
+        )
+    elif how == "outside-after-the-cut":
+        extra = "*** Update File: ../outside.py\n@@\n-x\n+y\n"
+    sections[-1] = tail.replace("*** End Patch\n", extra + "*** End Patch\n")
+    return "*** Update File: ".join(sections)
+
+
+@pytest.mark.parametrize(
+    "how",
+    [
+        "same-file-spelled-twice",
+        "symlink-to-a-file-of-the-first-half",
+        "through-a-symlinked-folder",
+        "binary-after-the-cut",
+        "binary-before-the-cut",
+        "fifo-after-the-cut",
+        "missing-after-the-cut",
+        "lenient-after-the-cut",
+        "outside-after-the-cut",
+    ],
+)
+def test_large_apply_answers_as_its_dry_run(tmp_path: Path, state: Path, how: str) -> None:
+    """The CLI's apply (split planning, reservation) and its dry run (`plan_patch` in order)
+    give the same refusal, or the same files and diff, on a real workspace."""
+    root = tmp_path / "large"
+    old, patch = _large(root)
+    patch = _variant(root, patch, how)
+    assert parallel_plan._cut(patch) is not None
+    args = ("apply-patch", "--root", str(root), "--json", "-")
+    dry = cli(*args[:-1], "--dry-run", "-", state=state, stdin=patch)
+    real = cli(*args, state=state, stdin=patch)
+    assert dry.stderr == real.stderr == ""
+    dry_result, real_result = json.loads(dry.stdout), json.loads(real.stdout)
+    assert real.returncode == dry.returncode
+    if dry.returncode:
+        assert real_result == dry_result
+    else:
+        assert real_result["files"] == dry_result["files"]
+        assert real_result["diff"] == dry_result["diff"]
+    assert not [p for p in root.rglob("*agent-edit*")]
