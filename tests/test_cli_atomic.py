@@ -1180,3 +1180,34 @@ def test_large_apply_answers_as_its_dry_run(tmp_path: Path, state: Path, how: st
         assert real_result["files"] == dry_result["files"]
         assert real_result["diff"] == dry_result["diff"]
     assert not [p for p in root.rglob("*agent-edit*")]
+
+
+@pytest.mark.parametrize("crash_after", [1, 250, 402, 403, 650, 804, 805])
+def test_sigkill_at_points_of_a_large_split_apply(
+    tmp_path: Path, state: Path, crash_after: int
+) -> None:
+    """The 400-file patch (split planning, reservation, appended journal record) with an added
+    and a deleted file, killed at points among its 402 writes, 402 renames and 1 delete: the
+    next run (an apply of the same patch) rolls back to the old tree, then applies it whole."""
+    root = tmp_path / "large"
+    old, patch = _large(root)
+    make(root, {"gone.txt": b"deleted content\n"})
+    old["gone.txt"] = b"deleted content\n"
+    # Before the cut: the child's half holds only updates.
+    patch = patch.replace(
+        "*** Update File: d0/f0.py\n",
+        "*** Delete File: gone.txt\n*** Add File: new/new.txt\n+new\n*** Add File: a.txt\n+a\n"
+        "*** Update File: d0/f0.py\n",
+    )
+    assert parallel_plan._cut(patch) is not None
+    proc = apply_killed_after(crash_after, root, patch, state)
+    assert proc.returncode == -signal.SIGKILL
+    assert files.recover(str(root))
+    assert tree(root) == old
+    assert not (root / "new").exists()
+    proc = cli("apply-patch", "--root", str(root), "-", state=state, stdin=patch)
+    assert proc.returncode == 0, proc.stderr
+    new = {rel: data.replace(b"compute(30)\n", b"compute(3000)\n") for rel, data in old.items()}
+    del new["gone.txt"]
+    assert tree(root) == {**new, "new/new.txt": b"new\n", "a.txt": b"a\n"}
+    assert not list(state.rglob(files.JOURNAL + "*"))
