@@ -374,3 +374,23 @@ def test_an_empty_file_deleted_after_the_childs_read_is_refused_as_in_order() ->
         plan_patch(text, getter(gone))
     assert split.value.to_result() == ordered.value.to_result()
     assert ordered.value.code == Code.NOT_FOUND
+
+
+def test_a_file_the_parent_cannot_read_but_the_child_could_is_the_ordered_refusal() -> None:
+    """The child read a file of its half that the parent's read then refused (it became
+    binary, say): the merge meets the parent's error where planning in order meets it."""
+    files = contents()
+    refused = f"pkg/m{N_FILES - 2}.py"
+    text = patch([section(i) for i in range(N_FILES)])
+    parent = getter(files)
+
+    def get(path: str) -> Snapshot:
+        if path == refused:
+            raise EditError(Code.BINARY, f"{path} looks binary", "no", {"path": path})
+        return parent(path)
+
+    with pytest.raises(EditError) as split, SplitPlanner(text, getter(files)) as planner:
+        planner.plan(get)
+    with pytest.raises(EditError) as ordered:
+        plan_patch(text, get)
+    assert split.value.to_result() == ordered.value.to_result()
