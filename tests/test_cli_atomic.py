@@ -944,6 +944,16 @@ elif where == "child-raises":
     def boom(text, get):
         raise RuntimeError("boom")
     parallel_plan._child_answer = boom
+elif where == "deleted-meanwhile":
+    # The file `note` names is deleted once the plan child has read it (and exited), before
+    # the parent reads it.
+    fork = parallel_plan._fork_planner
+    def forked(text, get):
+        child = fork(text, get)
+        os.waitid(os.P_PID, child[0], os.WEXITED | os.WNOWAIT)
+        os.unlink(os.path.join(sys.argv[3], note))
+        return child
+    parallel_plan._fork_planner = forked
 sys.exit(cli.main(["apply-patch", "--root", sys.argv[3], sys.argv[4]]))
 """
 
@@ -1211,3 +1221,24 @@ def test_sigkill_at_points_of_a_large_split_apply(
     del new["gone.txt"]
     assert tree(root) == {**new, "new/new.txt": b"new\n", "a.txt": b"a\n"}
     assert not list(state.rglob(files.JOURNAL + "*"))
+
+
+def test_an_empty_file_deleted_after_the_plan_childs_read_is_not_created(
+    tmp_path: Path, state: Path
+) -> None:
+    """An empty file in the child's half, deleted after the child read it and before the
+    parent did: the apply is refused NOT_FOUND as in order, and the file stays deleted."""
+    root = tmp_path / "large"
+    old, patch = _large(root)
+    (root / "d0/f399.py").write_bytes(b"")
+    start = patch.index("*** Update File: d0/f399.py\n")
+    patch = patch[:start] + "*** Update File: d0/f399.py\n@@\n+appended\n*** End Patch\n"
+    patch_file = tmp_path / "p.patch"
+    patch_file.write_text(patch)
+    proc = _python(
+        "-c", _KILLED_HERE, "deleted-meanwhile", "d0/f399.py", str(root), str(patch_file),
+        state=state,
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stdout
+    assert "Cannot update d0/f399.py" in proc.stderr and "no such file" in proc.stderr
+    assert not (root / "d0/f399.py").exists()
