@@ -1242,3 +1242,30 @@ def test_an_empty_file_deleted_after_the_plan_childs_read_is_not_created(
     assert proc.returncode == 1, proc.stdout
     assert "Cannot update d0/f399.py" in proc.stderr and "no such file" in proc.stderr
     assert not (root / "d0/f399.py").exists()
+
+
+def test_a_journal_the_disk_refuses_is_a_clean_io_error(
+    tmp_path: Path, state: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Disk full (or a read-only state folder) while the journal is written: no reservation,
+    then an IO_ERROR result naming the folder, and nothing changed or left behind."""
+    import errno
+
+    root = tmp_path / "many"
+    old, patch = _many(root, 20)
+    ws = str(root)
+
+    def full(fd: int, header: dict[str, object], blob: list[bytes]) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(files, "_write_record", full)
+    with files.workspace_lock(ws) as sdir:
+        snaps = [files.read_snapshot(ws, rel) for rel in sorted(old)]
+        assert files.reserve(ws, sdir, snaps) is None
+        plan = plan_patch(patch, lambda p: files.read_snapshot(ws, p))
+        with pytest.raises(EditError) as info:
+            files.apply_plan(ws, plan, locked=sdir)
+    assert info.value.code == Code.IO_ERROR
+    assert "journal" in info.value.message and "nothing was changed" in info.value.message
+    assert tree(root) == old
+    assert not [p for p in state.rglob("*") if p.is_file() and p.name != "lock"]

@@ -388,7 +388,12 @@ def reserve(root: str, sdir: str, snaps: list[Snapshot]) -> Reservation | None:
     # The journal holds every pre-image and temporary name before the first temporary file
     # exists (the same order as `_run`): a run killed from here on is rolled back by the next.
     header = _journal_header(root, [], entries, offset)
-    os.close(_write_journal(os.path.join(sdir, JOURNAL), header, blob))
+    try:
+        os.close(_write_journal(os.path.join(sdir, JOURNAL), header, blob))
+    except OSError:
+        # No reservation, then: `apply_plan` writes its own journal and reports the failure
+        # (IO_ERROR) if the disk still refuses it.
+        return None
     reservation = Reservation(root, sdir, token, tmps, budget)
     reservation.blob_size = offset
     at = 0
@@ -616,6 +621,10 @@ def _write_journal(path: str, header: dict[str, Any], blob: list[bytes]) -> int:
         os.replace(tmp, path)
     except BaseException:
         os.close(fd)
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass  # the next recovery removes it
         raise
     return fd
 
@@ -917,9 +926,25 @@ def _begin(
             offset += len(pre)
     header = _journal_header(root, dirs, entries, offset - start)
     path = os.path.join(sdir, JOURNAL)
-    if reservation is not None:
-        return _append_journal(path, header, blob), dirs
-    return _write_journal(path, header, blob), dirs
+    try:
+        if reservation is not None:
+            return _append_journal(path, header, blob), dirs
+        return _write_journal(path, header, blob), dirs
+    except OSError as exc:
+        raise _journal_error(sdir, exc) from None
+
+
+def _journal_error(sdir: str, exc: OSError) -> EditError:
+    # Nothing in the workspace was touched yet: a journal that could not be written is what
+    # stops the apply before its first temporary file.
+    return EditError(
+        Code.IO_ERROR,
+        f"Could not write the apply's journal in {sdir} ({exc.strerror or exc}); nothing was "
+        "changed.",
+        "Free disk space or fix that folder's permissions (or point AGENT_EDIT_STATE_DIR "
+        "elsewhere), then apply again.",
+        {"path": sdir},
+    )
 
 
 def _run(
