@@ -38,9 +38,8 @@ from lsp_server.engine.v4a import BEGIN, END, UpdateFile, parse_patch
 # Below this size forking (~1-3 ms) and the hand-over cost more than half the planning saves.
 PARALLEL_FROM_BYTES = 256 * 1024
 # The share of the patch (in characters) the child takes: a little over half, as the parent
-# also reads the child's files (it writes them all) and starts the reservation. Measured on
-# the 1,000-file bench patch: at 0.5 the parent waited ~4 ms for the child's answer (its
-# transfer), at 0.6 4-19 ms, at 0.7 45-60 ms.
+# also reads the child's files (it writes them all) and starts the reservation. Tune it with
+# bench/bench_timeline.py: "collect" is the parent's wait for the child's answer.
 CHILD_SHARE = 0.55
 _HEADER = "\n*** Update File: "
 _NOT_PLAIN_UPDATE = ("*** Add File:", "*** Delete File:", "*** Move to:")

@@ -1,0 +1,124 @@
+"""Benchmark: where one whole CLI apply of the 1,000-file bench patch spends its time, by phase.
+
+Runs `python -m lsp_server apply-patch -` on fresh, flushed copies of bench_patch's "many"
+tree (from inside each copy, as bench_patch runs it), with a wrapper that marks the end of
+each phase of the parent process (imports, recovery, the split planner's fork, reading and
+reserving, planning the first half, waiting for the child's half, the apply's steps, the
+flushes and renames, the result) and prints the milliseconds between marks, one line per run.
+The children's own work shows only as the parent's waits ("collect", "res.finish").
+
+It patches private functions by name (files._steps, parallel_plan._collect, ...): a phase
+that was renamed simply stops being marked.
+
+    /work/venv/bin/python bench/bench_timeline.py [--runs N] [--journaled-fs]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench_patch  # noqa: E402 - the workload and the journaled file system
+
+REPO = bench_patch.REPO
+
+# Runs in the measured process: marks phases, then runs the CLI as `python -m lsp_server`.
+WRAPPER = r"""
+import sys, time
+T0 = time.perf_counter()
+marks = []
+def mark(name):
+    marks.append((name, time.perf_counter()))
+from lsp_server import cli
+from lsp_server.engine import files, parallel_plan, results
+mark("imports")
+def wrap(owner, name, label=None):
+    fn = getattr(owner, name, None)
+    if fn is None:
+        return
+    def marked(*args, **kwargs):
+        got = fn(*args, **kwargs)
+        mark(label or name)
+        return got
+    setattr(owner, name, marked)
+wrap(files, "recover_locked", "recovery")
+wrap(cli, "_policy", "policy")
+wrap(parallel_plan.SplitPlanner, "__init__", "fork")
+wrap(files, "reserve", "read+reserve")
+def before(owner, name, label):
+    fn = getattr(owner, name, None)
+    if fn is None:
+        return
+    def marked(*args, **kwargs):
+        mark(label)
+        return fn(*args, **kwargs)
+    setattr(owner, name, marked)
+before(parallel_plan, "_collect", "plan first half")
+wrap(parallel_plan, "_collect", "collect")
+wrap(parallel_plan, "_merge", "merge")
+for name in ("_check_unchanged", "_steps", "_begin"):
+    wrap(files, name)
+wrap(files.Reservation, "finish", "res.finish")
+wrap(files._Flusher, "flush", "flush")
+wrap(files, "_each", "each")
+wrap(results, "success", "result")
+code = cli.main(["apply-patch", "-"])
+mark("end")
+prev, out = T0, []
+for name, t in marks:
+    out.append(f"{name} {1000 * (t - prev):.0f}")
+    prev = t
+sys.stderr.write("TIMELINE " + " | ".join(out) + f" || {1000 * (prev - T0):.0f} ms\n")
+sys.exit(code)
+"""
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--journaled-fs", action="store_true", help="as in bench_patch.py")
+    args = ap.parse_args()
+    if args.journaled_fs:
+        with bench_patch.journaled_fs() as work:
+            run(args, work)
+    else:
+        run(args, bench_patch.WORK)
+
+
+def run(args: argparse.Namespace, work: Path) -> None:
+    import compileall
+
+    compileall.compile_dir(str(REPO / "lsp_server"), quiet=1)
+    work.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=work) as scratch:
+        base = Path(scratch)
+        patch = bench_patch.make_many(base / "many-template").encode()
+        trees = bench_patch.Trees(base / "many-template", old_harness=False)
+        env = dict(os.environ, PYTHONPATH=str(REPO), AGENT_EDIT_STATE_DIR=str(base / "state"))
+        print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}; trees in {work}")
+        print("phase durations in ms, in the order they end (one line per run):")
+        try:
+            for _ in range(args.runs):
+                proc = subprocess.run(
+                    [sys.executable, "-c", WRAPPER],
+                    cwd=trees.fresh(),
+                    input=patch,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.PIPE,
+                    env=env,
+                    check=True,
+                )
+                for line in proc.stderr.decode().splitlines():
+                    if line.startswith("TIMELINE "):
+                        print(" ", line[len("TIMELINE ") :], flush=True)
+        finally:
+            trees.remove()
+
+
+if __name__ == "__main__":
+    main()
