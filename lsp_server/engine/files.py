@@ -266,7 +266,7 @@ class Reservation:
         self.tmps = tmps  # workspace-relative temporary names, in creation order
         self.budget = budget  # how many may be kept open (the descriptor limit)
         self.fds: dict[str, int] = {}  # temporary name -> open descriptor, once created
-        self.handed_over = False  # apply_plan's own journal replaced the reservation's
+        self.handed_over = False  # apply_plan's record in the journal names everything now
         self.pid = 0  # the creating child, until it is waited for
         self.pipe = -1  # where the child says how many files it created
         # Where the journal's blob holds each file's pre-image: path -> (bytes, offset), and the
@@ -376,6 +376,7 @@ def reserve(root: str, sdir: str, snaps: list[Snapshot]) -> Reservation | None:
     entries = []
     blob: list[bytes] = []
     tmps: list[str] = []
+    pre_images: dict[str, tuple[bytes, int]] = {}
     offset = 0
     for snap in snaps:
         pre = _pre_image(root, snap)
@@ -384,6 +385,7 @@ def reserve(root: str, sdir: str, snaps: list[Snapshot]) -> Reservation | None:
         tmps.append(tmp)
         entries.append(_Step(snap.path, "write", pre, None, tmp).journal(offset))
         blob.append(pre)
+        pre_images[snap.path] = (pre, offset)
         offset += len(pre)
     # The journal holds every pre-image and temporary name before the first temporary file
     # exists (the same order as `_run`): a run killed from here on is rolled back by the next.
@@ -395,11 +397,7 @@ def reserve(root: str, sdir: str, snaps: list[Snapshot]) -> Reservation | None:
         # (IO_ERROR) if the disk still refuses it.
         return None
     reservation = Reservation(root, sdir, token, tmps, budget)
-    reservation.blob_size = offset
-    at = 0
-    for snap, pre in zip(snaps, blob, strict=True):
-        reservation.pre_images[snap.path] = (pre, at)
-        at += len(pre)
+    reservation.pre_images, reservation.blob_size = pre_images, offset
     try:
         reservation.start()
     except OSError:  # no process or pipe to be had: apply_plan creates the files itself
@@ -469,7 +467,7 @@ def apply_plan(
         _apply_locked(root, locked, plan, reservation, meanwhile)
         return []
     with workspace_lock(root) as sdir:
-        recovered = _recover_locked(root, sdir)
+        recovered = recover_locked(root, sdir)
         _apply_locked(root, sdir, plan, None, meanwhile)
     return recovered
 
@@ -488,8 +486,9 @@ def _apply_locked(
             _run(root, sdir, steps, meanwhile=meanwhile)
         return
     # Encoding and hashing the new contents, and the journal, overlap the files' creation
-    # too: the journal can replace the reservation's before the child is done when it names
-    # every reserved file (it always does, unless the plan dropped one).
+    # too: the plan's record can go into the journal before the child is done when it names
+    # every reserved file (it always does, unless the plan dropped one); otherwise the files
+    # it does not name are removed first, once the child has stopped creating them.
     used = {s.tmp for s in steps}
     begun = None
     if steps and all(t in used for t in reservation.tmps):
@@ -546,7 +545,7 @@ def _check_unchanged(root: str, plan: Plan) -> dict[str, int]:
 def recover(root: str) -> list[dict[str, Any]]:
     """Roll back an apply that was interrupted in this workspace; [] when there was none."""
     with workspace_lock(root) as sdir:
-        return _recover_locked(root, sdir)
+        return recover_locked(root, sdir)
 
 
 def _steps(root: str, plan: Plan, modes: dict[str, int], token: str | None = None) -> list[_Step]:
@@ -1036,10 +1035,6 @@ def _run(
 
 def recover_locked(root: str, sdir: str) -> list[dict[str, Any]]:
     """`recover` for a caller that holds the workspace lock (`workspace_lock`) already."""
-    return _recover_locked(root, sdir)
-
-
-def _recover_locked(root: str, sdir: str) -> list[dict[str, Any]]:
     journal_path = os.path.join(sdir, JOURNAL)
     if not os.path.exists(journal_path):
         # A journal that never finished being written means nothing was touched yet.
