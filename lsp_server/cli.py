@@ -386,27 +386,16 @@ def _plan_replace(root: str, args: argparse.Namespace, old: str, new: str) -> Pl
 
 
 def _snapshot(root: str, path: str) -> Snapshot:
-    # Called once per file of a patch (thousands): one policy lookup, no import statement.
-    policy = _POLICIES.get(root) or _policy(root)
-    rel = policy.resolve(path, memo=_WALK_MEMO).rel_path
-    return _read_snapshot(root, rel, policy.max_file_bytes)
-
-
-def _read_snapshot(root: str, rel: str, max_bytes: int) -> Snapshot:
-    global _read_snapshot
-    from lsp_server.engine.files import read_snapshot
-
-    _read_snapshot = read_snapshot  # later calls go straight to it
-    return read_snapshot(root, rel, max_bytes)
-
-
-def workspace_path(root: str, path: str) -> str:
-    """`path` as a workspace-relative posix path, or the path policy's `EditError` refusing it.
+    """The disk snapshot of `path`, or the path policy's `EditError` refusing it.
 
     The policy (`lsp_server.engine.policy`) resolves URIs, `~`, `..` and symlinks and applies the
     default deny globs; `--root` is its only workspace folder.
     """
-    return _policy(root).resolve(path, memo=_WALK_MEMO).rel_path
+    from lsp_server.engine.files import read_snapshot
+
+    policy = _policy(root)
+    rel = policy.resolve(path, memo=_WALK_MEMO).rel_path
+    return read_snapshot(root, rel, policy.max_file_bytes)
 
 
 _POLICIES: dict[str, Any] = {}
