@@ -33,7 +33,7 @@ from typing import Any
 from lsp_server.engine.errors import EditError
 from lsp_server.engine.model import FileChange, LineEdit, Plan
 from lsp_server.engine.patching import GetSnapshot, plan_hunks
-from lsp_server.engine.v4a import BEGIN, END, UpdateFile, parse_patch
+from lsp_server.engine.v4a import BEGIN, END, UpdateFile, load_parser, parse_patch
 
 # Below this size forking (~1-3 ms) and the hand-over cost more than half the planning saves.
 PARALLEL_FROM_BYTES = 256 * 1024
@@ -64,8 +64,7 @@ class SplitPlanner:
         self.child: tuple[int, int] | None = None
         self.joined = False  # whether the last plan was assembled from both halves
         if self.cut is not None:
-            # The parser's tables load (~10 ms) on first use: once here, for both processes.
-            parse_patch(f"{BEGIN}\n*** Delete File: x\n{END}\n")
+            load_parser()  # once, for both processes
             self.child = _fork_planner(BEGIN + "\n" + patch_text[self.cut :], read_snapshot)
 
     def __enter__(self) -> SplitPlanner:
@@ -167,8 +166,8 @@ def _child_answer(text: str, get_snapshot: GetSnapshot) -> _Answer | None:
         if not isinstance(hunk, UpdateFile) or change.change != "update":
             return None
         edits = [(e.start, e.end, e.new_lines, e.offsets) for e in change.edits]
-        text = change.before.text
-        files.append((hunk.path, change.path, len(text), hash(text), edits))
+        read = change.before.text
+        files.append((hunk.path, change.path, len(read), hash(read), edits))
     lenient: list[dict[str, Any]] = list(plan.summary.get("lenient", ()))  # type: ignore[call-overload]
     return files, lenient, int(plan.summary["chunks"])  # type: ignore[call-overload]
 

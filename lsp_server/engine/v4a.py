@@ -652,6 +652,14 @@ def _compiled(tables: dict[str, Any]) -> _Compiled:
     return done_now
 
 
+def load_parser() -> None:
+    """Load and compile the parser's tables now rather than on the first parse (~10 ms): for a
+    caller about to fork, so that the child inherits them."""
+    tables = _tables()
+    if tables is not None:
+        _compiled(tables)
+
+
 def _tables_parse(text: str, tables: dict[str, Any]) -> Patch | None:
     """Parse normalised `text` with the saved tables; None where lark must decide."""
     scanners, shifts, reduces, rules = _compiled(tables)
