@@ -189,12 +189,7 @@ def test_sigkill_during_a_threaded_many_file_apply(
 ) -> None:
     """Past 16 files the temporary files are written by a thread pool; same guarantee."""
     root = tmp_path / "many"
-    old = {f"d{i % 3}/f{i}.txt": f"line {i}\n".encode() for i in range(20)}
-    make(root, old)
-    patch = "*** Begin Patch\n" + "".join(
-        f"*** Update File: d{i % 3}/f{i}.txt\n@@\n-line {i}\n+LINE {i}\n" for i in range(20)
-    )
-    patch += "*** End Patch\n"
+    old, patch = _many(root, 20)
     proc = apply_killed_after(crash_after, root, patch, state)
     assert proc.returncode == -signal.SIGKILL  # 20 writes + 20 renames = 40 steps
     files.recover(str(root))
@@ -595,12 +590,8 @@ def test_io_error_in_a_threaded_many_file_apply_rolls_back(
     import threading
 
     root = tmp_path / "many"
-    old = {f"d{i % 3}/f{i}.txt": f"line {i}\n".encode() for i in range(40)}
-    make(root, old)
-    patch = "*** Begin Patch\n" + "".join(
-        f"*** Update File: d{i % 3}/f{i}.txt\n@@\n-line {i}\n+LINE {i}\n" for i in range(40)
-    )
-    plan = plan_patch(patch + "*** End Patch\n", lambda p: files.read_snapshot(str(root), p))
+    old, patch = _many(root, 40)
+    plan = plan_patch(patch, lambda p: files.read_snapshot(str(root), p))
     real_replace = os.replace
     lock = threading.Lock()
     calls = {"n": 0}
