@@ -57,11 +57,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=9)
     ap.add_argument("--journaled-fs", action="store_true", help="as in bench_patch.py")
     args = ap.parse_args()
-    if args.journaled_fs:
-        with bench_patch.journaled_fs() as work:
-            run(args, work)
-    else:
-        run(args, bench_patch.WORK)
+    with bench_patch.work_dir(args.journaled_fs) as work:
+        run(args, work)
 
 
 def run(args: argparse.Namespace, work: Path) -> None:

@@ -38,11 +38,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--journaled-fs", action="store_true", help="as in bench_patch.py")
     args = ap.parse_args()
-    if args.journaled_fs:
-        with bench_patch.journaled_fs() as work:
-            run(work)
-    else:
-        run(bench_patch.WORK)
+    with bench_patch.work_dir(args.journaled_fs) as work:
+        run(work)
 
 
 def run(work: Path) -> None:

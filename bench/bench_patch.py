@@ -269,16 +269,18 @@ def main() -> None:
         help="run on a fresh, loop-mounted ext4 with a journal (root only)",
     )
     args = ap.parse_args()
-    if args.journaled_fs:
-        with journaled_fs() as work:
-            run(args, work)
-    else:
-        run(args, WORK)
+    with work_dir(args.journaled_fs) as work:
+        run(args, work)
 
 
 @contextlib.contextmanager
-def journaled_fs() -> Iterator[Path]:
-    """A fresh 2 GiB ext4 (journal on, as mkfs.ext4 makes it) mounted for the run, then gone."""
+def work_dir(journaled: bool) -> Iterator[Path]:
+    """Where the benches put their trees: under bench/.bench on this machine's disk, or (with
+    `--journaled-fs`) on a fresh 2 GiB ext4 with a journal, as mkfs.ext4 makes it, mounted for
+    the run and then gone."""
+    if not journaled:
+        yield WORK
+        return
     image = WORK / "ext4.img"
     mount = WORK / "mnt"
     WORK.mkdir(parents=True, exist_ok=True)
