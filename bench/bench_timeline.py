@@ -47,8 +47,7 @@ def wrap(owner, name, label=None):
         return got
     setattr(owner, name, marked)
 wrap(files, "recover_locked", "recovery")
-wrap(cli, "_policy", "policy")
-wrap(parallel_plan.SplitPlanner, "__init__", "fork")
+wrap(parallel_plan.SplitPlanner, "__init__", "policy+fork")
 wrap(files, "reserve", "read+reserve")
 def before(owner, name, label):
     fn = getattr(owner, name, None)
