@@ -167,7 +167,6 @@ def _exact_edits(text: str, chunks: Sequence[Chunk]) -> tuple[LineEdit, ...] | N
     """
     if "\r" in text or not text.endswith("\n") or len(chunks) >= INDEX_FROM_CHUNKS:
         return None
-    find = text.find
     count = text.count
     line = 0  # the cursor, as a line number and as the offset where that line starts
     pos = 0
@@ -179,15 +178,10 @@ def _exact_edits(text: str, chunks: Sequence[Chunk]) -> tuple[LineEdit, ...] | N
         if chunk.anchor is not None or chunk.is_end_of_file or not old:
             return None
         pattern = "\n".join(old) + "\n"
-        at = find(pattern, pos)
-        while at > 0 and text[at - 1] != "\n":
-            at = find(pattern, at + 1)
+        at = _find_line_run(text, pattern, pos)
         if at < 0:
             return None
-        again = find(pattern, at + 1)
-        while again > 0 and text[again - 1] != "\n":
-            again = find(pattern, again + 1)
-        if again >= 0:
+        if _find_line_run(text, pattern, at + 1) >= 0:
             return None  # AMBIGUOUS: the general way says where
         start = line + count("\n", pos, at)
         line = start + len(old)
@@ -235,6 +229,14 @@ def _exact_edits(text: str, chunks: Sequence[Chunk]) -> tuple[LineEdit, ...] | N
         end = char + sum(map(len, old_lines)) + len(old_lines)
         out.append(LineEdit(s, e, tuple([x + "\n" for x in new_lines]), (char, end)))
     return tuple(out)
+
+
+def _find_line_run(text: str, pattern: str, start: int) -> int:
+    """The first offset from `start` where `pattern` (whole lines) begins at a line start, or -1."""
+    at = text.find(pattern, start)
+    while at > 0 and text[at - 1] != "\n":
+        at = text.find(pattern, at + 1)
+    return at
 
 
 class _Level:
