@@ -260,9 +260,7 @@ def test_add_delete_move_patch_works_or_is_refused_up_front(patch: dict[str, Any
 
 
 def test_history_and_undo_commands(emacs: str, tmp_path: Path) -> None:
-    data = run_scenario(
-        emacs, "history_undo", tmp_path, {"lib.py": 'def f():\n    return "hi"\n'}
-    )
+    data = run_scenario(emacs, "history_undo", tmp_path, {"lib.py": 'def f():\n    return "hi"\n'})
     edit = ok(data["replace"], data)
     assert data["view_mode"] == "diff-mode"
     assert data["view_read_only"] is True
