@@ -369,3 +369,61 @@ def test_plain_eglot_add_delete_move_works_or_is_refused_up_front(plain: dict[st
         # Refused before anything was sent to the editor, with a reason that is not a guess.
         assert "probably changed" not in json.dumps(result), result
         assert result.get("code") not in ("CLIENT_REJECTED", "RPC_ERROR"), result
+
+
+# -- attacks on the package's guarantees ----------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def attacks(emacs: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    files = {
+        "one.txt": "one\n",
+        "two.txt": "two\n",
+        "plain": "first\nsecond\n",
+        "closed.txt": "x\n",
+    }
+    return run_scenario(emacs, "attacks", tmp_path_factory.mktemp("attacks"), files)
+
+
+def test_unsaved_buffer_the_server_cannot_see_never_takes_a_disk_planned_edit(
+    attacks: dict[str, Any],
+) -> None:
+    data = attacks
+    assert data["plain_mode"] == "fundamental-mode" and data["plain_managed"] is None
+    result = data["plain_result"]
+    # The user's unsaved text stays as typed and the edit never lands at the disk's line numbers
+    # in it; either the edit is refused (nothing changed) or it went to the disk only.
+    assert data["plain_buffer"] == "unsaved line\nfirst\nsecond\n", data["plain_buffer"]
+    if result.get("ok") is True:
+        assert data["plain_disk"] == "first\nSECOND\n"
+    else:
+        assert data["plain_disk"] == "first\nsecond\n"
+        assert "unsaved" in json.dumps(result), result
+
+
+def test_declined_confirmation_is_reported_as_not_applied(attacks: dict[str, Any]) -> None:
+    data = attacks
+    result = refused(data["declined_result"], data)
+    assert "declined" in json.dumps(result), result
+    assert data["declined_disk"] == "x\n"
+    assert data["declined_buffer"] is None
+
+
+def test_patch_with_a_stale_second_file_applies_nothing(attacks: dict[str, Any]) -> None:
+    data = attacks
+    result = refused(data["stale_result"], data)
+    assert "two.txt" in json.dumps(result), result
+    # Refused before the first file was touched: no rollback needed, none pretended.
+    assert result["code"] in ("CLIENT_REJECTED", "STALE"), result
+    assert result["committed"] == [], result
+    assert data["stale_one"] == "one\n"
+    assert data["stale_two"] == "typed\ntwo\n"
+
+
+def test_users_unsaved_text_is_not_saved_when_the_server_asks(attacks: dict[str, Any]) -> None:
+    data = attacks
+    result = ok(data["dirty_result"], data)
+    assert data["dirty_buffer"] == "ONE\nmine\n"
+    assert data["dirty_modified"] is True
+    assert data["dirty_disk"] == "one\n"
+    assert result["saved"] is False

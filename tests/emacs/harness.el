@@ -114,20 +114,27 @@ A bound, not a delay: it returns as soon as PRED holds."
   "VALUE (plists, vectors, strings, numbers, t/nil) as JSON text."
   (json-serialize value :null-object nil :false-object :json-false))
 
+(defun h--text-only (s)
+  "S with raw bytes (eglot's log may hold some) replaced by ?, so it can be JSON."
+  (concat (mapcar (lambda (c) (if (> c #x10ffff) ?? c)) s)))
+
 (defun h-finish ()
   "Write the observations to $AGENT_EDIT_OUT, stop the servers and exit."
   (let ((server (ignore-errors (h-server))))
     (when (and server (not (gethash "events" h-observed)))
       (ignore-errors
         (h-observe "events"
-                   (with-current-buffer (jsonrpc-events-buffer server)
-                     (buffer-substring-no-properties
-                      (max (point-min) (- (point-max) 20000)) (point-max)))))))
-  (let ((messages (with-current-buffer (messages-buffer) (buffer-string))))
-    (h-observe "messages" messages))
-  (let ((coding-system-for-write 'utf-8-unix))
+                   (h--text-only
+                    (with-current-buffer (jsonrpc-events-buffer server)
+                      (buffer-substring-no-properties
+                       (max (point-min) (- (point-max) 20000)) (point-max))))))))
+  (h-observe "messages" (h--text-only (with-current-buffer (messages-buffer) (buffer-string))))
+  (let ((coding-system-for-write 'utf-8-unix)
+        (json (condition-case err
+                  (h--json h-observed)
+                (error (h--json (list :elisp_error (format "observations not JSON: %S" err)))))))
     (with-temp-file (getenv "AGENT_EDIT_OUT")
-      (insert (h--json h-observed))))
+      (insert json)))
   (ignore-errors (eglot-shutdown-all))
   (kill-emacs 0))
 
