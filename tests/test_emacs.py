@@ -427,3 +427,29 @@ def test_users_unsaved_text_is_not_saved_when_the_server_asks(attacks: dict[str,
     assert data["dirty_modified"] is True
     assert data["dirty_disk"] == "one\n"
     assert result["saved"] is False
+
+
+def test_package_byte_compiles_without_warnings(emacs: str, tmp_path: Path) -> None:
+    # Compiled from a copy: no .elc is left next to the source (a stale one would shadow it).
+    shutil.copy(PACKAGE / "agent-edit.el", tmp_path / "agent-edit.el")
+    proc = subprocess.run(
+        [
+            emacs,
+            "--batch",
+            "-Q",
+            "-L",
+            str(tmp_path),
+            "--eval",
+            "(setq byte-compile-error-on-warn t)",
+            "-f",
+            "batch-byte-compile",
+            str(tmp_path / "agent-edit.el"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=HANG_GUARD_S,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, "HOME": str(tmp_path)},
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (tmp_path / "agent-edit.elc").exists()

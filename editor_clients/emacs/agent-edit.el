@@ -55,14 +55,14 @@
 (defcustom agent-edit-server-command nil
   "Command that starts the agent-edit language server, a list of strings.
 nil means \"agent-edit serve\" when an `agent-edit' executable is on
-`exec-path', else \"python3 -m lsp_server serve\".  Set it to the
+variable `exec-path', else \"python3 -m lsp_server serve\".  Set it to the
 Python of the virtual environment that has agent-edit installed, e.g.
 \\='(\"~/proj/.venv/bin/python\" \"-m\" \"lsp_server\" \"serve\")."
   :type '(choice (const :tag "agent-edit serve, else python3 -m lsp_server serve" nil)
                  (repeat :tag "Program and arguments" string)))
 
 (defcustom agent-edit-major-modes '(prog-mode text-mode conf-mode)
-  "Major modes whose buffers the agent-edit server manages (their derived modes too).
+  "Major modes whose buffers the agent-edit server manages (and derived modes).
 eglot manages each buffer with one server: a mode listed here that has
 another server in `eglot-server-programs' keeps that server (the
 agent-edit entry is added last), unless you start agent-edit yourself
@@ -82,10 +82,11 @@ server's policy."
   :type '(plist :key-type symbol :value-type sexp))
 
 (defcustom agent-edit-save-after-edit 'clean
-  "What to save when the server asks after a verified edit (agentEdit/saveDocuments).
-`clean': the buffers the edit touched that held no unsaved text of
-yours before it (your own unsaved text is never written behind your
-back).  `never': nothing (and the server is told not to ask)."
+  "What to save when the server asks after a verified edit.
+The server asks with agentEdit/saveDocuments.  `clean': the buffers
+the edit touched that held no unsaved text of yours before it (your
+own unsaved text is never written behind your back).  `never':
+nothing (and the server is told not to ask)."
   :type '(choice (const :tag "Buffers that were clean before the edit" clean)
                  (const :tag "Never" never)))
 
@@ -116,7 +117,8 @@ Its own class so that the applyEdit handling, the custom methods and
 the two eglot fixes apply to this server only.")
 
 (defun agent-edit-server-command ()
-  "The command that starts the server: `agent-edit-server-command' or the default."
+  "The command that starts the server.
+`agent-edit-server-command', or the default it describes."
   (or agent-edit-server-command
       (if (executable-find "agent-edit")
           (list "agent-edit" "serve")
@@ -127,7 +129,8 @@ the two eglot fixes apply to this server only.")
   (cons 'agent-edit-server (agent-edit-server-command)))
 
 (defun agent-edit--language-ids ()
-  "One language id per mode of `agent-edit-major-modes' (the server ignores unknown ids)."
+  "One language id per mode of `agent-edit-major-modes'.
+The server ignores ids it does not know (it goes by the file name)."
   (mapcar (lambda (m) (replace-regexp-in-string "\\(?:-ts\\)?-mode\\'" "" (symbol-name m)))
           agent-edit-major-modes))
 
@@ -207,17 +210,17 @@ version counter only when it does."
       (eglot--signal-textDocument/didChange))))
 
 (defun agent-edit--ours-p ()
-  "Whether the current buffer is managed by the server whose edit is being applied."
+  "Whether the current buffer is managed by the server whose edit is applied."
   (and agent-edit--applying
        eglot--managed-mode
        (eq (eglot-current-server) agent-edit--applying)))
 
 (defun agent-edit--around-apply-text-edits (apply edits &optional version &rest rest)
-  "Around `eglot--apply-text-edits' (APPLY with EDITS, VERSION, REST), for agent-edit's edits.
-Fix 1: pending typing is sent first, so eglot's version check compares
-against the version the buffer really has.  Fix 2: the change is sent
-right after the edit, before the applyEdit answer, so the server can
-verify it."
+  "Around `eglot--apply-text-edits': APPLY with EDITS, VERSION, REST.
+For agent-edit's edits only.  Fix 1: pending typing is sent first, so
+eglot's version check compares against the version the buffer really
+has.  Fix 2: the change is sent right after the edit, before the
+applyEdit answer, so the server can verify it."
   (if (not agent-edit--applying)
       (apply apply edits version rest)
     (let ((ours (agent-edit--ours-p)))
@@ -231,7 +234,8 @@ verify it."
 ;;;; workspace/applyEdit
 
 (defun agent-edit--refuse (format-string &rest args)
-  "An ApplyWorkspaceEditResult refusing the edit, FORMAT-STRING and ARGS its reason."
+  "An ApplyWorkspaceEditResult refusing the edit.
+FORMAT-STRING and ARGS make its reason."
   (list :applied :json-false :failureReason (apply #'format format-string args)))
 
 (defun agent-edit--text-edits (wedit)
@@ -250,10 +254,11 @@ verify it."
     (nreverse out)))
 
 (defun agent-edit--check (server prepared)
-  "Why PREPARED (from `agent-edit--text-edits') cannot be applied for SERVER now, or nil.
-Every file is checked before any is changed, so a stale file refuses
-the whole edit instead of leaving it half applied (eglot applies files
-one by one and stops at the first stale one)."
+  "Why PREPARED cannot be applied for SERVER now, or nil.
+PREPARED is a list from `agent-edit--text-edits'.  Every file is
+checked before any is changed, so a stale file refuses the whole edit
+instead of leaving it half applied (eglot applies files one by one and
+stops at the first stale one)."
   (cl-loop
    for (path _edits version) in prepared
    for buf = (find-buffer-visiting path)
@@ -279,12 +284,12 @@ one by one and stops at the first stale one)."
      (format "%s changed on disk since Emacs read it (revert the buffer)" path)))))
 
 (defun agent-edit--resource-operation (wedit)
-  "The kind of the first resource operation (create, rename, delete) in WEDIT, or nil."
+  "The kind of WEDIT's first resource operation (create, rename...), or nil."
   (seq-some (lambda (change) (plist-get change :kind))
             (plist-get wedit :documentChanges)))
 
 (defvar agent-edit--dirty-before (make-hash-table :test #'equal)
-  "File names whose buffers held unsaved text before the latest agent edit touched them.")
+  "Files whose buffers held unsaved text before an agent edit touched them.")
 
 (defun agent-edit--apply-workspace-edit (wedit)
   "Apply WEDIT with eglot's own function, passing `agent-edit' as its origin."
@@ -295,7 +300,8 @@ one by one and stops at the first stale one)."
      wedit (bound-and-true-p eglot-confirm-server-initiated-edits))))
 
 (defun agent-edit--apply-edit (server wedit)
-  "Handle SERVER's workspace/applyEdit of WEDIT; return an ApplyWorkspaceEditResult."
+  "Handle SERVER's workspace/applyEdit of WEDIT.
+Returns an ApplyWorkspaceEditResult."
   (let* ((kind (agent-edit--resource-operation wedit))
          (prepared (agent-edit--text-edits wedit))
          (had-buffer (mapcar (lambda (p) (cons (car p) (find-buffer-visiting (car p))))
@@ -330,7 +336,7 @@ eglot-confirm-server-edits): %s" (string-join missing ", "))
             (list :applied t))))))))
 
 (defun agent-edit--settle-opened (had-buffer)
-  "Save and close the buffers eglot opened for an edit of files that were not open.
+  "Save and close the buffers eglot opened to edit files that were not open.
 HAD-BUFFER maps each edited file to the buffer it had before the edit.
 The server planned those edits from the disk, so they belong on the
 disk; leaving them in modified buffers nobody opened would hide them."
@@ -392,7 +398,8 @@ Answers {saved: [uri...]}: the URIs whose file on disk now shows the buffer."
 ;;;; Running the server's commands
 
 (defun agent-edit--failure (code message hint &optional details)
-  "A failure made by the client (CODE, MESSAGE, HINT, DETAILS) shaped like the server's."
+  "A failure made by the client, shaped like the server's failures.
+CODE, MESSAGE, HINT and DETAILS as in those."
   (list :ok :json-false :code code :message message :hint hint
         :details (or details (make-hash-table)) :committed []))
 
@@ -419,7 +426,8 @@ Answers {saved: [uri...]}: the URIs whose file on disk now shows the buffer."
                          "See the events buffer (M-x eglot-events-buffer).")))
 
 (defun agent-edit--flush-all (server)
-  "Send the pending changes of every buffer SERVER manages, so it plans on what they show."
+  "Send the pending changes of every buffer SERVER manages.
+So the server plans on what the buffers show."
   (dolist (buf (eglot--managed-buffers server))
     (when (buffer-live-p buf) (agent-edit--flush buf))))
 
@@ -428,8 +436,9 @@ Answers {saved: [uri...]}: the URIs whose file on disk now shows the buffer."
   (or args (make-hash-table)))
 
 (defun agent-edit-execute (verb args &optional callback)
-  "Run the server's command agentEdit.VERB with ARGS (a plist), return its result plist.
-With CALLBACK, return at once and call CALLBACK with the result later.
+  "Run the server's command agentEdit.VERB with ARGS (a plist).
+Returns the result plist.  With CALLBACK, return at once and call
+CALLBACK with the result later.
 The server is the one of ARGS' :path (else of the current buffer).
 Failures are result plists too (:ok :json-false :code ...), never
 signals, so an agent always gets a reason."
@@ -460,16 +469,18 @@ signals, so an agent always gets a reason."
             (jsonrpc-error (agent-edit--rpc-failure err))))))))
 
 (defun agent-edit-read (args &optional callback)
-  "agentEdit.read with ARGS (:path, :startLine, :endLine); CALLBACK as in `agent-edit-execute'."
+  "Run agentEdit.read with ARGS (:path, :startLine, :endLine).
+CALLBACK as in `agent-edit-execute'."
   (agent-edit-execute "read" args callback))
 
 (defun agent-edit-replace (args &optional callback)
-  "agentEdit.replace with ARGS (:path :oldText :newText, :replaceAll, :expect, :dryRun).
+  "Run agentEdit.replace with ARGS.
+ARGS: :path :oldText :newText, optional :replaceAll :expect :dryRun.
 CALLBACK as in `agent-edit-execute'."
   (agent-edit-execute "replace" args callback))
 
 (defun agent-edit-apply-patch (args &optional callback)
-  "agentEdit.applyPatch with ARGS (:patch, a V4A patch; :expect, :dryRun).
+  "Run agentEdit.applyPatch with ARGS (:patch, a V4A patch; :expect, :dryRun).
 CALLBACK as in `agent-edit-execute'."
   (agent-edit-execute "applyPatch" args callback))
 
@@ -491,7 +502,8 @@ CALLBACK as in `agent-edit-execute'."
   "The edit shown in this history buffer, nil for the session's net diff.")
 
 (defun agent-edit--history-refresh (&rest _)
-  "Fill the current history buffer from the server (its `revert-buffer-function')."
+  "Fill the current history buffer from the server.
+Its `revert-buffer-function'."
   (let* ((args (and agent-edit--history-edit-id
                     (list :editId agent-edit--history-edit-id)))
          (result (agent-edit-execute "history" (append '(:format "diff") args)))
@@ -573,7 +585,8 @@ prefix argument, ask for the edit id.  Returns the server's result."
   (json-serialize result :null-object nil :false-object :json-false))
 
 (defun agent-edit--flag (value)
-  "A tool argument VALUE as a JSON boolean (models send true/false; gptel may give :json-false)."
+  "A tool argument VALUE as a JSON boolean.
+gptel may hand false as :json-false or :false."
   (if (memq value '(nil :json-false :false)) :json-false t))
 
 (defun agent-edit--tool-callback (callback)
@@ -581,14 +594,15 @@ prefix argument, ask for the edit id.  Returns the server's result."
   (lambda (result) (funcall callback (agent-edit--json result))))
 
 (defun agent-edit-gptel-read (callback path &optional start-line end-line)
-  "gptel tool: read PATH (lines START-LINE..END-LINE) and give CALLBACK the JSON result."
+  "Tool for gptel: read PATH (lines START-LINE..END-LINE).
+CALLBACK gets the JSON result."
   (agent-edit-read (append (list :path path)
                            (and start-line (list :startLine start-line))
                            (and end-line (list :endLine end-line)))
                    (agent-edit--tool-callback callback)))
 
 (defun agent-edit-gptel-replace (callback path old-text new-text &optional replace-all)
-  "gptel tool: replace OLD-TEXT by NEW-TEXT in PATH; CALLBACK gets the JSON result.
+  "Tool for gptel: replace OLD-TEXT by NEW-TEXT in PATH; CALLBACK gets the JSON.
 REPLACE-ALL replaces every occurrence instead of requiring one."
   (agent-edit-replace (append (list :path path :oldText old-text :newText new-text)
                               (and replace-all
@@ -596,11 +610,14 @@ REPLACE-ALL replaces every occurrence instead of requiring one."
                       (agent-edit--tool-callback callback)))
 
 (defun agent-edit-gptel-apply-patch (callback patch)
-  "gptel tool: apply the V4A PATCH; CALLBACK gets the JSON result."
+  "Tool for gptel: apply the V4A PATCH; CALLBACK gets the JSON result."
   (agent-edit-apply-patch (list :patch patch) (agent-edit--tool-callback callback)))
 
+(declare-function gptel-make-tool "gptel" (&rest slots))
+
 (defun agent-edit-gptel-tools ()
-  "Define agent-edit's gptel tools (category \"agent-edit\") with `gptel-make-tool'."
+  "Define agent-edit's gptel tools with `gptel-make-tool'.
+Their category is \"agent-edit\"."
   (gptel-make-tool
    :name "agent_edit_read"
    :function #'agent-edit-gptel-read
