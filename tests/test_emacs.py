@@ -148,7 +148,8 @@ def history_outcomes(history: dict[str, Any]) -> dict[int, str]:
 
 
 def test_synchronous_replace_is_applied_and_verified(emacs: str, tmp_path: Path) -> None:
-    data = run_scenario(emacs, "replace_sync", tmp_path, {"doc.txt": "alpha\nbeta\ngamma\n"})
+    files = {"doc.txt": "alpha\nbeta\ngamma\n", "wide.txt": "h\u00e9 \U0001f600 \nx \U0001f600 end"}
+    data = run_scenario(emacs, "replace_sync", tmp_path, files)
     assert ok(data["read"], data)["source"] == "buffer"
     result = ok(data["replace"], data)
     # Never "nothing was changed" for an edit that landed: the change reached the server before
@@ -160,6 +161,12 @@ def test_synchronous_replace_is_applied_and_verified(emacs: str, tmp_path: Path)
     # The buffer was clean before the edit, so the package saved it when the server asked.
     assert result["saved"] is True
     assert (data["_ws"] / "doc.txt").read_text() == "alpha\nBETA\ngamma\n"
+    assert ok(data["wide_replace"], data)["status"] == "applied"
+    # Saved as verified: no final newline added, the trailing space kept (a save hook that
+    # deletes trailing whitespace is installed).
+    assert data["wide_text"] == "h\u00e9 \U0001f600 \nx \U0001f600 END"
+    wide = (data["_ws"] / "wide.txt").read_text(encoding="utf-8")
+    assert wide == "h\u00e9 \U0001f600 \nx \U0001f600 END"
 
 
 @pytest.fixture(scope="module")
@@ -299,6 +306,9 @@ def test_gptel_tools_called_as_gptel_calls_them(emacs: str, tmp_path: Path) -> N
     assert no_match["code"] == "NO_MATCH" and no_match["message"] and no_match["hint"]
     assert ok(json.loads(data["patch"]), data)["status"] == "applied"
     assert data["text_after_patch"] == "shipped: write tests\n"
+    bad = refused(json.loads(data["bad_args"]), data)
+    assert bad["code"] in ("RPC_ERROR", "INVALID_ARGUMENT"), bad
+    assert "path" in bad["message"], bad
 
 
 # -- plain eglot, no package (issue 14) ------------------------------------------------------------

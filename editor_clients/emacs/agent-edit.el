@@ -178,10 +178,10 @@ it.  Unlike \\[eglot], this does not depend on the order of
 (defun agent-edit-current-server (&optional path)
   "The agent-edit server for PATH (a file name), else for the current buffer.
 Falls back to the only running agent-edit server; nil if none fits."
-  (or (and (null path)
+  (or (and (not (stringp path))
            (let ((s (eglot-current-server)))
              (and (cl-typep s 'agent-edit-server) (jsonrpc-running-p s) s)))
-      (let* ((dir (if (and path (file-name-absolute-p path))
+      (let* ((dir (if (and (stringp path) (file-name-absolute-p path))
                       (file-name-directory (expand-file-name path))
                     default-directory))
              (project (and (file-directory-p dir) (project-current nil dir)))
@@ -335,6 +335,20 @@ was applied" kind))
 eglot-confirm-server-edits): %s" (string-join missing ", "))
             (list :applied t))))))))
 
+(defun agent-edit--save-as-is ()
+  "Save the current buffer exactly as it is: the text the server verified.
+A save for the server must not change the text: no final newline
+added (`require-final-newline'), no `before-save-hook' (whitespace
+cleanup, formatters), whose changes no agent saw or asked for.  A save
+that fails leaves the buffer modified, and it is then reported as not
+saved."
+  (let ((save-silently t)
+        (inhibit-message t)
+        (require-final-newline nil)
+        (before-save-hook nil))
+    (with-demoted-errors "agent-edit: could not save: %S"
+      (save-buffer))))
+
 (defun agent-edit--settle-opened (had-buffer)
   "Save and close the buffers eglot opened to edit files that were not open.
 HAD-BUFFER maps each edited file to the buffer it had before the edit.
@@ -344,10 +358,7 @@ disk; leaving them in modified buffers nobody opened would hide them."
     (let ((buf (find-buffer-visiting path)))
       (when (and buf (not before))
         (with-current-buffer buf
-          (when (buffer-modified-p)
-            (let ((save-silently t)
-                  (inhibit-message t))
-              (save-buffer))))
+          (when (buffer-modified-p) (agent-edit--save-as-is)))
         (unless (buffer-modified-p buf)
           (kill-buffer buf))))))
 
@@ -389,9 +400,7 @@ Answers {saved: [uri...]}: the URIs whose file on disk now shows the buffer."
             (when (file-exists-p path) (push uri saved)))
            ((gethash path agent-edit--dirty-before) nil)
            (t (with-current-buffer buf
-                (when (buffer-modified-p)
-                  (let ((save-silently t) (inhibit-message t))
-                    (save-buffer)))
+                (when (buffer-modified-p) (agent-edit--save-as-is))
                 (unless (buffer-modified-p) (push uri saved))))))))
     (list :saved (vconcat (nreverse saved)))))
 
@@ -589,29 +598,46 @@ prefix argument, ask for the edit id.  Returns the server's result."
 gptel may hand false as :json-false or :false."
   (if (memq value '(nil :json-false :false)) :json-false t))
 
-(defun agent-edit--tool-callback (callback)
-  "A result callback that hands CALLBACK the result as JSON."
-  (lambda (result) (funcall callback (agent-edit--json result))))
+(defun agent-edit--tool-call (callback run)
+  "Call RUN with a result callback that hands CALLBACK the result as JSON.
+An error in Emacs becomes a failure result too: gptel waits for
+CALLBACK, and the model must learn why nothing happened."
+  (condition-case err
+      (funcall run (lambda (result) (funcall callback (agent-edit--json result))))
+    (error
+     (funcall callback
+              (agent-edit--json
+               (agent-edit--failure
+                "CLIENT_ERROR" (format "Emacs failed to run the tool: %s"
+                                       (error-message-string err))
+                "Nothing was sent to the server; check the arguments, or ask the user."))))))
 
 (defun agent-edit-gptel-read (callback path &optional start-line end-line)
   "Tool for gptel: read PATH (lines START-LINE..END-LINE).
 CALLBACK gets the JSON result."
-  (agent-edit-read (append (list :path path)
-                           (and start-line (list :startLine start-line))
-                           (and end-line (list :endLine end-line)))
-                   (agent-edit--tool-callback callback)))
+  (agent-edit--tool-call
+   callback
+   (lambda (cb)
+     (agent-edit-read (append (list :path path)
+                              (and start-line (list :startLine start-line))
+                              (and end-line (list :endLine end-line)))
+                      cb))))
 
 (defun agent-edit-gptel-replace (callback path old-text new-text &optional replace-all)
   "Tool for gptel: replace OLD-TEXT by NEW-TEXT in PATH; CALLBACK gets the JSON.
 REPLACE-ALL replaces every occurrence instead of requiring one."
-  (agent-edit-replace (append (list :path path :oldText old-text :newText new-text)
-                              (and replace-all
-                                   (list :replaceAll (agent-edit--flag replace-all))))
-                      (agent-edit--tool-callback callback)))
+  (agent-edit--tool-call
+   callback
+   (lambda (cb)
+     (agent-edit-replace (append (list :path path :oldText old-text :newText new-text)
+                                 (and replace-all
+                                      (list :replaceAll (agent-edit--flag replace-all))))
+                         cb))))
 
 (defun agent-edit-gptel-apply-patch (callback patch)
   "Tool for gptel: apply the V4A PATCH; CALLBACK gets the JSON result."
-  (agent-edit-apply-patch (list :patch patch) (agent-edit--tool-callback callback)))
+  (agent-edit--tool-call callback
+                         (lambda (cb) (agent-edit-apply-patch (list :patch patch) cb))))
 
 (declare-function gptel-make-tool "gptel" (&rest slots))
 

@@ -59,4 +59,6 @@
               (gptel-stub--call "agent_edit_apply_patch"
                                 (json-serialize
                                  (list :patch "*** Begin Patch\n*** Update File: notes.txt\n@@\n-done: write tests\n+shipped: write tests\n*** End Patch\n"))))
-   (h-observe "text_after_patch" (h-text buf))))
+   (h-observe "text_after_patch" (h-text buf))
+   ;; A malformed call (the model sent a number for the path) still answers, never hangs gptel.
+   (h-observe "bad_args" (gptel-stub--call "agent_edit_read" "{\"path\": 42}"))))
