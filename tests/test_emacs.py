@@ -390,7 +390,7 @@ def attacks(emacs: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, A
         "one.txt": "one\n",
         "two.txt": "two\n",
         "plain": "first\nsecond\n",
-        "closed.txt": "x\n",
+        "asked.txt": "x\n",
     }
     return run_scenario(emacs, "attacks", tmp_path_factory.mktemp("attacks"), files)
 
@@ -415,8 +415,7 @@ def test_declined_confirmation_is_reported_as_not_applied(attacks: dict[str, Any
     data = attacks
     result = refused(data["declined_result"], data)
     assert "declined" in json.dumps(result), result
-    assert data["declined_disk"] == "x\n"
-    assert data["declined_buffer"] is None
+    assert data["declined_text"] == "x\n"
 
 
 def test_patch_with_a_stale_second_file_applies_nothing(attacks: dict[str, Any]) -> None:

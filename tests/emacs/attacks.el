@@ -39,13 +39,14 @@
               (agent-edit-replace '(:path "plain" :oldText "second" :newText "SECOND")))
    (h-observe "plain_buffer" (h-text plain))
    (h-observe "plain_disk" (h-disk "plain"))
-   ;; 2. Declined: `summary' asks for every agent-edit edit; the user answers no.
-   (let ((eglot-confirm-server-edits '((agent-edit . summary))))
+   ;; 2. Declined: `summary' asks before every agent-edit edit, of open files too (a server that
+   ;; writes files not open itself never asks eglot for those); the user answers no.
+   (let ((asked (h-open "asked.txt"))
+         (eglot-confirm-server-edits '((agent-edit . summary))))
      (cl-letf (((symbol-function 'y-or-n-p) (lambda (&rest _) nil)))
        (h-observe "declined_result"
-                  (agent-edit-replace '(:path "closed.txt" :oldText "x" :newText "y")))))
-   (h-observe "declined_disk" (h-disk "closed.txt"))
-   (h-observe "declined_buffer" (and (h-buffer-of "closed.txt") t))
+                  (agent-edit-replace '(:path "asked.txt" :oldText "x" :newText "y"))))
+     (h-observe "declined_text" (h-text asked)))
    ;; 3. Stale second file.
    (advice-add 'agent-edit--apply-edit :before #'attacks--type-into-two)
    (h-observe "stale_result" (agent-edit-apply-patch (list :patch attacks--patch)))
