@@ -462,3 +462,17 @@ def test_package_byte_compiles_without_warnings(emacs: str, tmp_path: Path) -> N
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert (tmp_path / "agent-edit.elc").exists()
+
+
+def test_setup_script_is_quiet_and_does_nothing_when_emacs_is_there(emacs: str) -> None:
+    # `emacs` found an Emacs >= 29, so the script must not touch apt, and says nothing.
+    proc = subprocess.run(
+        ["bash", str(REPO / ".ci" / "setup-emacs.sh")],
+        capture_output=True,
+        text=True,
+        timeout=HANG_GUARD_S,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, "AGENT_EDIT_EMACS": emacs},
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout == "" and proc.stderr == ""
