@@ -1,0 +1,694 @@
+;;; agent-edit.el --- Checked, verified agent edits through eglot  -*- lexical-binding: t; -*-
+
+;; Version: 0.1.0
+;; Package-Requires: ((emacs "29.1"))
+;; Keywords: tools, languages
+;; URL: see the agent-edit project's editor_clients/emacs
+
+;;; Commentary:
+
+;; The Emacs client of the agent-edit language server.  agent-edit lets coding agents change files
+;; safely through the editor: every edit is checked against what the buffers show now, applied all
+;; or nothing, verified afterwards and recorded in a history with undo.  This package only wires
+;; the server into eglot; every check, plan and diff happens in the server.
+;;
+;; What it adds to eglot (see README.md beside this file):
+;; - the server program (`agent-edit-server-command') for `eglot-server-programs', and
+;;   `M-x agent-edit-start' to start it for the current project;
+;; - the two fixes eglot needs for edits the server asks for, scoped to agent-edit's server:
+;;   pending typing is sent before eglot checks an edit's version (eglot counts versions only when
+;;   it sends changes, so a "current" version could be applied over typing the server never saw),
+;;   and the change is sent right after the edit is applied (eglot otherwise sends it from an idle
+;;   timer, after the server has given up verifying, and the server reports a false failure);
+;; - `M-x agent-edit-history' (the edits as a `diff-mode' buffer), `M-x agent-edit-undo';
+;; - handlers for the server's `agentEdit/historyChanged' and `agentEdit/saveDocuments';
+;; - gptel tools (`agent_edit_read', `agent_edit_replace', `agent_edit_apply_patch') once gptel
+;;   is loaded, so Emacs agents edit through the same checks;
+;; - `agent-edit-read', `agent-edit-replace', `agent-edit-apply-patch': a Lisp API for other agent
+;;   packages, returning the server's result plists.
+;;
+;; Confirmation: eglot asks before applying a server's edit of a file that is not visited
+;; (`eglot-confirm-server-edits', default `maybe-summary').  The package passes `agent-edit' as
+;; the edit's origin, so the choice can be made for agent-edit alone.  Recommended:
+;;
+;;   (with-eval-after-load 'eglot
+;;     (add-to-list 'eglot-confirm-server-edits '(agent-edit . nil)))
+;;
+;; because the server already checked the edit against the files, verifies it, records it and can
+;; undo it; a prompt per file mostly interrupts the agent.  Keep the prompt if you want to approve
+;; each edit of a file you have not opened: a declined edit is answered as not applied (plain
+;; eglot answers "applied" even when you say no).
+
+;;; Code:
+
+(require 'cl-lib)
+(require 'eglot)
+(require 'jsonrpc)
+(require 'project)
+(require 'diff-mode)
+
+(defgroup agent-edit nil
+  "Checked, verified agent edits through the agent-edit language server."
+  :group 'tools
+  :prefix "agent-edit-")
+
+(defcustom agent-edit-server-command nil
+  "Command that starts the agent-edit language server, a list of strings.
+nil means \"agent-edit serve\" when an `agent-edit' executable is on
+variable `exec-path', else \"python3 -m lsp_server serve\".  Set it to the
+Python of the virtual environment that has agent-edit installed, e.g.
+\\='(\"~/proj/.venv/bin/python\" \"-m\" \"lsp_server\" \"serve\")."
+  :type '(choice (const :tag "agent-edit serve, else python3 -m lsp_server serve" nil)
+                 (repeat :tag "Program and arguments" string)))
+
+(defcustom agent-edit-major-modes '(prog-mode text-mode conf-mode)
+  "Major modes whose buffers the agent-edit server manages (and derived modes).
+eglot manages each buffer with one server: a mode listed here that has
+another server in `eglot-server-programs' keeps that server (the
+agent-edit entry is added last), unless you start agent-edit yourself
+with `agent-edit-start'."
+  :type '(repeat symbol))
+
+(defcustom agent-edit-register-server-program t
+  "Whether loading the package adds agent-edit to `eglot-server-programs'.
+The entry is appended, so modes that already have a server keep it."
+  :type 'boolean)
+
+(defcustom agent-edit-settings nil
+  "Server settings sent as initializationOptions, a plist.
+For example (:deny [\"secrets/**\"] :maxFileBytes 2000000).  The keys
+are the server's (see the agent-edit README); settings only tighten the
+server's policy."
+  :type '(plist :key-type symbol :value-type sexp))
+
+(defcustom agent-edit-save-after-edit 'clean
+  "What to save when the server asks after a verified edit.
+The server asks with agentEdit/saveDocuments.  `clean': the buffers
+the edit touched that held no unsaved text of yours before it (your
+own unsaved text is never written behind your back).  `never':
+nothing (and the server is told not to ask)."
+  :type '(choice (const :tag "Buffers that were clean before the edit" clean)
+                 (const :tag "Never" never)))
+
+(defcustom agent-edit-timeout 30
+  "Seconds a synchronous command waits for the server's answer.
+The server bounds its own wait for the editor, so this only has to
+outlast that."
+  :type 'number)
+
+(defcustom agent-edit-gptel-confirm nil
+  "Whether gptel asks before running agent-edit's editing tools.
+Passed as the tools' :confirm (gptel's `gptel-confirm-tool-calls'
+decides when it matters).  The server checks every edit and records
+it with undo, so the default is not to ask."
+  :type 'boolean)
+
+(defvar agent-edit-history-changed-functions nil
+  "Abnormal hook run with the params plist of each agentEdit/historyChanged.
+The plist has :editId, :action and :outcome.")
+
+(defconst agent-edit--history-buffer "*agent-edit history*")
+
+;;;; The server
+
+(defclass agent-edit-server (eglot-lsp-server) ()
+  :documentation "An eglot connection to the agent-edit language server.
+Its own class so that the applyEdit handling, the custom methods and
+the two eglot fixes apply to this server only.")
+
+(defun agent-edit-server-command ()
+  "The command that starts the server.
+`agent-edit-server-command', or the default it describes."
+  (or agent-edit-server-command
+      (if (executable-find "agent-edit")
+          (list "agent-edit" "serve")
+        (list "python3" "-m" "lsp_server" "serve"))))
+
+(defun agent-edit--contact (&optional _interactive _project)
+  "The `eglot-server-programs' contact of agent-edit: its class and command."
+  (cons 'agent-edit-server (agent-edit-server-command)))
+
+(defun agent-edit--language-ids ()
+  "One language id per mode of `agent-edit-major-modes'.
+The server ignores ids it does not know (it goes by the file name)."
+  (mapcar (lambda (m) (replace-regexp-in-string "\\(?:-ts\\)?-mode\\'" "" (symbol-name m)))
+          agent-edit-major-modes))
+
+(defun agent-edit--register ()
+  "Append agent-edit's entry to `eglot-server-programs' (once)."
+  (unless (cl-find-if (lambda (entry) (eq (cdr entry) #'agent-edit--contact))
+                      eglot-server-programs)
+    (add-to-list 'eglot-server-programs
+                 (cons agent-edit-major-modes #'agent-edit--contact) t)))
+
+(when agent-edit-register-server-program
+  (agent-edit--register))
+
+;;;###autoload
+(defun agent-edit-start ()
+  "Start the agent-edit server for the current project with eglot.
+Buffers of `agent-edit-major-modes' in the project are then managed by
+it.  Unlike \\[eglot], this does not depend on the order of
+`eglot-server-programs'."
+  (interactive)
+  (let ((project (or (project-current)
+                     (user-error "agent-edit: %s is in no project (a VC repository)"
+                                 default-directory))))
+    (eglot agent-edit-major-modes project 'agent-edit-server
+           (agent-edit-server-command) (agent-edit--language-ids))))
+
+(cl-defmethod eglot-initialization-options ((_server agent-edit-server))
+  "The server's settings: `agent-edit-settings' plus saveAfterEdit."
+  (let ((settings (copy-sequence agent-edit-settings)))
+    (unless (plist-member settings :saveAfterEdit)
+      (setq settings (plist-put settings :saveAfterEdit
+                                (if (eq agent-edit-save-after-edit 'never) :json-false t))))
+    (or settings (make-hash-table))))
+
+(defun agent-edit--servers ()
+  "The running agent-edit servers, newest first."
+  (let (out)
+    (maphash (lambda (_project servers)
+               (dolist (s servers)
+                 (when (and (cl-typep s 'agent-edit-server) (jsonrpc-running-p s))
+                   (push s out))))
+             eglot--servers-by-project)
+    out))
+
+(defun agent-edit-current-server (&optional path)
+  "The agent-edit server for PATH (a file name), else for the current buffer.
+Falls back to the only running agent-edit server; nil if none fits."
+  (or (and (not (stringp path))
+           (let ((s (eglot-current-server)))
+             (and (cl-typep s 'agent-edit-server) (jsonrpc-running-p s) s)))
+      (let* ((dir (if (and (stringp path) (file-name-absolute-p path))
+                      (file-name-directory (expand-file-name path))
+                    default-directory))
+             (project (and (file-directory-p dir) (project-current nil dir)))
+             (root (and project (file-truename (project-root project)))))
+        (and root
+             (cl-find-if (lambda (s)
+                           (equal (file-truename (project-root (eglot--project s))) root))
+                         (agent-edit--servers))))
+      (let ((all (agent-edit--servers)))
+        (and (= (length all) 1) (car all)))))
+
+;;;; The two eglot fixes (scoped to edits of agent-edit's server)
+
+(defvar agent-edit--applying nil
+  "The agent-edit server whose workspace/applyEdit is being applied, else nil.")
+
+(defvar agent-edit--applied nil
+  "Buffers that received text edits in the applyEdit being handled.")
+
+(defun agent-edit--flush (&optional buffer)
+  "Send BUFFER's pending changes (the current buffer's by default) now.
+eglot otherwise sends them from an idle timer, and increases its
+version counter only when it does."
+  (with-current-buffer (or buffer (current-buffer))
+    (when eglot--managed-mode
+      (eglot--signal-textDocument/didChange))))
+
+(defun agent-edit--ours-p ()
+  "Whether the current buffer is managed by the server whose edit is applied."
+  (and agent-edit--applying
+       eglot--managed-mode
+       (eq (eglot-current-server) agent-edit--applying)))
+
+(defun agent-edit--around-apply-text-edits (apply edits &optional version &rest rest)
+  "Around `eglot--apply-text-edits': APPLY with EDITS, VERSION, REST.
+For agent-edit's edits only.  Fix 1: pending typing is sent first, so
+eglot's version check compares against the version the buffer really
+has.  Fix 2: the change is sent right after the edit, before the
+applyEdit answer, so the server can verify it."
+  (if (not agent-edit--applying)
+      (apply apply edits version rest)
+    (let ((ours (agent-edit--ours-p)))
+      (when (and ours version) (agent-edit--flush))
+      (prog1 (apply apply edits version rest)
+        (when edits (cl-pushnew (current-buffer) agent-edit--applied))
+        (when ours (agent-edit--flush))))))
+
+(advice-add 'eglot--apply-text-edits :around #'agent-edit--around-apply-text-edits)
+
+;;;; workspace/applyEdit
+
+(defun agent-edit--refuse (format-string &rest args)
+  "An ApplyWorkspaceEditResult refusing the edit.
+FORMAT-STRING and ARGS make its reason."
+  (list :applied :json-false :failureReason (apply #'format format-string args)))
+
+(defun agent-edit--text-edits (wedit)
+  "The TextDocumentEdits of WEDIT as a list of (PATH EDITS VERSION)."
+  (let (out)
+    (seq-doseq (change (plist-get wedit :documentChanges))
+      (let ((doc (plist-get change :textDocument)))
+        (when doc
+          (push (list (eglot-uri-to-path (plist-get doc :uri))
+                      (plist-get change :edits)
+                      (plist-get doc :version))
+                out))))
+    (cl-loop for (uri edits) on (plist-get wedit :changes) by #'cddr
+             unless (plist-get wedit :documentChanges)
+             do (push (list (eglot-uri-to-path uri) edits nil) out))
+    (nreverse out)))
+
+(defun agent-edit--check (server prepared)
+  "Why PREPARED cannot be applied for SERVER now, or nil.
+PREPARED is a list from `agent-edit--text-edits'.  Every file is
+checked before any is changed, so a stale file refuses the whole edit
+instead of leaving it half applied (eglot applies files one by one and
+stops at the first stale one)."
+  (cl-loop
+   for (path _edits version) in prepared
+   for buf = (find-buffer-visiting path)
+   thereis
+   (cond
+    ((and version (null buf))
+     (format "%s is not open in Emacs (the server expected version %s)" path version))
+    ((and version
+          (not (with-current-buffer buf
+                 (and eglot--managed-mode (eq (eglot-current-server) server)))))
+     (format "%s is not managed by this agent-edit server" path))
+    (version
+     (with-current-buffer buf
+       (agent-edit--flush)             ; fix 1: typing not yet sent counts
+       (unless (equal version eglot--versioned-identifier)
+         (format "STALE: %s changed in Emacs (version %s, the edit is for version %s)"
+                 path eglot--versioned-identifier version))))
+    ;; A null version means the server planned from the disk: a buffer showing other text
+    ;; would receive the edit at the wrong place.
+    ((and buf (buffer-modified-p buf))
+     (format "%s has unsaved changes in Emacs that the server has not seen" path))
+    ((and buf (not (verify-visited-file-modtime buf)))
+     (format "%s changed on disk since Emacs read it (revert the buffer)" path)))))
+
+(defun agent-edit--resource-operation (wedit)
+  "The kind of WEDIT's first resource operation (create, rename...), or nil."
+  (seq-some (lambda (change) (plist-get change :kind))
+            (plist-get wedit :documentChanges)))
+
+(defvar agent-edit--dirty-before (make-hash-table :test #'equal)
+  "Files whose buffers held unsaved text before an agent edit touched them.")
+
+(defun agent-edit--apply-workspace-edit (wedit)
+  "Apply WEDIT with eglot's own function, passing `agent-edit' as its origin."
+  (if (get 'eglot-confirm-server-edits 'custom-type)
+      (eglot--apply-workspace-edit wedit 'agent-edit)
+    ;; eglot < 1.14 (Emacs 29): the second argument is whether to ask.
+    (eglot--apply-workspace-edit
+     wedit (bound-and-true-p eglot-confirm-server-initiated-edits))))
+
+(defun agent-edit--apply-edit (server wedit)
+  "Handle SERVER's workspace/applyEdit of WEDIT.
+Returns an ApplyWorkspaceEditResult."
+  (let* ((kind (agent-edit--resource-operation wedit))
+         (prepared (agent-edit--text-edits wedit))
+         (had-buffer (mapcar (lambda (p) (cons (car p) (find-buffer-visiting (car p))))
+                             prepared))
+         (why (and (not kind) (agent-edit--check server prepared))))
+    (cond
+     (kind
+      ;; eglot would answer "Internal error" half-way; say why instead, before anything.
+      (agent-edit--refuse
+       "eglot cannot %s files (it advertises no workspaceEdit.resourceOperations); nothing \
+was applied" kind))
+     (why (agent-edit--refuse "%s; nothing was applied" why))
+     (t
+      (dolist (p had-buffer)
+        (let ((buf (cdr p)))
+          (if (and buf (buffer-modified-p buf))
+              (puthash (car p) t agent-edit--dirty-before)
+            (remhash (car p) agent-edit--dirty-before))))
+      (let ((agent-edit--applying server)
+            (agent-edit--applied nil))
+        (agent-edit--apply-workspace-edit wedit)
+        (let ((missing (cl-loop for (path edits _v) in prepared
+                                for buf = (find-buffer-visiting path)
+                                when (and (seq-some #'identity edits)
+                                          (not (memq buf agent-edit--applied)))
+                                collect path)))
+          (agent-edit--settle-opened had-buffer)
+          (if missing
+              (agent-edit--refuse
+               "not applied in Emacs (declined, or shown for review, per \
+eglot-confirm-server-edits): %s" (string-join missing ", "))
+            (list :applied t))))))))
+
+(defun agent-edit--save-as-is ()
+  "Save the current buffer exactly as it is: the text the server verified.
+A save for the server must not change the text: no final newline
+added (`require-final-newline'), no `before-save-hook' (whitespace
+cleanup, formatters), whose changes no agent saw or asked for.  A save
+that fails leaves the buffer modified, and it is then reported as not
+saved."
+  (let ((save-silently t)
+        (inhibit-message t)
+        (require-final-newline nil)
+        (before-save-hook nil))
+    (with-demoted-errors "agent-edit: could not save: %S"
+      (save-buffer))))
+
+(defun agent-edit--settle-opened (had-buffer)
+  "Save and close the buffers eglot opened to edit files that were not open.
+HAD-BUFFER maps each edited file to the buffer it had before the edit.
+The server planned those edits from the disk, so they belong on the
+disk; leaving them in modified buffers nobody opened would hide them."
+  (pcase-dolist (`(,path . ,before) had-buffer)
+    (let ((buf (find-buffer-visiting path)))
+      (when (and buf (not before))
+        (with-current-buffer buf
+          (when (buffer-modified-p) (agent-edit--save-as-is)))
+        (unless (buffer-modified-p buf)
+          (kill-buffer buf))))))
+
+(cl-defmethod eglot-handle-request
+  ((server agent-edit-server) (_method (eql workspace/applyEdit)) &key _label edit)
+  "Apply agent-edit's edits after checking every file, and answer truthfully."
+  (agent-edit--apply-edit server edit))
+
+;;;; Custom methods of the server
+
+(cl-defmethod eglot-handle-notification
+  ((_server agent-edit-server) (_method (eql agentEdit/historyChanged)) &rest params
+   &key editId action outcome &allow-other-keys)
+  "An edit was recorded: refresh the history view and tell the user."
+  (when (and editId (not (equal action "read")))
+    (let ((inhibit-message (minibufferp (window-buffer (selected-window)))))
+      (message "agent-edit: %s #%s %s" action editId outcome)))
+  (let ((buf (get-buffer agent-edit--history-buffer)))
+    (when (and buf (get-buffer-window buf t))
+      ;; Not from inside the notification: the refresh is a request to the same server.
+      (run-at-time 0 nil (lambda ()
+                           (when (buffer-live-p buf)
+                             (with-current-buffer buf (revert-buffer t t)))))))
+  (run-hook-with-args 'agent-edit-history-changed-functions params))
+
+(cl-defmethod eglot-handle-request
+  ((_server agent-edit-server) (_method (eql agentEdit/saveDocuments)) &key uris
+   &allow-other-keys)
+  "Save the buffers of URIS that held no unsaved user text before the edit.
+Answers {saved: [uri...]}: the URIs whose file on disk now shows the buffer."
+  (let (saved)
+    (unless (eq agent-edit-save-after-edit 'never)
+      (seq-doseq (uri uris)
+        (let* ((path (eglot-uri-to-path uri))
+               (buf (find-buffer-visiting path)))
+          (cond
+           ((null buf)
+            ;; Closed already (a file that was not open is saved when it is applied).
+            (when (file-exists-p path) (push uri saved)))
+           ((gethash path agent-edit--dirty-before) nil)
+           (t (with-current-buffer buf
+                (when (buffer-modified-p) (agent-edit--save-as-is))
+                (unless (buffer-modified-p) (push uri saved))))))))
+    (list :saved (vconcat (nreverse saved)))))
+
+;;;; Running the server's commands
+
+(defun agent-edit--failure (code message hint &optional details)
+  "A failure made by the client, shaped like the server's failures.
+CODE, MESSAGE, HINT and DETAILS as in those."
+  (list :ok :json-false :code code :message message :hint hint
+        :details (or details (make-hash-table)) :committed []))
+
+(defun agent-edit--rpc-failure (err)
+  "A failure result from a `jsonrpc-error' ERR (its data) or an error reply."
+  (let* ((data (if (and (consp err) (eq (car err) 'jsonrpc-error)) (cdr err) err))
+         (message (or (alist-get 'jsonrpc-error-message data)
+                      (plist-get data :message)
+                      (format "%S" data))))
+    (if (equal message "Timed out")
+        (agent-edit--failure
+         "TIMEOUT" (format "no answer from the server within %s s" agent-edit-timeout)
+         "Read the file again before retrying: the edit may still have been applied.")
+      (agent-edit--failure
+       "RPC_ERROR" (format "the server answered with a JSON-RPC error: %s" message)
+       "Check the arguments against the command (a malformed argument is InvalidParams)."
+       (list :rpcCode (or (alist-get 'jsonrpc-error-code data) (plist-get data :code)))))))
+
+(defun agent-edit--result (result)
+  "RESULT when it is a result plist, else a failure saying it was not."
+  (if (and (consp result) (plist-member result :ok))
+      result
+    (agent-edit--failure "RPC_ERROR" "the server answered without a result object"
+                         "See the events buffer (M-x eglot-events-buffer).")))
+
+(defun agent-edit--flush-all (server)
+  "Send the pending changes of every buffer SERVER manages.
+So the server plans on what the buffers show."
+  (dolist (buf (eglot--managed-buffers server))
+    (when (buffer-live-p buf) (agent-edit--flush buf))))
+
+(defun agent-edit--arguments (args)
+  "ARGS (a plist) as a JSON object: nil would go out as null."
+  (or args (make-hash-table)))
+
+(defun agent-edit-execute (verb args &optional callback)
+  "Run the server's command agentEdit.VERB with ARGS (a plist).
+Returns the result plist.  With CALLBACK, return at once and call
+CALLBACK with the result later.
+The server is the one of ARGS' :path (else of the current buffer).
+Failures are result plists too (:ok :json-false :code ...), never
+signals, so an agent always gets a reason."
+  (let ((server (agent-edit-current-server (plist-get args :path))))
+    (if (null server)
+        (let ((r (agent-edit--failure
+                  "NO_SERVER" "no agent-edit server runs for this project"
+                  "Start it with M-x agent-edit-start (or M-x eglot in a file of the project).")))
+          (if callback (progn (funcall callback r) nil) r))
+      (agent-edit--flush-all server)
+      (let ((params (list :command (concat "agentEdit." verb)
+                          :arguments (vector (agent-edit--arguments args)))))
+        (if callback
+            (progn
+              (jsonrpc-async-request
+               server :workspace/executeCommand params
+               :success-fn (lambda (r) (funcall callback (agent-edit--result r)))
+               :error-fn (lambda (e) (funcall callback (agent-edit--rpc-failure e)))
+               :timeout-fn (lambda ()
+                             (funcall callback (agent-edit--rpc-failure
+                                                '((jsonrpc-error-message . "Timed out")))))
+               :timeout agent-edit-timeout)
+              nil)
+          (condition-case err
+              (agent-edit--result
+               (jsonrpc-request server :workspace/executeCommand params
+                                :timeout agent-edit-timeout))
+            (jsonrpc-error (agent-edit--rpc-failure err))))))))
+
+(defun agent-edit-read (args &optional callback)
+  "Run agentEdit.read with ARGS (:path, :startLine, :endLine).
+CALLBACK as in `agent-edit-execute'."
+  (agent-edit-execute "read" args callback))
+
+(defun agent-edit-replace (args &optional callback)
+  "Run agentEdit.replace with ARGS.
+ARGS: :path :oldText :newText, optional :replaceAll :expect :dryRun.
+CALLBACK as in `agent-edit-execute'."
+  (agent-edit-execute "replace" args callback))
+
+(defun agent-edit-apply-patch (args &optional callback)
+  "Run agentEdit.applyPatch with ARGS (:patch, a V4A patch; :expect, :dryRun).
+CALLBACK as in `agent-edit-execute'."
+  (agent-edit-execute "applyPatch" args callback))
+
+(defun agent-edit-ok-p (result)
+  "Whether RESULT (a result plist) says ok."
+  (eq (plist-get result :ok) t))
+
+(defun agent-edit--describe (result)
+  "One line for a person about RESULT."
+  (if (agent-edit-ok-p result)
+      (format "%s" (or (plist-get result :status) "ok"))
+    (format "%s: %s%s" (plist-get result :code) (plist-get result :message)
+            (let ((hint (plist-get result :hint)))
+              (if (and (stringp hint) (not (string-empty-p hint))) (concat " " hint) "")))))
+
+;;;; History and undo
+
+(defvar-local agent-edit--history-edit-id nil
+  "The edit shown in this history buffer, nil for the session's net diff.")
+
+(defun agent-edit--history-refresh (&rest _)
+  "Fill the current history buffer from the server.
+Its `revert-buffer-function'."
+  (let* ((args (and agent-edit--history-edit-id
+                    (list :editId agent-edit--history-edit-id)))
+         (result (agent-edit-execute "history" (append '(:format "diff") args)))
+         (inhibit-read-only t))
+    (erase-buffer)
+    (if (agent-edit-ok-p result)
+        (let ((diff (plist-get result :diff)))
+          (insert (if (and (stringp diff) (not (string-empty-p diff)))
+                      diff
+                    "# No agent edits in this session yet.\n")))
+      (insert "# agent-edit: the history could not be read: "
+              (agent-edit--describe result) "\n"))
+    (goto-char (point-min))
+    (set-buffer-modified-p nil)))
+
+;;;###autoload
+(defun agent-edit-history (&optional edit-id)
+  "Show the agent edits of this session as a `diff-mode' buffer.
+Without EDIT-ID, the session's net diff (every file as before the agent
+first touched it against now); with a prefix argument, ask for an edit
+id and show that edit's diff.  Press g to refresh; the buffer also
+refreshes when the server records an edit.  Returns the buffer."
+  (interactive (list (and current-prefix-arg (read-number "Agent edit id: "))))
+  (let* ((server (or (agent-edit-current-server)
+                     (user-error "agent-edit: no server runs for this project (M-x agent-edit-start)")))
+         (root (project-root (eglot--project server)))
+         (buf (get-buffer-create agent-edit--history-buffer)))
+    (with-current-buffer buf
+      (diff-mode)
+      (setq default-directory root)  ; the diff's a/ b/ paths are relative to the workspace
+      (setq agent-edit--history-edit-id edit-id)
+      (setq-local revert-buffer-function #'agent-edit--history-refresh)
+      (agent-edit--history-refresh)
+      (setq buffer-read-only t))
+    (when (called-interactively-p 'any) (pop-to-buffer buf))
+    buf))
+
+(defun agent-edit--entries (result)
+  "The history entries of RESULT, a list."
+  (append (plist-get result :entries) nil))
+
+(defun agent-edit--last-undoable ()
+  "The newest history entry that can be undone, or nil."
+  (let ((history (agent-edit-execute "history" (list :limit 200))))
+    (unless (agent-edit-ok-p history)
+      (user-error "agent-edit: %s" (agent-edit--describe history)))
+    (cl-find-if (lambda (e) (eq (plist-get e :undoable) t))
+                (reverse (agent-edit--entries history)))))
+
+(defun agent-edit--entry-files (entry)
+  "The file names of history ENTRY."
+  (mapcar (lambda (f) (if (consp f) (plist-get f :path) (format "%s" f)))
+          (append (plist-get entry :files) nil)))
+
+;;;###autoload
+(defun agent-edit-undo (&optional edit-id)
+  "Undo an agent edit: EDIT-ID, or else the newest one that can be undone.
+The server refuses (CONFLICT) if the lines have changed since the edit.
+Interactively, an undo touching more than one file asks first.  With a
+prefix argument, ask for the edit id.  Returns the server's result."
+  (interactive (list (and current-prefix-arg (read-number "Undo agent edit id: "))))
+  (let* ((entry (unless edit-id (agent-edit--last-undoable)))
+         (id (or edit-id (and entry (plist-get entry :id))
+                 (user-error "agent-edit: no agent edit to undo")))
+         (files (and entry (agent-edit--entry-files entry))))
+    (when (and (called-interactively-p 'any) (> (length files) 1)
+               (not (y-or-n-p (format "Undo agent edit #%s of %d files (%s)? "
+                                      id (length files) (string-join files ", ")))))
+      (user-error "agent-edit: undo cancelled"))
+    (let ((result (agent-edit-execute "undo" (list :editId id))))
+      (when (called-interactively-p 'any)
+        (message "agent-edit: undo of edit #%s: %s" id (agent-edit--describe result)))
+      result)))
+
+;;;; gptel tools
+
+(defun agent-edit--json (result)
+  "RESULT as JSON text for a model: the whole result, refusals included."
+  (json-serialize result :null-object nil :false-object :json-false))
+
+(defun agent-edit--flag (value)
+  "A tool argument VALUE as a JSON boolean.
+gptel may hand false as :json-false or :false."
+  (if (memq value '(nil :json-false :false)) :json-false t))
+
+(defun agent-edit--tool-call (callback run)
+  "Call RUN with a result callback that hands CALLBACK the result as JSON.
+An error in Emacs becomes a failure result too: gptel waits for
+CALLBACK, and the model must learn why nothing happened."
+  (condition-case err
+      (funcall run (lambda (result) (funcall callback (agent-edit--json result))))
+    (error
+     (funcall callback
+              (agent-edit--json
+               (agent-edit--failure
+                "CLIENT_ERROR" (format "Emacs failed to run the tool: %s"
+                                       (error-message-string err))
+                "Nothing was sent to the server; check the arguments, or ask the user."))))))
+
+(defun agent-edit-gptel-read (callback path &optional start-line end-line)
+  "Tool for gptel: read PATH (lines START-LINE..END-LINE).
+CALLBACK gets the JSON result."
+  (agent-edit--tool-call
+   callback
+   (lambda (cb)
+     (agent-edit-read (append (list :path path)
+                              (and start-line (list :startLine start-line))
+                              (and end-line (list :endLine end-line)))
+                      cb))))
+
+(defun agent-edit-gptel-replace (callback path old-text new-text &optional replace-all)
+  "Tool for gptel: replace OLD-TEXT by NEW-TEXT in PATH; CALLBACK gets the JSON.
+REPLACE-ALL replaces every occurrence instead of requiring one."
+  (agent-edit--tool-call
+   callback
+   (lambda (cb)
+     (agent-edit-replace (append (list :path path :oldText old-text :newText new-text)
+                                 (and replace-all
+                                      (list :replaceAll (agent-edit--flag replace-all))))
+                         cb))))
+
+(defun agent-edit-gptel-apply-patch (callback patch)
+  "Tool for gptel: apply the V4A PATCH; CALLBACK gets the JSON result."
+  (agent-edit--tool-call callback
+                         (lambda (cb) (agent-edit-apply-patch (list :patch patch) cb))))
+
+(declare-function gptel-make-tool "gptel" (&rest slots))
+
+(defun agent-edit-gptel-tools ()
+  "Define agent-edit's gptel tools with `gptel-make-tool'.
+Their category is \"agent-edit\"."
+  (gptel-make-tool
+   :name "agent_edit_read"
+   :function #'agent-edit-gptel-read
+   :async t
+   :category "agent-edit"
+   :description "Read a file of the workspace as the editor shows it now (unsaved \
+changes included). Returns JSON with text, version and sha256; edits are checked \
+against what was read. Read a file before editing it."
+   :args (list '(:name "path" :type string
+                       :description "File path, relative to the workspace root or absolute")
+               '(:name "start_line" :type integer :optional t
+                       :description "First line to read (1-based); the lines are numbered")
+               '(:name "end_line" :type integer :optional t
+                       :description "Last line to read (inclusive)")))
+  (gptel-make-tool
+   :name "agent_edit_replace"
+   :function #'agent-edit-gptel-replace
+   :async t
+   :category "agent-edit"
+   :confirm agent-edit-gptel-confirm
+   :description "Replace an exact piece of text in one file, through the editor. old_text \
+must match exactly once (else AMBIGUOUS or NO_MATCH with the nearest candidate). The edit is \
+refused (STALE) if the file changed since it was read. Returns JSON: ok, status, diff, or \
+code/message/hint when refused."
+   :args (list '(:name "path" :type string :description "File path")
+               '(:name "old_text" :type string
+                       :description "The exact text to replace, with enough context to be unique")
+               '(:name "new_text" :type string :description "The replacement text")
+               '(:name "replace_all" :type boolean :optional t
+                       :description "Replace every occurrence")))
+  (gptel-make-tool
+   :name "agent_edit_apply_patch"
+   :function #'agent-edit-gptel-apply-patch
+   :async t
+   :category "agent-edit"
+   :confirm agent-edit-gptel-confirm
+   :description "Apply a patch in the V4A format (*** Begin Patch / *** Update File: / \
+*** Add File: / *** Delete File: / *** Move to: / @@ hunks / *** End Patch) to one or more \
+files, all or nothing: every hunk is checked before anything changes. Returns JSON: ok, \
+status, files, diff, or code/message/hint when refused."
+   :args (list '(:name "patch" :type string :description "The whole V4A patch text"))))
+
+(with-eval-after-load 'gptel
+  (when (fboundp 'gptel-make-tool)
+    (agent-edit-gptel-tools)))
+
+(provide 'agent-edit)
+;;; agent-edit.el ends here
