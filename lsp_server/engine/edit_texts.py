@@ -16,7 +16,7 @@ texts are those two.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from lsp_server.engine.errors import EditError
@@ -33,7 +33,7 @@ class _OneFile:
 
     id: int
     changes: Sequence[ChangeRecord]
-    committed: Sequence[Mapping[str, Any]] = ()
+    committed: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _file_head(rec: ChangeRecord) -> dict[str, Any]:
