@@ -110,7 +110,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<AgentE
   const ready = new Promise<void>((resolve) => (started = resolve));
   const run = async (command: string, args: object): Promise<any> => {
     await ready;
-    return client!.sendRequest('workspace/executeCommand', { command, arguments: [args] });
+    try {
+      return await client!.sendRequest('workspace/executeCommand', { command, arguments: [args] });
+    } catch (err) {
+      log.error(`${command} failed: ${err}`);
+      throw err;
+    }
   };
   const history = new HistoryView(run, log);
   const trace = traceChannel(log, context);

@@ -35,8 +35,10 @@ const CHECK_TIMEOUT_MS = 15000;
 /** `<command...> --version`: its first output line, or why it failed. */
 function check(command: string[], cwd: string | undefined): Promise<string> {
   const [exe, ...rest] = command;
-  // A server command ends with `serve`; its check is the same program with `--version`.
-  const args = rest.at(-1) === 'serve' ? [...rest.slice(0, -1), '--version'] : [...rest, '--version'];
+  // A server command ends with `serve`; its check is the same program with `--version`. Any
+  // other custom command (a wrapper script) may not know `--version`: it is started unchecked.
+  if (rest.at(-1) !== 'serve') return Promise.resolve('not checked (the command does not end with "serve")');
+  const args = [...rest.slice(0, -1), '--version'];
   return new Promise((resolve, reject) => {
     execFile(exe, args, { cwd, timeout: CHECK_TIMEOUT_MS }, (err, stdout, stderr) => {
       const out = String(stdout).trim();
