@@ -65,7 +65,7 @@ async def test_lines_changed_since_give_a_reason_not_a_made_up_view(vscode: Edit
     vscode.type("a.txt", 3, 0, "X", end=(3, 4))  # the user rewrites the agent's line
     files = {f["path"]: f for f in (await _texts(vscode, editId=edit["editId"]))["files"]}
     assert "before" not in files["a.txt"] and "after" not in files["a.txt"]
-    assert "no longer as it left them" in files["a.txt"]["reason"]
+    assert "were changed again since" in files["a.txt"]["reason"], files["a.txt"]
     # One file's conflict does not hide the other's texts.
     assert (files["b.txt"]["before"], files["b.txt"]["after"]) == ("bee\n", "BEE\n")
 
@@ -115,3 +115,19 @@ async def test_net_texts_are_baseline_and_the_agents_last_text(vscode: Editor):
     assert files["a.txt"]["after"] == TEXT.replace("two", "TWO").replace("five", "FIVE")
     assert (files["n.txt"]["change"], files["n.txt"]["before"]) == ("add", "")
     assert files["n.txt"]["after"] == "new\n"
+
+
+@pytest.mark.asyncio
+async def test_an_undone_edit_is_shown_through_its_undo(vscode: Editor):
+    vscode.write_file("a.txt", TEXT)
+    vscode.open("a.txt")
+    edit = await _replace(vscode, "a.txt", "four", "FOUR")
+    undo = await vscode.command("agentEdit.undo", {"editId": edit["editId"]})
+    assert undo["ok"], undo
+    vscode.type("a.txt", 0, 0, "# user\n")  # typing elsewhere afterwards
+    (f,) = (await _texts(vscode, editId=edit["editId"]))["files"]
+    assert "reason" not in f, f
+    assert f["before"] == "# user\n" + TEXT
+    assert f["after"] == "# user\n" + TEXT.replace("four", "FOUR")
+    (u,) = (await _texts(vscode, editId=undo["editId"]))["files"]
+    assert (u["before"], u["after"]) == (f["after"], f["before"])

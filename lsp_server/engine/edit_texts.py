@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from lsp_server.engine.errors import EditError
+from lsp_server.engine.errors import Code, EditError
 from lsp_server.engine.history import Entry, History
 from lsp_server.engine.model import apply_line_edits
 from lsp_server.engine.text import Snapshot, absent
@@ -58,7 +58,13 @@ def _one(entry: Entry, rec: ChangeRecord, current: Mapping[str, Snapshot]) -> di
     try:
         plan = plan_undo(_OneFile(entry.id, (rec,)), current)
     except EditError as exc:
-        out["reason"] = exc.message
+        # plan_undo's messages are about undoing; here the question is what can be shown.
+        out["reason"] = (
+            f"the lines edit #{entry.id} changed in {rec.target_path} were changed again "
+            "since, so it cannot be shown on the file as it is now"
+            if exc.code == Code.CONFLICT
+            else exc.message
+        )
         return out
     undo = plan.changes[0]
     out["before"] = "".join(apply_line_edits(snap.lines, list(undo.edits)))
@@ -114,4 +120,33 @@ def texts_result(
         return {"ok": True, "files": net_texts(history)}
     entry = history.entry(edit_id)
     current = {p: live(p) or absent(p) for p in history.undo_paths(edit_id)}
-    return {"ok": True, "editId": edit_id, "files": entry_texts(entry, current)}
+    files = entry_texts(entry, current)
+    if entry.undone_by is not None:
+        files = _through_undo(history, entry, files, live)
+    return {"ok": True, "editId": edit_id, "files": files}
+
+
+def _through_undo(
+    history: History,
+    entry: Entry,
+    files: list[dict[str, Any]],
+    live: Callable[[str], Snapshot | None],
+) -> list[dict[str, Any]]:
+    """An undone edit's lines are gone from the file, but its undo is an exact mirror of it: the
+    undo's after and before are the edit's before and after (on the file as it is now)."""
+    assert entry.undone_by is not None
+    undo = history.entry(entry.undone_by)
+    current = {p: live(p) or absent(p) for p in history.undo_paths(undo.id)}
+    # The undo of a change to path P is a change whose target is P (a move goes back to it).
+    mirror = {
+        rec.target_path: item
+        for rec, item in zip(undo.changes, entry_texts(undo, current), strict=True)
+    }
+    out: list[dict[str, Any]] = []
+    for item in files:
+        back = mirror.get(item["path"])
+        if "reason" in item and back is not None and "before" in back:
+            item = {k: v for k, v in item.items() if k != "reason"}
+            item["before"], item["after"] = back["after"], back["before"]
+        out.append(item)
+    return out
