@@ -23,7 +23,6 @@ interface Node {
 // `agentEdit.history` answers {entries: [{id, time, action, files, outcome, error?, undoes?,
 // undoneBy?}], total, net: [{path, ...}]}, with the latest LIMIT entries.
 const LIMIT = 200;
-const REFUSED = new Set(['dry-run']);
 const applied = (e: any): boolean => e.outcome === 'applied';
 /** Agent edits in effect: applied, not undone, and not themselves undos. */
 const inEffect = (e: any): boolean => applied(e) && e.undoneBy == null && e.undoes == null;
@@ -134,9 +133,10 @@ export class HistoryView implements vscode.TreeDataProvider<Node>, vscode.TextDo
     const title = editId == null ? 'session' : `edit #${editId}`;
     for (const f of files.slice(0, 10)) {
       if (typeof f.before !== 'string') {
-        void vscode.window.showWarningMessage(
-          `Agent Edit: ${f.path} of ${title} cannot be shown side by side: ${f.reason}.`,
-        );
+        // Not on the file as it is now: say why, and show the edit's own diff as text instead.
+        void vscode.window.showWarningMessage(`Agent Edit: ${f.path} of ${title} cannot be shown side by side: ${f.reason}.`);
+        const entry = editId == null ? undefined : (await this.run('agentEdit.history', { editId })).entries?.[0];
+        if (entry?.diff) await vscode.window.showTextDocument(await vscode.workspace.openTextDocument({ language: 'diff', content: entry.diff }));
         continue;
       }
       // Each opening gets fresh URIs: the same file differs between edits and the net diff.
@@ -182,10 +182,9 @@ export class HistoryView implements vscode.TreeDataProvider<Node>, vscode.TextDo
       outcome = `undone by #${e.undoneBy}`;
     } else if (!applied(e)) {
       // A refusal (STALE, NO_MATCH, ...) changed nothing: it must not look like an edit that did.
-      icon = REFUSED.has(e.outcome)
-        ? new vscode.ThemeIcon('eye')
-        : new vscode.ThemeIcon('error', new vscode.ThemeColor('errorForeground'));
-      outcome = REFUSED.has(e.outcome) ? 'dry run' : `refused: ${e.error?.code ?? e.outcome}`;
+      const dryRun = e.outcome === 'dry-run';
+      icon = dryRun ? new vscode.ThemeIcon('eye') : new vscode.ThemeIcon('error', new vscode.ThemeColor('errorForeground'));
+      outcome = dryRun ? 'dry run' : `refused: ${e.error?.code ?? e.outcome}`;
     }
     if (e.error?.message) tip.appendText(`${e.error.code}: ${e.error.message}\n\n`);
     tip.appendText(files.join('\n'));
