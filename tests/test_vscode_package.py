@@ -136,6 +136,8 @@ def test_every_server_setting_is_declared_with_its_default() -> None:
 
 
 def test_settings_a_workspace_could_widen_are_machine_scoped() -> None:
+    # The server is looked for in the workspace's .venv and run: never in an untrusted folder.
+    assert PKG["capabilities"]["untrustedWorkspaces"]["supported"] is False
     props = PKG["contributes"]["configuration"]["properties"]
     # A cloned repository's .vscode/settings.json must not loosen the path policy or pick the
     # program that runs.
