@@ -82,6 +82,12 @@ def entry_texts(entry: Entry, current: Mapping[str, Snapshot]) -> list[dict[str,
     states = {c.get("path"): c.get("state") for c in entry.committed}
     out: list[dict[str, Any]] = []
     for rec in entry.changes:
+        if not entry.finished:
+            # Whether it landed is not known yet: say that, never "changed nothing".
+            item = _file_head(rec)
+            item["reason"] = f"edit #{entry.id} has not finished"
+            out.append(item)
+            continue
         if not landed or states.get(rec.path) == "not-applied":
             item = _file_head(rec)
             item["reason"] = f"edit #{entry.id} changed nothing in this file ({entry.outcome})"
