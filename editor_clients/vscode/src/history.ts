@@ -29,6 +29,21 @@ const inEffect = (e: any): boolean => applied(e) && e.undoneBy == null && e.undo
 const fileNames = (e: any): string[] =>
   (Array.isArray(e.files) ? e.files : []).map((f: any) => (typeof f === 'string' ? f : f.movedTo ?? f.path));
 const localTime = (iso: string): string => (iso ? new Date(iso).toLocaleTimeString() : '');
+/** Outcomes after which part of the edit may be in the files. */
+const PARTLY = new Set(['PARTIAL', 'UNVERIFIED']);
+
+/** How an entry that is not simply applied is shown: never like an edit that landed, and never
+ * as "nothing changed" when part of it may have (PARTIAL, UNVERIFIED, not finished). */
+function notApplied(e: any): [vscode.ThemeIcon, string] {
+  const code = e.error?.code ?? e.outcome;
+  const warn = (id: string) => new vscode.ThemeIcon(id, new vscode.ThemeColor('editorWarning.foreground'));
+  if (e.unfinished || e.outcome === 'pending') return [warn('watch'), 'not finished'];
+  if (e.outcome === 'dry-run') return [new vscode.ThemeIcon('eye'), 'dry run'];
+  if (PARTLY.has(code)) return [warn('warning'), code === 'PARTIAL' ? 'PARTIAL: partly applied' : 'UNVERIFIED: not confirmed'];
+  // Refused before anything was sent (STALE, NO_MATCH, ...), or failed leaving nothing changed.
+  const refused = !Array.isArray(e.committed) || e.committed.length === 0;
+  return [new vscode.ThemeIcon('error', new vscode.ThemeColor('errorForeground')), `${refused ? 'refused' : 'failed'}: ${code}`];
+}
 
 export class HistoryView implements vscode.TreeDataProvider<Node>, vscode.TextDocumentContentProvider {
   readonly view: vscode.TreeView<Node>;
@@ -181,20 +196,17 @@ export class HistoryView implements vscode.TreeDataProvider<Node>, vscode.TextDo
       icon = new vscode.ThemeIcon('circle-slash');
       outcome = `undone by #${e.undoneBy}`;
     } else if (!applied(e)) {
-      // A refusal (STALE, NO_MATCH, ...) changed nothing: it must not look like an edit that did.
-      const dryRun = e.outcome === 'dry-run';
-      icon = dryRun ? new vscode.ThemeIcon('eye') : new vscode.ThemeIcon('error', new vscode.ThemeColor('errorForeground'));
-      outcome = dryRun ? 'dry run' : `refused: ${e.error?.code ?? e.outcome}`;
+      [icon, outcome] = notApplied(e);
     }
     if (e.error?.message) tip.appendText(`${e.error.code}: ${e.error.message}\n\n`);
     tip.appendText(files.join('\n'));
-    const landed = applied(e);
+    const landed = applied(e) || PARTLY.has(e.error?.code ?? e.outcome);
     // An undo says what it undid instead of its action name ("#9 undo of #8").
-    // A refusal leads with it: a truncated row must still say that nothing changed.
+    // Anything but applied leads with its outcome: a truncated row must still say it.
     const what =
       e.undoes != null
         ? outcome
-        : outcome.startsWith('refused')
+        : !applied(e)
           ? `${outcome} · ${e.action}`
           : [e.action, outcome].filter(Boolean).join(' · ');
     return {
