@@ -414,6 +414,9 @@ def test_diff_view_shows_whole_documents_with_the_files_line_numbers(
         assert d["active"]["label"] == f"whole.txt (edit #{d['edit']['editId']})"
         # "Next change" in the diff editor lands on the changed line: line 7, as in the file.
         assert d["activeScheme"] == "agent-edit" and d["changeLine"] == 7, d
+        # The session's net diff of the file opens the same way.
+        assert d["net"]["label"] == "whole.txt (session)"
+        assert (d["net"]["before"], d["net"]["after"]) == (d["active"]["before"], d["buffer"])
 
 
 def test_added_file_diffs_against_empty(code_server_run: Run) -> None:

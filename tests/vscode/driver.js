@@ -158,9 +158,11 @@ async function main() {
     await runCommand(page, 'Agent Edit: Show Log');
     const lines = page.locator('.part.panel .monaco-editor .view-lines');
     await lines.first().waitFor({ state: 'visible', timeout: 10000 });
-    // The channel follows its end; the start lines are at the top, where a user scrolls to.
-    await page.locator('.part.panel .monaco-editor').first().click({ position: { x: 300, y: 12 }, force: true });
-    await page.keyboard.press('Control+Home');
+    // The channel follows its end and the start lines scroll out of view: filter it the way a
+    // user looking for the start would (the filter box takes comma-separated terms).
+    const filter = page.locator('.part.panel .viewpane-filter input');
+    await filter.fill("Agent Edit 0.1.0,workspace:,cannot run,settings sent,server started,'initialize");
+    await sleep(500);
     await page.locator('.part.panel .view-line', { hasText: 'server started' }).first().waitFor({ timeout: 10000 });
     seen.outputLines = await page.locator('.part.panel .view-line').allInnerTexts();
     await shot(page, 'output-channel.png');

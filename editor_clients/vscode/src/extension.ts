@@ -184,6 +184,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<AgentE
   };
 
   context.subscriptions.push(
+    vscode.workspace.onDidChangeConfiguration((e) => {
+      if (e.affectsConfiguration('agentEdit')) log.info(`settings changed: ${JSON.stringify(initializationOptions())}`);
+    }),
     log,
     history,
     vscode.commands.registerCommand('agentEdit.showLog', () => log.show()),

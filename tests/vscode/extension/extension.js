@@ -242,12 +242,18 @@ async function wholeDiff() {
   const active = tabs.find((t) => t.active);
   await vscode.commands.executeCommand('workbench.action.compareEditor.nextChange');
   const editor = vscode.window.activeTextEditor;
+  const changeLine = editor && editor.selection.active.line + 1;
+  const activeScheme = editor && editor.document.uri.scheme;
+  // The session's net diff of the same file: whole documents too.
+  await vscode.commands.executeCommand('agentEdit.openDiff', undefined, 'whole.txt');
+  const net = (await diffTabs()).find((t) => t.active);
   return {
     edit,
+    net,
     active,
     buffer: doc.getText(),
-    activeScheme: editor && editor.document.uri.scheme,
-    changeLine: editor && editor.selection.active.line + 1,
+    activeScheme,
+    changeLine,
   };
 }
 
