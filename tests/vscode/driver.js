@@ -89,6 +89,8 @@ async function answerDialogs(page, seen) {
   (seen.dialogs = seen.dialogs || []).push(text);
   await shot(page, 'undo-confirmation.png');
   await dialog.locator('.monaco-button', { hasText: 'Undo' }).first().click();
+  // Not seen twice while it closes.
+  await dialog.waitFor({ state: 'hidden', timeout: 5000 }).catch(() => {});
 }
 
 async function main() {
