@@ -467,6 +467,8 @@ def test_output_channel_logs_the_start(code_server_run: Run) -> None:
         assert "cannot run: agent-edit is not installed for" in text
         assert "settings sent to the server: " in text
         assert "server started: agent-edit 0.1.0" in text, text
+        # "Select interpreter" changes the setting and asks for a start: one server, not two.
+        assert text.count("server started") == 1, text
         # agentEdit.trace.server is "messages" in this run: the traffic is in the same channel,
         # without changing the channel's log level.
         assert "Sending request 'initialize - (0)'" in text, text

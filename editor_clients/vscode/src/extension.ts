@@ -134,7 +134,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<AgentE
         if (choice !== 'select') return;
         const python = await selectInterpreter();
         log.info(python ? `agentEdit.server.python set to ${python}` : 'no interpreter selected');
-        if (python) await start();
+        if (python) await startOnce();
       });
       return;
     }
@@ -183,9 +183,17 @@ export async function activate(context: vscode.ExtensionContext): Promise<AgentE
     history.refresh().catch((err) => log.error(`history: ${err}`));
   };
 
+  // One start at a time: "Select interpreter" both changes the setting and asks for a start.
+  let starting: Promise<void> | undefined;
+  const startOnce = (): Promise<void> => (starting ??= start().finally(() => (starting = undefined)));
   context.subscriptions.push(
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (e.affectsConfiguration('agentEdit')) log.info(`settings changed: ${JSON.stringify(initializationOptions())}`);
+      // After a failed start, setting the interpreter in the settings starts the server.
+      if (e.affectsConfiguration('agentEdit.server')) {
+        if (client) log.info('agentEdit.server changed: it applies after Developer: Reload Window');
+        else void startOnce();
+      }
     }),
     log,
     history,
@@ -193,6 +201,6 @@ export async function activate(context: vscode.ExtensionContext): Promise<AgentE
     ...registerTools(run),
     ...registerPatchCommands(run, history, log),
   );
-  await start();
+  await startOnce();
   return { get client() { return client; }, ready, history, log, run };
 }
