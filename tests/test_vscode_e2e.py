@@ -37,6 +37,9 @@ TEST_EXT_DIR = REPO / "tests" / "vscode" / "extension"
 DRIVER = REPO / "tests" / "vscode" / "driver.js"
 TOOLS = Path(os.environ.get("AGENT_EDIT_VSCODE_TOOLS", "/opt/agent-edit-vscode"))
 ARTIFACTS_ROOT = REPO / ".bench" / "vscode-e2e"
+# What a reviewer looks at after every run (CI keeps it as an artifact): the first-run
+# notification, the history view, a diff, the undo confirmation, the output channel.
+SCREENSHOTS = REPO / "artifacts" / "screenshots"
 
 WORKSPACE_FILES = {
     "dirty.py": "def greet():\n    return 'hello'\n",
@@ -48,6 +51,9 @@ WORKSPACE_FILES = {
     "undo.py": "count = 0\n",
     "save_clean.py": "n = 0\n",
     "save_dirty.py": "m = 0\n",
+    "multi_a.py": "a = 0\n",
+    "multi_b.py": "b = 0\n",
+    "clip.py": 'value = "old"\n',
 }
 
 
@@ -171,6 +177,12 @@ def code_server_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
         f'#!/bin/sh\nexec "{sys.executable}" "$@" 2>>"{artifacts / "server-stderr.log"}"\n'
     )
     python.chmod(0o755)
+    # The newcomer's first start: the configured Python has no agent-edit (Debian's python3 with
+    # no site-packages and no PYTHONPATH behaves the same), so the check fails and the user
+    # picks the right one through the notification's "Select interpreter".
+    wrong = tmp / "system-python3"
+    wrong.write_text(f'#!/bin/sh\nunset PYTHONPATH\nexec "{sys.executable}" -S "$@"\n')
+    wrong.chmod(0o755)
     settings = {
         "workbench.startupEditor": "none",
         "workbench.tips.enabled": False,
@@ -179,7 +191,7 @@ def code_server_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
         "extensions.ignoreRecommendations": True,
         "files.autoSave": "off",
         "workbench.secondarySideBar.defaultVisibility": "hidden",
-        "agentEdit.server.python": str(python),
+        "agentEdit.server.python": str(wrong),
         "agentEdit.trace.server": "messages",
     }
     (data / "User").mkdir(parents=True, exist_ok=True)
@@ -219,7 +231,15 @@ def code_server_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
         driver_env = dict(env, NODE_PATH=str(TOOLS / "node_modules"))
         url = f"http://127.0.0.1:{port}/?folder={workspace}"
         out = subprocess.run(
-            [str(tools["node"]), str(DRIVER), url, str(results_file), str(artifacts)],
+            [
+                str(tools["node"]),
+                str(DRIVER),
+                url,
+                str(results_file),
+                str(artifacts),
+                str(python),
+                str(SCREENSHOTS),
+            ],
             capture_output=True,
             env=driver_env,
             timeout=240,
@@ -350,6 +370,22 @@ def test_undo_last_edit(code_server_run: Run) -> None:
         assert d["edit"]["ok"] and d["afterEdit"] == "count = 1\n", d["edit"]
         assert d["result"] and d["result"]["ok"], d["result"]
         assert d["buffer"] == "count = 0\n"
+        # The status bar counts agent edits in effect: the undone edit and the undo are not.
+        before = int(d["statusBefore"].rsplit(" ", 1)[1])
+        assert d["statusAfter"] == f"$(history) Agent edits: {before - 1}", d
+
+
+def test_undo_of_a_multi_file_edit_asks_first(code_server_run: Run) -> None:
+    d = code_server_run.scenario("undo_multi")
+    browser = code_server_run.browser
+    with code_server_run.kept_on_failure():
+        assert d["edit"]["ok"], d["edit"]
+        # The driver saw the modal dialog naming both files, and answered "Undo".
+        (dialog,) = browser.get("dialogs", [None])
+        assert dialog and f"Undo agent edit #{d['edit']['editId']}" in dialog, browser
+        assert "multi_a.py" in dialog and "multi_b.py" in dialog
+        assert d["result"]["ok"], d["result"]
+        assert (d["a"], d["b"]) == ("a = 0\n", "b = 0\n")
 
 
 def test_code_lens_diff_opens_the_edit_in_the_diff_editor(code_server_run: Run) -> None:
@@ -363,15 +399,99 @@ def test_code_lens_diff_opens_the_edit_in_the_diff_editor(code_server_run: Run) 
         assert d["activeIsDiff"] and d["activeTab"] == "dirty.py (edit #1)", d
 
 
+def test_diff_view_shows_whole_documents_with_the_files_line_numbers(
+    code_server_run: Run,
+) -> None:
+    d = code_server_run.scenario("whole_diff")
+    with code_server_run.kept_on_failure():
+        lines = [f"line {i}" for i in range(1, 11)]
+        assert d["active"]["before"] == "\n".join(lines) + "\n"
+        assert (
+            d["active"]["after"]
+            == d["buffer"]
+            == d["active"]["before"].replace("line 7", "line seven")
+        )
+        assert d["active"]["label"] == f"whole.txt (edit #{d['edit']['editId']})"
+        # "Next change" in the diff editor lands on the changed line: line 7, as in the file.
+        assert d["activeScheme"] == "agent-edit" and d["changeLine"] == 7, d
+        # The session's net diff of the file opens the same way.
+        assert d["net"]["label"] == "whole.txt (session)"
+        assert (d["net"]["before"], d["net"]["after"]) == (d["active"]["before"], d["buffer"])
+
+
+def test_added_file_diffs_against_empty(code_server_run: Run) -> None:
+    d = code_server_run.scenario("added_diff")
+    with code_server_run.kept_on_failure():
+        assert d["edit"]["ok"], d["edit"]
+        assert (d["active"]["before"], d["active"]["after"]) == ("", "fresh = 1\n"), d
+
+
+def test_apply_patch_from_clipboard(code_server_run: Run) -> None:
+    d = code_server_run.scenario("patch_clipboard")
+    with code_server_run.kept_on_failure():
+        assert d["clipboardRoundTrip"], d
+        assert d["result"]["ok"], d["result"]
+        assert d["text"] == 'value = "new"\n'
+        # Recorded in the history like an agent's edit, and its diff is open.
+        assert d["entry"]["action"] == "applyPatch" and d["entry"]["outcome"] == "applied"
+        assert d["active"]["label"] == f"clip.py (edit #{d['result']['editId']})"
+        assert d["active"]["after"] == 'value = "new"\n'
+        # A patch that does not apply changes nothing; no patch at all is said as such.
+        assert d["bad"]["ok"] is False and d["bad"]["code"] == "NO_MATCH", d["bad"]
+        assert d["none"] == {"ok": False, "code": "NO_PATCH"}
+        assert d["after"] == 'value = "new"\n'
+
+
+def test_first_run_with_a_wrong_python_explains_and_recovers(code_server_run: Run) -> None:
+    d = code_server_run.scenario("first_run")
+    browser = code_server_run.browser
+    with code_server_run.kept_on_failure():
+        first = browser.get("firstRun")
+        assert first, browser
+        assert "agentEdit.server.python" in first["text"], first
+        assert "agent-edit is not installed for" in first["text"], first
+        assert {"Select interpreter", "Open settings", "Show log"} <= set(first["buttons"]), first
+        # After "Select interpreter" the right Python is the setting and the server runs.
+        assert d["python"].endswith("/python"), d
+        assert d["clientRunning"] is True
+        assert d["serverInfo"]["name"] == "agent-edit", d
+
+
+def test_output_channel_logs_the_start(code_server_run: Run) -> None:
+    browser = code_server_run.browser
+    with code_server_run.kept_on_failure():
+        assert "outputError" not in browser, browser.get("outputError")
+        text = "\n".join(browser["outputLines"]).replace("\xa0", " ")
+        assert "Agent Edit 0.1.0 in" in text
+        assert "workspace: " in text
+        assert "cannot run: agent-edit is not installed for" in text
+        assert "settings sent to the server: " in text
+        assert "server started: agent-edit 0.1.0" in text, text
+        # "Select interpreter" changes the setting and asks for a start: one server, not two.
+        assert text.count("server started") == 1, text
+        # agentEdit.trace.server is "messages" in this run: the traffic is in the same channel,
+        # without changing the channel's log level.
+        assert "Sending request 'initialize - (0)'" in text, text
+
+
 def test_history_view_opens(code_server_run: Run) -> None:
     d = code_server_run.scenario("history_view")
     browser = code_server_run.browser
     with code_server_run.kept_on_failure():
         assert d["viewVisible"] is True
-        labels = [r["label"] for r in d["roots"]]
-        assert labels[0] == "Session net diff"
-        assert any(label.startswith("#") and "replace" in label for label in labels), labels
+        roots = d["roots"]
+        assert roots[0]["label"] == "Session net diff"
         assert "dirty.py" in d["netFiles"]
+        # One row per edit: its files as the label, id, action and local time after it.
+        replaced = [r for r in roots if r["label"] == "dirty.py"]
+        assert replaced and replaced[-1]["description"].startswith("#1 replace · "), roots
+        assert replaced[-1]["icon"] == "check"
+        # A refusal is styled as one, with its code.
+        refused = [r for r in roots if "refused: STALE" in (r["description"] or "")]
+        assert refused and refused[0]["icon"] == "error", roots
+        assert refused[0]["iconColor"] == "errorForeground"
+        assert "STALE" in refused[0]["tooltip"] and "Z" not in refused[0]["description"]
+        assert not any(refused[0]["clickable"])
         # Clicking a file of an edit opens VS Code's diff editor on the virtual documents.
         diff = next(t for t in d["diffTabs"] if t["active"])
         assert diff["scheme"] == "agent-edit"

@@ -1292,10 +1292,14 @@ class History:
             )
         return plan_undo(entry, current)
 
+    def tracked_files(self) -> list[Tracked]:
+        """Every file the agent touched this session (what `net` renders), oldest first."""
+        return [*self._retired, *self._by_path.values()]
+
     def net(self, live: Live | None = None) -> list[dict[str, Any]]:
         """Per file: the agent's net change since it first touched it, git-style, with notes."""
         out: list[dict[str, Any]] = []
-        for tr in [*self._retired, *self._by_path.values()]:
+        for tr in self.tracked_files():
             rendered = tr.render()
             if rendered is None:
                 continue

@@ -19,6 +19,7 @@ from pygls.protocol.language_server import lsp_method
 from pygls.uris import to_fs_path
 
 from lsp_server import __version__
+from lsp_server.engine import edit_texts
 from lsp_server.engine.diffing import plan_diff
 from lsp_server.engine.errors import Code, EditError
 from lsp_server.engine.history import History, open_history
@@ -621,6 +622,8 @@ def create_server() -> AgentEditServer:
     async def history(ls: AgentEditServer, *args: Any) -> dict[str, Any]:
         a = arguments.parse("agentEdit.history", args)
         ls.history.refresh()
+        if a.get("texts"):
+            return edit_texts.texts_result(ls.history, a.get("editId"), ls.live)
         if a.get("format", "json") == "diff":
             return {"ok": True, "diff": ls.history.to_diff_text(ls.live, a.get("editId"))}
         return ls.history.to_json(live=ls.live, edit_id=a.get("editId"), limit=a.get("limit", 200))

@@ -20,6 +20,7 @@ CONTENT_TYPES = """<?xml version="1.0" encoding="utf-8"?>
 <Default Extension=".json" ContentType="application/json"/>
 <Default Extension=".js" ContentType="application/javascript"/>
 <Default Extension=".md" ContentType="text/markdown"/>
+<Default Extension=".svg" ContentType="image/svg+xml"/>
 <Default Extension=".vsixmanifest" ContentType="text/xml"/>
 </Types>
 """

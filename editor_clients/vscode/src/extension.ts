@@ -1,19 +1,25 @@
 /**
- * Entry point: starts the agent-edit language server through vscode-languageclient and adds only
- * what the editor itself must do: save touched documents when the server asks, the history view,
- * the status bar and the Language Model Tools. Server commands (agentEdit.read, .replace, ...)
- * and workspace/applyEdit are registered and handled by vscode-languageclient itself.
+ * Entry point: finds and checks the agent-edit server (server.ts), starts it through
+ * vscode-languageclient, and adds only what the editor itself must do: save touched documents
+ * when the server asks, the history view, the status bar, applying a patch by hand and the
+ * Language Model Tools. Server commands (agentEdit.read, .replace, ...) and workspace/applyEdit
+ * are registered and handled by vscode-languageclient itself. Everything that happens at start,
+ * and every error, goes to the "Agent Edit" output channel.
  */
 import * as vscode from 'vscode';
-import { LanguageClient, LanguageClientOptions, ServerOptions } from 'vscode-languageclient/node';
+import { LanguageClient, LanguageClientOptions } from 'vscode-languageclient/node';
 import { HistoryView } from './history';
+import { registerPatchCommands } from './patch';
+import { explainFailure, findServer, selectInterpreter } from './server';
 import { registerTools } from './tools';
 
 export interface AgentEditApi {
-  client: LanguageClient;
-  /** Settles once the server has answered `initialize`. */
+  /** The running client (undefined until a server could be started). */
+  readonly client: LanguageClient | undefined;
+  /** Settles once a server has answered `initialize` (after a failed start: once one does). */
   ready: Promise<void>;
   history: HistoryView;
+  log: vscode.LogOutputChannel;
   /** Sends `workspace/executeCommand` with the single argument object every command takes. */
   run(command: string, args: object): Promise<any>;
 }
@@ -23,15 +29,6 @@ export interface AgentEditApi {
 const dirtyBeforeEdit = new Map<string, boolean>();
 
 const norm = (uri: string): string => vscode.Uri.parse(uri).toString();
-
-function serverOptions(): ServerOptions {
-  const cfg = vscode.workspace.getConfiguration('agentEdit.server');
-  const custom = cfg.get<string[]>('command', []);
-  const [command, ...args] =
-    custom.length > 0 ? custom : [cfg.get<string>('python', 'python3'), '-m', 'lsp_server', 'serve'];
-  const cwd = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
-  return { command, args, options: { cwd } };
-}
 
 function initializationOptions(): object {
   // Everything under agentEdit.* except how to start the server is the server's business.
@@ -75,44 +72,135 @@ async function saveDocuments(params: { uris: string[] }): Promise<{ saved: strin
   return { saved, skipped };
 }
 
-export async function activate(context: vscode.ExtensionContext): Promise<AgentEditApi> {
-  const clientOptions: LanguageClientOptions = {
-    documentSelector: [{ scheme: 'file' }],
-    synchronize: { configurationSection: 'agentEdit' },
-    initializationOptions: initializationOptions(),
-    middleware: {
-      // The server's "diff" lenses run agentEdit.history, whose answer a click would discard:
-      // here they open the edit's diff in the diff editor instead.
-      provideCodeLenses: async (doc, token, next) =>
-        ((await next(doc, token)) ?? []).map((lens) => {
-          const arg = lens.command?.arguments?.[0];
-          if (lens.command?.command !== 'agentEdit.history' || arg?.editId == null) return lens;
-          lens.command = { ...lens.command, command: 'agentEdit.showEditDiff', arguments: [arg.editId] };
-          return lens;
-        }),
-      workspace: {
-        handleApplyEdit: (params, next) => {
-          rememberDirtyState(params.edit);
-          return next(params, new vscode.CancellationTokenSource().token);
-        },
-      },
+/**
+ * The channel vscode-languageclient traces to: it traces only at log level Trace, so this view of
+ * the log channel reports Trace exactly when `agentEdit.trace.server` is not "off", and the
+ * setting does what it says without "Developer: Set Log Level".
+ */
+function traceChannel(log: vscode.LogOutputChannel, context: vscode.ExtensionContext): vscode.LogOutputChannel {
+  const changed = new vscode.EventEmitter<vscode.LogLevel>();
+  const level = () =>
+    vscode.workspace.getConfiguration('agentEdit').get('trace.server', 'off') === 'off'
+      ? vscode.LogLevel.Info
+      : vscode.LogLevel.Trace;
+  context.subscriptions.push(
+    changed,
+    vscode.workspace.onDidChangeConfiguration((e) => {
+      if (e.affectsConfiguration('agentEdit.trace.server')) changed.fire(level());
+    }),
+  );
+  return new Proxy(log, {
+    get(target, prop) {
+      if (prop === 'logLevel') return level();
+      if (prop === 'onDidChangeLogLevel') return changed.event;
+      if (prop === 'trace') return (message: string) => target.info(message);
+      const value = (target as any)[prop];
+      return typeof value === 'function' ? value.bind(target) : value;
     },
-  };
-  const client = new LanguageClient('agentEdit', 'Agent Edit', serverOptions(), clientOptions);
+  });
+}
+
+export async function activate(context: vscode.ExtensionContext): Promise<AgentEditApi> {
+  const log = vscode.window.createOutputChannel('Agent Edit', { log: true });
+  const version = context.extension.packageJSON.version;
+  log.info(`Agent Edit ${version} in ${vscode.env.appName} ${vscode.version}`);
+  log.info(`workspace: ${(vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath).join(', ') || '(no folder open)'}`);
+  let client: LanguageClient | undefined;
+  let started!: () => void;
+  const ready = new Promise<void>((resolve) => (started = resolve));
   const run = async (command: string, args: object): Promise<any> => {
     await ready;
-    return client.sendRequest('workspace/executeCommand', { command, arguments: [args] });
+    try {
+      return await client!.sendRequest('workspace/executeCommand', { command, arguments: [args] });
+    } catch (err) {
+      log.error(`${command} failed: ${err}`);
+      throw err;
+    }
   };
-  const history = new HistoryView(run);
-  client.onRequest('agentEdit/saveDocuments', saveDocuments);
-  // A burst of edits gives one refresh: the history answer holds every diff of the session.
+  const history = new HistoryView(run, log);
+  const trace = traceChannel(log, context);
+  // A burst of edits gives one refresh: the history answer holds every entry of the session.
   let pending: NodeJS.Timeout | undefined;
-  client.onNotification('agentEdit/historyChanged', () => {
+  const historyChanged = () => {
     clearTimeout(pending);
-    pending = setTimeout(() => history.refresh().catch(() => undefined), 150);
-  });
-  const ready = client.start();
-  context.subscriptions.push(client, history, ...registerTools(run));
-  void ready.then(() => history.refresh()).catch(() => undefined);
-  return { client, ready, history, run };
+    pending = setTimeout(() => history.refresh().catch((err) => log.error(`history: ${err}`)), 150);
+  };
+
+  const start = async (): Promise<void> => {
+    const found = await findServer(log);
+    if (Array.isArray(found)) {
+      // Not awaited: activation must not wait for the user to read the notification.
+      void explainFailure(found, log).then(async (choice) => {
+        if (choice !== 'select') return;
+        const python = await selectInterpreter();
+        log.info(python ? `agentEdit.server.python set to ${python}` : 'no interpreter selected');
+        if (python) await startOnce();
+      });
+      return;
+    }
+    const options = initializationOptions();
+    log.info(`settings sent to the server: ${JSON.stringify(options)}`);
+    const clientOptions: LanguageClientOptions = {
+      documentSelector: [{ scheme: 'file' }],
+      synchronize: { configurationSection: 'agentEdit' },
+      initializationOptions: options,
+      outputChannel: log,
+      traceOutputChannel: trace,
+      middleware: {
+        // The server's "diff" lenses run agentEdit.history, whose answer a click would discard:
+        // here they open the edit's diff in the diff editor instead.
+        provideCodeLenses: async (doc, token, next) =>
+          ((await next(doc, token)) ?? []).map((lens) => {
+            const arg = lens.command?.arguments?.[0];
+            if (lens.command?.command !== 'agentEdit.history' || arg?.editId == null) return lens;
+            lens.command = { ...lens.command, command: 'agentEdit.showEditDiff', arguments: [arg.editId] };
+            return lens;
+          }),
+        workspace: {
+          handleApplyEdit: (params, next) => {
+            rememberDirtyState(params.edit);
+            return next(params, new vscode.CancellationTokenSource().token);
+          },
+        },
+      },
+    };
+    const serverOptions = { command: found.command, args: found.args, options: { cwd: vscode.workspace.workspaceFolders?.[0]?.uri.fsPath } };
+    const c = new LanguageClient('agentEdit', 'Agent Edit', serverOptions, clientOptions);
+    c.onRequest('agentEdit/saveDocuments', saveDocuments);
+    c.onNotification('agentEdit/historyChanged', historyChanged);
+    context.subscriptions.push(c);
+    try {
+      await c.start();
+    } catch (err) {
+      log.error(`the server did not start: ${err}`);
+      void vscode.window.showErrorMessage(`Agent Edit: the server did not start (${err}).`, 'Show log').then((b) => b && log.show());
+      return;
+    }
+    client = c;
+    const info = c.initializeResult?.serverInfo;
+    log.info(`server started: ${info?.name ?? 'agent-edit'} ${info?.version ?? ''} (${found.command} ${found.args.join(' ')})`);
+    started();
+    history.refresh().catch((err) => log.error(`history: ${err}`));
+  };
+
+  // One start at a time: "Select interpreter" both changes the setting and asks for a start.
+  let starting: Promise<void> | undefined;
+  const startOnce = (): Promise<void> => (starting ??= start().finally(() => (starting = undefined)));
+  context.subscriptions.push(
+    vscode.workspace.onDidChangeConfiguration((e) => {
+      if (e.affectsConfiguration('agentEdit')) log.info(`settings changed: ${JSON.stringify(initializationOptions())}`);
+      // After a failed start, setting the interpreter in the settings starts the server.
+      if (e.affectsConfiguration('agentEdit.server')) {
+        if (client) log.info('agentEdit.server changed: it applies after Developer: Reload Window');
+        else void startOnce();
+      }
+    }),
+    log,
+    history,
+    vscode.commands.registerCommand('agentEdit.showLog', () => log.show()),
+    ...registerTools(run),
+    ...registerPatchCommands(run, history, log),
+  );
+  await startOnce();
+  return { get client() { return client; }, ready, history, log, run };
 }

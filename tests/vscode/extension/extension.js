@@ -65,6 +65,16 @@ async function staleRefused() {
   return { read, result, bufferBefore: before, buffer: doc.getText(), version: doc.version };
 }
 
+async function textOf(rel) {
+  const openDoc = bufferText(rel);
+  if (openDoc) return openDoc.text;
+  const p = path.join(root().fsPath, rel);
+  return fs.existsSync(p) ? (await vscode.workspace.openTextDocument(p)).getText() : null;
+}
+
+let theApi;
+const api = () => theApi;
+
 async function patchRename() {
   await open('patch_src.py');
   await open('patch_other.py');
@@ -166,22 +176,14 @@ async function codeLens() {
   };
 }
 
-async function historyViewScenario(api) {
-  await exec('agentEdit.showHistory');
-  const provider = api.history;
-  const roots = await provider.getChildren();
-  const edit = roots.find((n) => n.label.startsWith('#') && (n.files || []).length > 0);
-  const children = edit ? await provider.getChildren(edit) : [];
-  const item = children.length ? provider.getTreeItem(children[0]) : null;
-  if (item) await vscode.commands.executeCommand(item.command.command, ...item.command.arguments);
-  const net = roots.find((n) => n.label === 'Session net diff');
-  const diffTabs = [];
+async function diffTabs() {
+  const out = [];
   for (const group of vscode.window.tabGroups.all) {
     for (const tab of group.tabs) {
       if (tab.input instanceof vscode.TabInputTextDiff) {
         const before = await vscode.workspace.openTextDocument(tab.input.original);
         const after = await vscode.workspace.openTextDocument(tab.input.modified);
-        diffTabs.push({
+        out.push({
           label: tab.label,
           scheme: tab.input.original.scheme,
           active: tab.isActive,
@@ -191,14 +193,75 @@ async function historyViewScenario(api) {
       }
     }
   }
+  return out;
+}
+
+const describeNode = (provider, n) => {
+  const item = provider.getTreeItem(n);
+  return {
+    label: n.label,
+    description: n.description,
+    icon: item.iconPath && item.iconPath.id,
+    iconColor: item.iconPath && item.iconPath.color && item.iconPath.color.id,
+    tooltip: item.tooltip && (item.tooltip.value || item.tooltip),
+    files: (n.children || []).map((c) => c.label),
+    clickable: (n.children || []).map((c) => Boolean(provider.getTreeItem(c).command)),
+  };
+};
+
+async function historyViewScenario(api) {
+  await exec('agentEdit.showHistory');
+  const provider = api.history;
+  const roots = await provider.getChildren();
+  const edit = roots.find((n) => n.label !== 'Session net diff' && (n.children || []).some((c) => c.open));
+  const child = edit ? edit.children.find((c) => c.open) : null;
+  const item = child ? provider.getTreeItem(child) : null;
+  if (item) await vscode.commands.executeCommand(item.command.command, ...item.command.arguments);
+  const net = roots.find((n) => n.label === 'Session net diff');
   return {
     viewVisible: api.history.view.visible,
-    roots: roots.map((n) => ({ label: n.label, description: n.description, files: (n.files || []).map((f) => f.path) })),
-    netFiles: net ? net.files.map((f) => f.path) : null,
-    opened: children.length ? children[0].label : null,
-    diffTabs,
+    roots: roots.map((n) => describeNode(provider, n)),
+    netFiles: net ? net.children.map((f) => f.label) : null,
+    opened: child ? child.label : null,
+    diffTabs: await diffTabs(),
     statusText: api.history.status.text,
   };
+}
+
+// A file of ten lines, the agent changes line 7: the diff editor shows whole documents, and
+// "next change" in it lands on line 7, as in the file.
+const LINES = Array.from({ length: 10 }, (_, i) => `line ${i + 1}`).join('\n') + '\n';
+
+async function wholeDiff() {
+  fs.writeFileSync(path.join(root().fsPath, 'whole.txt'), LINES);
+  const { doc } = await open('whole.txt');
+  await exec('agentEdit.read', { path: 'whole.txt' });
+  const edit = await exec('agentEdit.replace', { path: 'whole.txt', oldText: 'line 7', newText: 'line seven' });
+  await vscode.commands.executeCommand('agentEdit.showEditDiff', edit.editId);
+  const tabs = await diffTabs();
+  const active = tabs.find((t) => t.active);
+  await vscode.commands.executeCommand('workbench.action.compareEditor.nextChange');
+  const editor = vscode.window.activeTextEditor;
+  const changeLine = editor && editor.selection.active.line + 1;
+  const activeScheme = editor && editor.document.uri.scheme;
+  // The session's net diff of the same file: whole documents too.
+  await vscode.commands.executeCommand('agentEdit.openDiff', undefined, 'whole.txt');
+  const net = (await diffTabs()).find((t) => t.active);
+  return {
+    edit,
+    net,
+    active,
+    buffer: doc.getText(),
+    activeScheme,
+    changeLine,
+  };
+}
+
+// An added file diffs against an empty document.
+async function addedDiff() {
+  const edit = await exec('agentEdit.write', { path: 'brand_new.py', text: 'fresh = 1\n' });
+  await vscode.commands.executeCommand('agentEdit.showEditDiff', edit.editId);
+  return { edit, active: (await diffTabs()).find((t) => t.active) };
 }
 
 async function undo() {
@@ -206,8 +269,65 @@ async function undo() {
   await exec('agentEdit.read', { path: 'undo.py' });
   const edit = await exec('agentEdit.replace', { path: 'undo.py', oldText: 'count = 0', newText: 'count = 1' });
   const afterEdit = doc.getText();
+  await api().history.refresh();
+  const statusBefore = api().history.status.text;
   const result = await exec('agentEdit.undoLastEdit');
-  return { edit, afterEdit, result, buffer: doc.getText() };
+  await api().history.refresh();
+  return { edit, afterEdit, result, buffer: doc.getText(), statusBefore, statusAfter: api().history.status.text };
+}
+
+// Undo of a multi-file edit asks first: the browser driver answers the modal dialog ("Undo").
+async function undoMulti() {
+  const patch = [
+    '*** Begin Patch',
+    '*** Update File: multi_a.py',
+    '@@',
+    '-a = 0',
+    '+a = 1',
+    '*** Update File: multi_b.py',
+    '@@',
+    '-b = 0',
+    '+b = 1',
+    '*** End Patch',
+    '',
+  ].join('\n');
+  const edit = await exec('agentEdit.applyPatch', { patch });
+  const result = await exec('agentEdit.undoLastEdit');
+  return { edit, result, a: disk('multi_a.py'), b: disk('multi_b.py') };
+}
+
+// A person applies a patch they copied: checked and applied like an agent's, recorded, diff shown.
+async function patchFromClipboard() {
+  const patch = [
+    'Here is the fix:',
+    '```',
+    '*** Begin Patch',
+    '*** Update File: clip.py',
+    '@@',
+    '-value = "old"',
+    '+value = "new"',
+    '*** End Patch',
+    '```',
+  ].join('\n');
+  await vscode.env.clipboard.writeText(patch);
+  const clipboard = await vscode.env.clipboard.readText();
+  const result = await exec('agentEdit.applyPatchFromClipboard');
+  const entry = (await exec('agentEdit.history', { editId: result.editId })).entries[0];
+  // A patch that does not apply changes nothing.
+  await vscode.env.clipboard.writeText('*** Begin Patch\n*** Update File: clip.py\n@@\n-nope\n+x\n*** End Patch\n');
+  const bad = await exec('agentEdit.applyPatchFromClipboard');
+  await vscode.env.clipboard.writeText('no patch here');
+  const none = await exec('agentEdit.applyPatchFromClipboard');
+  return {
+    clipboardRoundTrip: clipboard === patch,
+    result,
+    entry,
+    active: (await diffTabs()).find((t) => t.active),
+    text: await textOf('clip.py'),
+    bad,
+    none,
+    after: await textOf('clip.py'),
+  };
 }
 
 async function saveAfterEdit() {
@@ -256,8 +376,13 @@ async function runAll(resultsFile) {
   const results = { started: new Date().toISOString(), done: false, scenarios: {} };
   write(results);
   const ext = vscode.extensions.getExtension('agent-edit.agent-edit');
-  const api = await ext.activate();
-  await withTimeout(api.ready, 30000, 'the language server start');
+  theApi = await ext.activate();
+  await withTimeout(theApi.ready, 30000, 'the language server start');
+  const firstRun = {
+    python: vscode.workspace.getConfiguration('agentEdit.server').get('python'),
+    clientRunning: Boolean(theApi.client && theApi.client.isRunning()),
+    serverInfo: theApi.client && theApi.client.initializeResult && theApi.client.initializeResult.serverInfo,
+  };
   const scenarios = {
     replace_dirty: replaceDirty,
     stale_refused: staleRefused,
@@ -266,7 +391,12 @@ async function runAll(resultsFile) {
     save_after_edit: saveAfterEdit,
     undo: undo,
     code_lens: codeLens,
-    history_view: () => historyViewScenario(api),
+    history_view: () => historyViewScenario(theApi),
+    undo_multi: undoMulti,
+    patch_clipboard: patchFromClipboard,
+    added_diff: addedDiff,
+    whole_diff: wholeDiff,
+    first_run: async () => firstRun,
   };
   for (const [name, fn] of Object.entries(scenarios)) {
     const started = Date.now();

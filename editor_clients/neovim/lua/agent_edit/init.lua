@@ -433,6 +433,79 @@ function M.undo_command(id)
   return result
 end
 
+--- The V4A patch inside `text` (prose or a code fence around it left out), or nil.
+--- @param text string
+--- @return string?
+function M.extract_patch(text)
+  local start = text:find('*** Begin Patch', 1, true)
+  if not start then
+    return nil
+  end
+  local stop = text:find('*** End Patch', start, true)
+  if not stop then
+    return text:sub(start)
+  end
+  return text:sub(start, stop + #'*** End Patch' - 1) .. '\n'
+end
+
+--- `:[range]AgentEditApplyPatch [{register}]`: applies a patch a person has (from a chat, a
+--- review, a colleague) with the same checks as an agent's: all files or none, against what the
+--- buffers show now, recorded in the history. The patch comes from the register when one is
+--- given, else from the range (or the whole current buffer). On success the edit's diff opens.
+--- @param cmd table the user command's arguments (`args`, `range`, `line1`, `line2`)
+function M.apply_patch_command(cmd)
+  local text, from
+  if cmd.args ~= nil and cmd.args ~= '' then
+    from = 'register ' .. cmd.args
+    text = vim.fn.getreg(cmd.args)
+  else
+    from = 'buffer'
+    local first, last = 0, -1
+    if cmd.range and cmd.range > 0 then
+      first, last = cmd.line1 - 1, cmd.line2
+    end
+    text = table.concat(vim.api.nvim_buf_get_lines(0, first, last, false), '\n') .. '\n'
+  end
+  local patch = type(text) == 'string' and M.extract_patch(text) or nil
+  if not patch then
+    local msg = string.format(
+      "agent-edit: the %s holds no patch; it needs one from '*** Begin Patch' to '*** End Patch'",
+      from
+    )
+    vim.notify(msg, vim.log.levels.WARN)
+    return { ok = false, code = 'NO_PATCH', message = msg }
+  end
+  local result = M.apply_patch({ patch = patch })
+  if result.ok then
+    local files = {}
+    for _, f in ipairs(result.files or {}) do
+      table.insert(files, (f.movedTo ~= nil and f.movedTo ~= vim.NIL) and f.movedTo or f.path)
+    end
+    vim.notify(string.format(
+      'agent-edit: applied the patch from the %s to %s (edit %s; :AgentEditUndo reverts it)',
+      from,
+      table.concat(files, ', '),
+      tostring(result.editId)
+    ))
+    local h = M.history({ editId = result.editId, format = 'json' })
+    local history = require('agent_edit.history')
+    local entry = h.ok and history.entries(h)[1] or nil
+    if entry then
+      history.open_entry(entry)
+    end
+  else
+    vim.notify(
+      string.format(
+        'agent-edit: the patch from the %s was not applied; nothing changed: %s',
+        from,
+        tostring(result.message)
+      ),
+      vim.log.levels.WARN
+    )
+  end
+  return result
+end
+
 local function create_commands()
   vim.api.nvim_create_user_command('AgentEditHistory', function()
     require('agent_edit.history').open()
@@ -440,6 +513,13 @@ local function create_commands()
   vim.api.nvim_create_user_command('AgentEditUndo', function(cmd)
     M.undo_command(cmd.args)
   end, { nargs = '?', desc = 'agent-edit: undo an agent edit (default: the latest)' })
+  vim.api.nvim_create_user_command('AgentEditApplyPatch', function(cmd)
+    M.apply_patch_command(cmd)
+  end, {
+    nargs = '?',
+    range = '%',
+    desc = 'agent-edit: apply a V4A patch from a register, the range or the current buffer',
+  })
 end
 
 --- Starts agent-edit for buffers in the workspace.

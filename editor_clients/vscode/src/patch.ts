@@ -1,0 +1,63 @@
+/**
+ * Applying a patch by hand: "Agent Edit: Apply Patch from Clipboard" and "... from Selection" send
+ * a V4A patch a person has (from a chat window, a review, a colleague) through the same checked,
+ * all-or-nothing `agentEdit.applyPatch` an agent uses; it is recorded in the history, and the
+ * diff of what changed opens right away. A patch that does not apply changes nothing and says why.
+ */
+import * as vscode from 'vscode';
+import type { HistoryView } from './history';
+
+type Run = (command: string, args: object) => Promise<any>;
+
+const BEGIN = '*** Begin Patch';
+
+async function apply(run: Run, history: HistoryView, log: vscode.LogOutputChannel, text: string, from: string) {
+  const start = text.indexOf(BEGIN);
+  if (start < 0) {
+    void vscode.window.showErrorMessage(
+      `Agent Edit: the ${from} holds no patch. Copy one from "${BEGIN}" to "*** End Patch" and try again.`,
+    );
+    return { ok: false, code: 'NO_PATCH' };
+  }
+  // Text around the patch (a chat message's prose, a code fence) is not part of it.
+  const end = text.indexOf('*** End Patch', start);
+  const patch = end < 0 ? text.slice(start) : text.slice(start, end + '*** End Patch'.length) + '\n';
+  let result: any;
+  try {
+    result = await run('agentEdit.applyPatch', { patch });
+  } catch (err: any) {
+    result = { ok: false, code: 'INVALID_ARGUMENT', message: String(err?.message ?? err) };
+  }
+  log.info(`apply patch from the ${from}: ${result?.ok ? `edit #${result.editId}` : `${result?.code}: ${result?.message}`}`);
+  if (!result?.ok) {
+    void vscode.window.showErrorMessage(
+      `Agent Edit: the patch was not applied; nothing was changed. ${result?.message ?? ''}`,
+    );
+    return result;
+  }
+  const files = (result.files ?? []).map((f: any) => f.movedTo ?? f.path);
+  void vscode.window.showInformationMessage(
+    `Agent Edit: applied the patch to ${files.join(', ')} (edit #${result.editId}; undo it from the history).`,
+  );
+  await history.openDiff(result.editId);
+  return result;
+}
+
+export function registerPatchCommands(run: Run, history: HistoryView, log: vscode.LogOutputChannel): vscode.Disposable[] {
+  return [
+    vscode.commands.registerCommand('agentEdit.applyPatchFromClipboard', async () =>
+      apply(run, history, log, await vscode.env.clipboard.readText(), 'clipboard'),
+    ),
+    vscode.commands.registerCommand('agentEdit.applyPatchFromSelection', async () => {
+      const editor = vscode.window.activeTextEditor;
+      if (!editor) {
+        void vscode.window.showErrorMessage('Agent Edit: open the patch in an editor and select it first.');
+        return { ok: false, code: 'NO_PATCH' };
+      }
+      // No selection: the whole document is the patch (a .patch file opened on its own).
+      const sel = editor.selection;
+      const text = sel.isEmpty ? editor.document.getText() : editor.document.getText(sel);
+      return apply(run, history, log, text, 'selection');
+    }),
+  ];
+}

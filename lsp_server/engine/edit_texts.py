@@ -1,0 +1,158 @@
+"""Whole before/after texts of a history entry or of the session's net change, for a diff editor.
+
+An entry keeps only the regions it changed (its change records), not whole files: enough to undo
+it, not to show it in a side-by-side diff with the file's own line numbers. Such a view is built
+here from what the file holds now: `after` is the file as it is now, `before` the same text with
+the edit's regions put back (located the way undo locates them, so user edits elsewhere are
+kept on both sides and only the agent's change differs). When nothing touched the file since the
+edit, that is exactly the edit's before and after. A created file diffs against empty, a deleted
+one against its kept pre-image. When the edit's lines are no longer as it left them, or its
+pre-images were dropped, the file gets a `reason` instead of texts: never a made-up view.
+
+The net change already keeps whole texts (the baseline and what the agent last wrote), so its
+texts are those two.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from lsp_server.engine.errors import Code, EditError
+from lsp_server.engine.history import Entry, History
+from lsp_server.engine.model import apply_line_edits
+from lsp_server.engine.text import Snapshot, absent
+from lsp_server.engine.undo import ChangeRecord, plan_undo
+
+
+@dataclass(frozen=True, slots=True)
+class _OneFile:
+    """One change record of an entry, as `plan_undo` takes an entry: one file at a time, so a
+    conflict in one file does not hide the texts of the others."""
+
+    id: int
+    changes: Sequence[ChangeRecord]
+    committed: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _file_head(rec: ChangeRecord) -> dict[str, Any]:
+    out: dict[str, Any] = {"path": rec.path, "change": rec.change}
+    if rec.moved_to:
+        out["movedTo"] = rec.moved_to
+    return out
+
+
+def _one(entry: Entry, rec: ChangeRecord, current: Mapping[str, Snapshot]) -> dict[str, Any]:
+    out = _file_head(rec)
+    if not rec.preimage:
+        out["reason"] = f"edit #{entry.id} is too old: its pre-images are no longer kept"
+        return out
+    if rec.change == "add":
+        out["before"], out["after"] = "", rec.after_text or ""
+        return out
+    if rec.change == "delete":
+        out["before"], out["after"] = rec.before_text or "", ""
+        return out
+    snap = current.get(rec.target_path) or absent(rec.target_path)
+    try:
+        plan = plan_undo(_OneFile(entry.id, (rec,)), current)
+    except EditError as exc:
+        # plan_undo's messages are about undoing; here the question is what can be shown.
+        out["reason"] = (
+            f"the lines edit #{entry.id} changed in {rec.target_path} were changed again "
+            "since, so it cannot be shown on the file as it is now"
+            if exc.code == Code.CONFLICT
+            else exc.message
+        )
+        return out
+    undo = plan.changes[0]
+    out["before"] = "".join(apply_line_edits(snap.lines, list(undo.edits)))
+    out["after"] = snap.text
+    return out
+
+
+def entry_texts(entry: Entry, current: Mapping[str, Snapshot]) -> list[dict[str, Any]]:
+    """Per file of `entry`: `{path, change, movedTo?, before, after}` (whole texts, BOM left
+    out) or `{path, change, movedTo?, reason}`. `current` maps the entry's paths (`History.
+    undo_paths`) to what they show now."""
+    landed = entry.outcome == "applied" or any(
+        c.get("state") in ("applied", "unknown") for c in entry.committed
+    )
+    states = {c.get("path"): c.get("state") for c in entry.committed}
+    out: list[dict[str, Any]] = []
+    for rec in entry.changes:
+        if not entry.finished:
+            # Whether it landed is not known yet: say that, never "changed nothing".
+            item = _file_head(rec)
+            item["reason"] = f"edit #{entry.id} has not finished"
+            out.append(item)
+            continue
+        if not landed or states.get(rec.path) == "not-applied":
+            item = _file_head(rec)
+            item["reason"] = f"edit #{entry.id} changed nothing in this file ({entry.outcome})"
+            out.append(item)
+            continue
+        out.append(_one(entry, rec, current))
+    return out
+
+
+def net_texts(history: History) -> list[dict[str, Any]]:
+    """Per file the agent changed this session: `{path, change, movedFrom?, before, after}`, the
+    whole texts the net diff compares (before the agent first touched it, after its latest edit;
+    an added file's `before` and a deleted file's `after` are empty)."""
+    out: list[dict[str, Any]] = []
+    for tr in history.tracked_files():
+        kind = tr.kind()
+        if kind is None:
+            continue
+        item: dict[str, Any] = {"path": tr.path, "change": kind}
+        if kind == "move":
+            item["movedFrom"] = tr.origin
+        item["before"] = "".join(tr.base) if tr.base_exists else ""
+        item["after"] = "".join(tr.last) if tr.last_exists else ""
+        if kind == "update" and item["before"] == item["after"]:
+            continue  # changes that cancelled out: the net diff leaves them out too
+        out.append(item)
+    return out
+
+
+def texts_result(
+    history: History, edit_id: int | None, live: Callable[[str], Snapshot | None]
+) -> dict[str, Any]:
+    """The `agentEdit.history {texts: true}` answer: `{ok, files}` for one edit (`editId`) or for
+    the session's net change. `live(path)` is what a path shows now (None if unreadable)."""
+    if edit_id is None:
+        return {"ok": True, "files": net_texts(history)}
+    entry = history.entry(edit_id)
+    current = {p: live(p) or absent(p) for p in history.undo_paths(edit_id)}
+    files = entry_texts(entry, current)
+    if entry.undone_by is not None:
+        files = _through_undo(history, entry, files, live)
+    return {"ok": True, "editId": edit_id, "files": files}
+
+
+def _through_undo(
+    history: History,
+    entry: Entry,
+    files: list[dict[str, Any]],
+    live: Callable[[str], Snapshot | None],
+) -> list[dict[str, Any]]:
+    """An undone edit's lines are gone from the file, but its undo is an exact mirror of it: the
+    undo's after and before are the edit's before and after (on the file as it is now)."""
+    assert entry.undone_by is not None
+    undo = history.entry(entry.undone_by)
+    current = {p: live(p) or absent(p) for p in history.undo_paths(undo.id)}
+    # The undo of a change to path P is a change whose target is P (a move goes back to it).
+    mirror = {
+        rec.target_path: item
+        for rec, item in zip(undo.changes, entry_texts(undo, current), strict=True)
+    }
+    out: list[dict[str, Any]] = []
+    for item in files:
+        back = mirror.get(item["path"])
+        if "reason" in item and back is not None and "before" in back:
+            item = {k: v for k, v in item.items() if k != "reason"}
+            item["before"], item["after"] = back["after"], back["before"]
+        out.append(item)
+    return out
