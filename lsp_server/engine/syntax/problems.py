@@ -103,8 +103,10 @@ class _Positions:
     dozen conversions of one extraction cost about one pass over the text, not one each.
     """
 
-    def __init__(self, source: bytes) -> None:
+    def __init__(self, source: bytes, line_base: int = 0) -> None:
         self.source = source
+        # `source` is a region of a file starting at the start of this (LSP) line.
+        self.line_base = line_base
         self.has_cr = b"\r" in source
         self.lone_cr = self.has_cr and _LONE_CR.search(source) is not None
         self._anchor_offsets: list[int] = [0]
@@ -132,7 +134,7 @@ class _Positions:
             line_start = max(line_start, src.rfind(b"\r", 0, offset) + 1)
         prefix = src[line_start:offset].decode("utf-8", "surrogatepass")
         utf16 = len(prefix.encode("utf-16-le", "surrogatepass")) // 2
-        return TextPosition(line, offset - line_start, utf16, len(prefix))
+        return TextPosition(line + self.line_base, offset - line_start, utf16, len(prefix))
 
     def line_end(self, offset: int) -> int:
         """The offset of the end of the line holding `offset` (before its terminator)."""
@@ -149,9 +151,9 @@ class _Positions:
         return f"{p.line + 1}:{p.char + 1}"
 
 
-def _text(node: Node) -> str:
-    raw = node.text or b""
-    return raw.decode("utf-8", "replace")
+def _text(node: Node, source: bytes) -> str:
+    # From the source, not `node.text`: a tree parsed from a read callback has no text of its own.
+    return source[node.start_byte : node.end_byte].decode("utf-8", "replace")
 
 
 def _quote(text: str) -> str:
@@ -244,8 +246,8 @@ def _later_siblings(node: Node) -> list[Node]:
 class _Extractor:
     """Walks the error-bearing subtrees and words one problem per ERROR / MISSING node."""
 
-    def __init__(self, source: bytes, limit: int, python: bool) -> None:
-        self.pos = _Positions(source)
+    def __init__(self, source: bytes, limit: int, python: bool, line_base: int = 0) -> None:
+        self.pos = _Positions(source, line_base)
         self.limit = limit
         # Python-only wording (the missing colon of a block header).
         self.python = python
@@ -308,7 +310,8 @@ class _Extractor:
                 )
                 return
         prev = _last_leaf(node.prev_sibling)
-        after = f" after {_quote(_text(prev))}" if prev is not None and _text(prev).strip() else ""
+        prev_text = _text(prev, self.pos.source) if prev is not None else ""
+        after = f" after {_quote(prev_text)}" if prev_text.strip() else ""
         self.add("missing", f"missing {what}{after}", f"missing {t}", offset, offset, offset)
 
     def error(self, node: Node) -> None:
@@ -390,7 +393,7 @@ class _Extractor:
             return
         # Only the tree's shape is used, never parse states: those differ between a full parse
         # and an incremental one that reused nodes, and the messages must not.
-        text = _text(node)
+        text = _text(node, self.pos.source)
         self.add(
             "unexpected",
             f"unexpected {_quote(text)}",
@@ -457,10 +460,14 @@ class _Extractor:
 
 
 def extract_problems(
-    tree: Tree, source: bytes, max_problems: int = DEFAULT_MAX_PROBLEMS
+    tree: Tree, source: bytes, max_problems: int = DEFAULT_MAX_PROBLEMS, line_base: int = 0
 ) -> list[SyntaxProblem]:
-    """The syntax errors of a parsed tree, at most `max_problems`, sorted by position."""
-    ex = _Extractor(source, max_problems, python=tree.language.name == "python")
+    """The syntax errors of a parsed tree, at most `max_problems`, sorted by position.
+
+    `line_base`: `source` is the part of a file from the start of that line (a region parse);
+    positions and messages then count the file's lines.
+    """
+    ex = _Extractor(source, max_problems, tree.language.name == "python", line_base)
     ex.walk(tree.root_node)
     out: list[SyntaxProblem] = []
     swallowed_until = -1
