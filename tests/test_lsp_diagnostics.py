@@ -223,3 +223,62 @@ async def test_the_users_typed_fix_clears_published_errors(editor: Editor):
     published = await asyncio.wait_for(waiting, 10)
     assert list(published.diagnostics) == []
     assert published.version == editor.docs[editor.uri("t.py")].version
+
+
+def _big_python(functions: int = 1200) -> str:
+    # ~100 KiB: above REGION_ABOVE_BYTES, so edits get region checks, not whole reparses.
+    return "".join(
+        f"def f{i}(a, b):\n    x = [a, b, {i}]\n    return g(x, a) + {i}\n\n"
+        for i in range(functions)
+    )
+
+
+@pytest.mark.asyncio
+async def test_large_file_breaking_edit_is_reported_now_and_published_after_the_whole_check(
+    vscode: Editor,
+):
+    vscode.write_file("big.py", _big_python())
+    vscode.open("big.py", language_id="python")
+    uri = vscode.uri("big.py")
+    # A clean edit: the region check says so, nothing pending, nothing published.
+    result = await edit(vscode, "big.py", "[a, b, 600]", "[a, b, -600]")
+    assert result["diagnostics"] == [] and "diagnosticsPending" not in result
+    # A breaking edit: the region's error now, the whole file's list published after.
+    waiting = asyncio.ensure_future(_next_publish(vscode.client, uri))
+    result = await edit(vscode, "big.py", "[a, b, 700]", "[a, b, 700")
+    assert result["diagnosticsPending"] == ["big.py"]
+    assert [(d["line"], d["message"]) for d in result["diagnostics"]] == [
+        (2802, "missing ']' to close '[' opened at 2802:9")
+    ]
+    published = await asyncio.wait_for(waiting, 20)
+    assert [(d.range.start.line, d.message) for d in published.diagnostics] == [
+        (2801, "missing ']' to close '[' opened at 2802:9")
+    ]
+    assert published.version == vscode.docs[uri].version
+    # The fix: the file was broken, so the whole check decides, and clears the error.
+    waiting = asyncio.ensure_future(_next_publish(vscode.client, uri))
+    result = await edit(vscode, "big.py", "[a, b, 700", "[a, b, 700]")
+    assert result["diagnostics"] == [] and result["diagnosticsPending"] == ["big.py"]
+    published = await asyncio.wait_for(waiting, 20)
+    assert list(published.diagnostics) == []
+    # Clean again: the next clean edit is a region check again.
+    result = await edit(vscode, "big.py", "[a, b, 800]", "[a, b, 801]")
+    assert result["diagnostics"] == [] and "diagnosticsPending" not in result
+
+
+@pytest.mark.asyncio
+async def test_large_file_whole_check_is_not_published_for_a_text_the_user_typed_over(
+    vscode: Editor,
+):
+    vscode.write_file("big.py", _big_python())
+    vscode.open("big.py", language_id="python")
+    uri = vscode.uri("big.py")
+    result = await edit(vscode, "big.py", "[a, b, 700]", "[a, b, 700")
+    assert result["diagnosticsPending"] == ["big.py"]
+    vscode.type("big.py", 2801, 18, "]")  # the user fixes it before the check is published
+    version = vscode.docs[uri].version
+    published = await asyncio.wait_for(_next_publish(vscode.client, uri), 20)
+    while published.version != version:  # an earlier list may come first, for its own version
+        assert published.version is not None and published.version < version
+        published = await asyncio.wait_for(_next_publish(vscode.client, uri), 20)
+    assert list(published.diagnostics) == []

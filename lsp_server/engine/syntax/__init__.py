@@ -53,7 +53,9 @@ line at a lone `\\r`, so old-Mac Python files parse badly; other grammars take i
 from lsp_server.engine.syntax.blame import introduced_errors
 from lsp_server.engine.syntax.document import (
     EXACT_BELOW_BYTES,
+    REGION_ABOVE_BYTES,
     ByteEdit,
+    Check,
     DocumentSyntax,
     _common_prefix,
     _common_suffix,
@@ -82,6 +84,8 @@ __all__ = [
     "DEFAULT_MAX_PROBLEMS",
     "EXACT_BELOW_BYTES",
     "EXTENSIONS",
+    "REGION_ABOVE_BYTES",
+    "Check",
     "FILE_NAMES",
     "GRAMMARS",
     "LANGUAGE_IDS",

@@ -158,7 +158,9 @@ class DocumentSyntax:
         self._rows = Rows(source)
         # LSP lines end at a lone CR too, tree-sitter rows only at LF: while no lone CR can be in
         # the text, an LSP line number is a row number (line edits and regions need that).
-        self._lines_are_rows = _LONE_CR.search(source) is None
+        self._lines_are_rows = b"\r" not in source or _LONE_CR.search(source) is None
+        # Whatever identifies the text for the front end (a sha256): set and read by it only.
+        self.text_id: str | None = None
         self._tree: Tree | None = None
         # Edits recorded on the tree since the last whole parse.
         self._dirty = False
@@ -309,6 +311,16 @@ class DocumentSyntax:
                 self._known_clean = False
                 return Check("region", tuple(found))
             return Check("region")
+
+    def known_problems(self) -> list[SyntaxProblem] | None:
+        """The current text's problems when known without parsing (after a whole parse, or []
+        after clean region checks), else None."""
+        with self._lock:
+            if not self._dirty and self._problems is not None:
+                return list(self._problems)
+            if self._known_clean and self._changed is None:
+                return []
+            return None
 
     def problems(self) -> list[SyntaxProblem]:
         """The document's syntax errors (capped, sorted by position), reparsing if needed."""

@@ -21,6 +21,11 @@ READ_CHUNK = 32 * 1024
 
 def split_rows(source: bytes) -> list[bytes]:
     """`source` as rows ending in `\\n`, the last one unterminated (maybe empty)."""
+    if b"\r" not in source:
+        rows = source.splitlines(keepends=True)  # C speed; without CR it splits at LF only
+        if not rows or rows[-1].endswith(b"\n"):
+            rows.append(b"")
+        return rows
     parts = source.split(b"\n")
     rows = [p + b"\n" for p in parts[:-1]]
     rows.append(parts[-1])
