@@ -92,3 +92,51 @@ def test_edits_across_top_level_boundaries_are_never_called_clean_wrongly(
     if check.status == "region" and not check.problems:
         assert full == []
     assert syn.parse_detached()[0] == full
+
+
+def test_a_large_parse_reads_the_text_in_chunks_so_the_gil_is_let_go() -> None:
+    from lsp_server.engine.syntax.rows import READ_CHUNK, Rows
+
+    text = real_file("python", 400)  # ~300 KiB
+    syn = DocumentSyntax("python", text)
+    reads: list[int] = []
+    read = Rows.read
+
+    def spy(self: Rows, byte: int, point: object = None) -> bytes:
+        out = read(self, byte, point)
+        reads.append(len(out))
+        return out
+
+    Rows.read = spy  # type: ignore[method-assign]
+    try:
+        assert syn.parse_detached() == ([], True)
+    finally:
+        Rows.read = read  # type: ignore[method-assign]
+    assert len(reads) >= len(text) // (2 * READ_CHUNK)
+    assert max(reads) <= READ_CHUNK + 200  # a chunk ends at the row passing READ_CHUNK
+
+
+def test_an_edit_during_a_detached_parse_is_neither_lost_nor_overwritten() -> None:
+    text = real_file("python", 100)
+    syn, lines = _doc("python", text)
+    from lsp_server.engine.syntax import document
+
+    original = document._parse
+
+    def parse_then_edit(*args: object) -> object:
+        tree = original(*args)  # type: ignore[arg-type]
+        # The event loop records an edit while the worker's parse runs (no lock held).
+        syn.replace(0, 0, "x = (\n")
+        return tree
+
+    syn.replace(0, 0, "y = 1\n")
+    document._parse = parse_then_edit  # type: ignore[assignment]
+    try:
+        problems, current = syn.parse_detached()
+    finally:
+        document._parse = original
+    assert (problems, current) == ([], False)  # the parse was of the text before the edit
+    assert syn.source.startswith(b"x = (\ny = 1\n")
+    assert syn.known_problems() is None  # not installed: the text it described is gone
+    assert syn.problems() == syntax_problems("python", syn.source.decode())
+    assert syn.problems()

@@ -1,4 +1,4 @@
-"""Syntax diagnostics in the editor and in edit results: the LSP side of `engine/syntax.py`.
+"""Syntax diagnostics in the editor and in edit results: the LSP side of `engine/syntax/`.
 
 Owns, per server, one incremental `DocumentSyntax` per recently touched file (LRU-capped), and:
 - publishes `textDocument/publishDiagnostics` (source `agent-edit`, with the document version) for
@@ -7,20 +7,29 @@ Owns, per server, one incremental `DocumentSyntax` per recently touched file (LR
   to clear (it would cost every clean edit a notification and change nothing in the editor);
 - asks the client to re-pull (`workspace/diagnostic/refresh`) when it advertises support;
 - gives the edit result its `diagnostics`: the syntax errors the edit introduced, as
-  `{path, line, column, endLine, endColumn, message, kind}` (1-based, columns in code points).
+  `{path, line, column, endLine, endColumn, message, kind}` (1-based, columns in code points),
+  and `diagnosticsPending`: the files whose whole check runs after the answer.
+
+What an edit costs here does not grow with the file: small files (< 64 KiB) reparse whole
+(incrementally, well under a millisecond to a few ms); larger ones get a region check (the edited
+top-level nodes parsed alone). When that cannot decide (the file was broken, the region has
+errors, the edit cannot be bounded, no tree yet) the file is parsed whole in a worker thread and
+published when done; the result lists it in `diagnosticsPending`, and its `diagnostics` are
+what the edited region showed. Edits are recorded from the plan's line edits (O(edit)); texts
+are identified by their sha256, so a document's tree is only reused for the text it describes.
 
 Hooks for the server (nothing here runs unless they are called):
-- after a verified edit, in `AgentEditServer.carry_out`, just before the final `return`:
+- after a verified edit, in `AgentEditServer.carry_out`:
       diagnostics = await publish_after_edit(self, changes, locations, versions)
-      return success(edit_id, "applied", changes, versions, diagnostics)
-- optional, in didOpen: `document_opened(server, uri)` parses a large document once in a worker
-  thread, so the first agent edit on it pays an incremental reparse, not a full parse.
-- optional, in didChange: `document_changed(server, uri)` re-publishes a document that has
-  published errors once the user stops typing (debounced), so a fix the user typed clears them.
+      (`diagnostics.pending` lists the paths whose check is still running)
+- in didOpen: `document_opened(server, uri)` parses a large document in a worker thread shortly
+  after the open, so the first agent edit on it gets a region check.
+- in didChange: `document_changed(server, uri)` re-publishes a document that has published
+  errors once the user stops typing (debounced), so a fix the user typed clears them.
   Documents without published errors cost nothing here: parsing stays off the keystroke path.
 
-Parsing runs in a worker thread (`asyncio.to_thread`); tree-sitter releases the GIL while it
-parses, and each `DocumentSyntax` has its own lock.
+Whole parses run in worker threads and read the text in chunks, so py-tree-sitter lets the GIL
+go between reads; none holds a lock the event loop waits for (`DocumentSyntax.parse_detached`).
 """
 
 from __future__ import annotations

@@ -12,23 +12,31 @@ API (everything an LSP or CLI front end needs):
 - `language_for(language_id, path) -> str | None`: our language name ("python", "tsx", ...) or
   None when the document gets no syntax diagnostics (plain text, unknown languages). An explicit
   languageId we know wins; "plaintext" and "jsonc" mean none; otherwise the extension decides.
-- `DocumentSyntax(language, text)`: parses once, in full (~630 ms for 100k Python lines). Then per
-  change, cheaply and without parsing:
+- `DocumentSyntax(language, text)`: one document's tree, parsed lazily. Its source is kept as
+  row blocks (`rows.py`), so edits cost O(edit), not a copy of the file. Per change, without
+  parsing:
     * `syntax.apply_line_edits(lines_before, edits)` with our `LineEdit`s (old line coordinates,
-      sorted, non-overlapping; `lines_before` is the LSP line list of the text the edits apply to,
-      which the document store already has), or
-    * `syntax.replace(start_byte, old_end_byte, new_text)` for a byte range of the UTF-8 text, or
-    * `syntax.edit(start_byte, old_end_byte, new_end_byte, start_point, old_end_point,
-      new_end_point, new_source)`, tree-sitter's own form plus the whole new UTF-8 source, or
-    * `syntax.set_text(text)` with the whole new text (full-document sync, or a front end that
-      only has texts): the byte difference to the current text becomes one edit (~1 ms at 100k
-      lines), so this is incremental too.
-  `syntax.problems()` reparses incrementally if anything changed (~66 ms for 100k lines), then
-  walks only into subtrees that contain errors. The result is cached until the next edit. Keep
-  parsing off the keystroke path: call the edit methods in didChange, `problems()` when
-  diagnostics are due. While the document is broken, reparses start from the last clean tree
-  (tree-sitter reparses an error-bearing tree slowly); documents under `exact_below` bytes
-  (64 KiB) that have errors get a fresh parse, so their errors never depend on the edit history.
+      sorted, non-overlapping); `lines_before` (the LSP line list) is only needed when the text
+      may hold a lone CR (`lines_are_rows` is False), else None will do;
+    * `syntax.replace(start_byte, old_end_byte, new_text)` for a byte range of the UTF-8 text;
+    * `syntax.edit(...)`, tree-sitter's own form plus the whole new UTF-8 source;
+    * `syntax.set_text(text)` with the whole new text: the byte difference becomes one edit.
+  Then either
+    * `syntax.check()` -> `Check`: right after edits, cheaply. Documents under `region_above`
+      bytes (64 KiB) get a whole incremental reparse ("exact"); larger ones known clean get a
+      region check (`region.py`: the edited top-level nodes and their neighbours parsed alone,
+      ~0.1-1 ms at 100k lines): "region" with no problems means still clean, with problems
+      they are the region's errors at file positions; "pending" means a whole parse must say
+      (the file was broken, the edit could not be bounded, no tree yet); or
+    * `syntax.problems()`: a whole (incremental) parse under the document's lock, cached; or
+    * `syntax.parse_detached()`: the same for a worker thread, holding the lock only to copy
+      the state and install the result (edits meanwhile are not waited for; the result says
+      whether it is still current).
+  Whole parses of large texts read them in 32 KiB chunks, so py-tree-sitter lets the GIL go
+  between reads and the event loop keeps running. While the document is broken, reparses start
+  from the last clean tree (tree-sitter reparses an error-bearing tree slowly); documents under
+  `exact_below` bytes (64 KiB) that have errors get a fresh parse, so their errors never depend
+  on the edit history.
 - `syntax_problems(language, text)`: a one-shot full parse for files that are not open.
 - `SyntaxProblem`: one error, capped per document (`max_problems`, default 20; what an unclosed
   bracket or string swallowed is not reported again, only its cause): `message`

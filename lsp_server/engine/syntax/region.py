@@ -112,9 +112,10 @@ def check_region(
     if root.has_error:
         return extract_problems(tree, source, max_problems, line_base=region.first_row)
     base = region.start_byte
+    n = root.child_count  # child(i) raises on a bad index instead of giving None
     for want, got in (
-        (region.first, root.child(0)),
-        (region.last, root.child(root.child_count - 1)),
+        (region.first, root.child(0) if n else None),
+        (region.last, root.child(n - 1) if n else None),
     ):
         if want is None:
             continue
