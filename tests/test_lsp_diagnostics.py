@@ -282,3 +282,22 @@ async def test_large_file_whole_check_is_not_published_for_a_text_the_user_typed
         assert published.version is not None and published.version < version
         published = await asyncio.wait_for(_next_publish(vscode.client, uri), 20)
     assert list(published.diagnostics) == []
+
+
+@pytest.mark.asyncio
+async def test_large_file_typed_in_by_the_user_still_gets_a_region_check(vscode: Editor):
+    vscode.write_file("big.py", _big_python())
+    vscode.open("big.py", language_id="python")
+    await edit(vscode, "big.py", "[a, b, 600]", "[a, b, -600]")  # the tree exists now
+    vscode.type("big.py", 2001, 4, "z = 1\n    ")  # the user adds a line in f500
+    result = await edit(vscode, "big.py", "[a, b, 900]", "[a, b, -900]")
+    assert result["diagnostics"] == [] and "diagnosticsPending" not in result
+    # The user breaks a line; the agent's next edit is not blamed for it, and the whole check
+    # publishes the user's error.
+    vscode.type("big.py", 2002, 18, "(")
+    uri = vscode.uri("big.py")
+    waiting = asyncio.ensure_future(_next_publish(vscode.client, uri))
+    result = await edit(vscode, "big.py", "[a, b, -900]", "[a, b, 900]")
+    assert result["diagnostics"] == []
+    published = await asyncio.wait_for(waiting, 20)
+    assert [d.range.start.line for d in published.diagnostics] == [2002]

@@ -184,6 +184,11 @@ class DocumentSyntax:
         return self._rows.size
 
     @property
+    def has_tree(self) -> bool:
+        """Whether a parse was made (edits since are recorded on its tree)."""
+        return self._tree is not None
+
+    @property
     def lines_are_rows(self) -> bool:
         """Whether `apply_line_edits` needs no line list (no lone CR can be in the text)."""
         return self._lines_are_rows
