@@ -78,6 +78,11 @@ def test_clean_edit_of_a_large_file_is_checked_without_a_whole_parse() -> None:
         ("python", "x = 1\n\n\ndef f():\n    pass\n\n\ny = 2\n", 2, 2, ("@dec\n",)),
         # Joining two statements by deleting a line break (no ';' needed in JS).
         ("javascript", "let a = 1\nlet b = 2\nlet c = 3\n", 0, 2, ("let a = 1 let b = 2\n",)),
+        # A heredoc whose terminator goes, a template literal or a string opened over lines.
+        ("bash", "echo a\n\ncat <<EOF\nhi\nEOF\n\necho b\n", 4, 5, ("EOFX\n",)),
+        ("javascript", "let a = 1\n\nlet t = `x\ny`\n\nlet c = 3\n", 0, 1, ("let a = `1\n",)),
+        ("python", "x = 1\n\ny = '''\nz\n'''\n\nw = 2\n", 0, 1, ("x = '''1\n",)),
+        ("html", "<p>a</p>\n<script>\nlet x = 1;\n</script>\n", 2, 3, ("let x = '</script>';\n",)),
         # A block comment opened and closed far below.
         ("c", "int a;\n\nint b;\n\nint c;\n\n/* x */\n", 2, 3, ("/* int b;\n",)),
     ],
