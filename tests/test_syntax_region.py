@@ -100,7 +100,7 @@ def test_edits_across_top_level_boundaries_are_never_called_clean_wrongly(
 
 
 def test_a_large_parse_reads_the_text_in_chunks_so_the_gil_is_let_go() -> None:
-    from lsp_server.engine.syntax.rows import READ_CHUNK, Rows
+    from lsp_server.engine.syntax.rows import MAX_READ, READ_CHUNK, Rows
 
     text = real_file("python", 400)  # ~300 KiB
     syn = DocumentSyntax("python", text)
@@ -118,7 +118,7 @@ def test_a_large_parse_reads_the_text_in_chunks_so_the_gil_is_let_go() -> None:
     finally:
         Rows.read = read  # type: ignore[method-assign]
     assert len(reads) >= len(text) // (2 * READ_CHUNK)
-    assert max(reads) <= READ_CHUNK + 200  # a chunk ends at the row passing READ_CHUNK
+    assert max(reads) <= READ_CHUNK + MAX_READ
 
 
 def test_an_edit_during_a_detached_parse_is_neither_lost_nor_overwritten() -> None:
@@ -145,3 +145,40 @@ def test_an_edit_during_a_detached_parse_is_neither_lost_nor_overwritten() -> No
     assert syn.known_problems() is None  # not installed: the text it described is gone
     assert syn.problems() == syntax_problems("python", syn.source.decode())
     assert syn.problems()
+
+
+@given(
+    st.binary(max_size=40).map(lambda b: bytes(b"ab\n"[x % 3] for x in b)),
+    st.lists(
+        st.tuples(
+            st.integers(0, 60), st.integers(0, 8), st.sampled_from([b"", b"x", b"\n", b"y\nz\n"])
+        ),
+        max_size=8,
+    ),
+)
+def test_rows_stay_the_text_through_edits_and_frozen_copies_do_not_move(
+    source: bytes, edits: list[tuple[int, int, bytes]]
+) -> None:
+    from lsp_server.engine.syntax import rows as rows_module
+
+    rows_module.MAX_BLOCK, saved = 3, rows_module.MAX_BLOCK  # many blocks on small texts
+    try:
+        rows = rows_module.Rows(source)
+        text = source
+        for start_seed, length, new in edits:
+            start = start_seed % (len(text) + 1)
+            end = min(len(text), start + length)
+            frozen, before = rows.frozen(), text
+            rows.replace(start, end, new)
+            text = text[:start] + new + text[end:]
+            assert rows.to_bytes() == text and frozen.to_bytes() == before
+            assert len(rows) == text.count(b"\n") + 1
+            for o in range(len(text) + 1):
+                assert rows.point_at(o) == (
+                    text.count(b"\n", 0, o),
+                    o - text.rfind(b"\n", 0, o) - 1,
+                )
+                chunk = rows.read(o)
+                assert text.startswith(chunk, o) and (chunk or o == len(text))
+    finally:
+        rows_module.MAX_BLOCK = saved
