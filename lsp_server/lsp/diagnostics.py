@@ -192,7 +192,9 @@ class SyntaxDiagnostics:
         check = syn.check()
         if check.status == "exact":
             after = list(check.problems)
-            return Analysis(after, introduced_errors(before or [], after, edits))
+            if before is None:  # what the file had before is not known: blame nothing
+                return Analysis(after, [])
+            return Analysis(after, introduced_errors(before, after, edits))
         if check.status == "region" and not check.problems:
             return Analysis([], [])
         # Region errors of a clean file are the edit's (unless the user's typing is in the
