@@ -1,14 +1,16 @@
-"""Benchmark: syntax diagnostics after a one-line edit in a 100k-line Python buffer.
+"""Benchmark: syntax diagnostics after one-line edits of Python buffers, engine and server path.
 
-Bar (issue 5): diagnostics published <= 150 ms after the edit. Prints medians of
-- a full parse + error extraction (what a server without incremental parsing pays per edit),
-- the incremental path per edit: LineEdit -> tree.edit, reparse, error extraction, and the
-  "introduced by this edit" filter, for an edit that breaks the syntax and one that fixes it;
-- the server's path (`lsp_server/lsp/diagnostics.py`, minus the JSON-RPC write): a planned
-  replace (FileChange) analysed from whole texts (byte diff -> incremental reparse), with its
-  problems converted to LSP diagnostics.
+Per size (default 1k / 10k / 100k lines), medians of, separately for
+- clean -> clean edits (a value changed: what most agent edits are),
+- breaking edits (a ']' dropped from a clean file),
+- fixes (the ']' put back into the broken file),
+the cost on the request path (`DocumentSyntax.apply_line_edits` + `check()`: a region check, or
+nothing when a whole check is due) and, where a whole check follows off the request path, that
+(`parse_detached`, run in a worker thread by the server). For comparison, the whole incremental
+reparse every edit used to cost (`problems()` on the same edits). Then the server's path
+(`SyntaxDiagnostics.analyse` of a planned replace, as `publish_after_edit` runs it).
 
-Run from the repository root: `/work/venv/bin/python bench/bench_diagnostics.py [--runs N]`.
+Run from the repository root: `.venv/bin/python bench/bench_diagnostics.py [--runs N]`.
 """
 
 from __future__ import annotations
@@ -21,89 +23,100 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from lsp_server.engine.model import LineEdit, apply_line_edits  # noqa: E402
+from lsp_server.engine.model import LineEdit  # noqa: E402
 from lsp_server.engine.planner import plan_replace  # noqa: E402
-from lsp_server.engine.syntax import (  # noqa: E402
-    DocumentSyntax,
-    introduced_errors,
-    load_language,
-)
+from lsp_server.engine.syntax import DocumentSyntax, load_language  # noqa: E402
 from lsp_server.engine.text import Snapshot, split_lines  # noqa: E402
-from lsp_server.lsp.diagnostics import SyntaxDiagnostics, to_lsp_diagnostic  # noqa: E402
+from lsp_server.lsp.diagnostics import SyntaxDiagnostics  # noqa: E402
 
 
 def make_buffer(n_lines: int) -> str:
-    funcs = n_lines // 4
     return "".join(
-        f"def f{i}(a, b):\n    x = [a, b, {i}]\n    return g(x, a) + {i}\n\n" for i in range(funcs)
+        f"def f{i}(a, b):\n    x = [a, b, {i}]\n    return g(x, a) + {i}\n\n"
+        for i in range(n_lines // 4)
     )
 
 
-def ms(seconds: float) -> str:
-    return f"{seconds * 1000:8.1f} ms"
+def med(xs: list[float]) -> str:
+    return f"{statistics.median(xs) * 1000:8.2f} ms" if xs else "       -   "
+
+
+def engine(n_lines: int, runs: int) -> None:
+    text = make_buffer(n_lines)
+    lines = split_lines(text)
+    syn = DocumentSyntax("python", text, region_above=0)
+    old = DocumentSyntax("python", text)  # the whole incremental reparse per edit
+    assert syn.problems() == [] and old.problems() == []
+    k = len(lines) // 2 + 1
+    good = lines[k]
+    assert good.startswith("    x = ["), good
+    other = good.replace("]", " + 1]")
+    bad = good.replace("]", "")
+    rows: dict[str, dict[str, list[float]]] = {
+        kind: {"request": [], "whole": [], "old": []} for kind in ("clean", "break", "fix")
+    }
+    current = good
+    for i in range(runs):
+        steps = [("clean", other if current == good else good)]
+        current = steps[0][1]
+        steps += [("break", bad), ("fix", current)]
+        for kind, new in steps:
+            edit = [LineEdit(k, k + 1, (new,))]
+            t0 = time.perf_counter()
+            syn.apply_line_edits(None, edit)
+            check = syn.check()
+            rows[kind]["request"].append(time.perf_counter() - t0)
+            if check.status == "pending" or check.problems:
+                t0 = time.perf_counter()
+                syn.parse_detached()
+                rows[kind]["whole"].append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            old.apply_line_edits(None, edit)
+            old.problems()
+            rows[kind]["old"].append(time.perf_counter() - t0)
+            if i == 0:
+                print(f"    {kind:5}: check says {check.status}, {len(check.problems)} problem(s)")
+    for kind, row in rows.items():
+        print(
+            f"  {kind:5} request path {med(row['request'])} | whole check off the path "
+            f"{med(row['whole'])} | before (whole reparse per edit) {med(row['old'])}"
+        )
+
+
+def server_path(n_lines: int, runs: int) -> None:
+    text = make_buffer(n_lines)
+    glue = SyntaxDiagnostics()
+    snap = Snapshot("big.py", text, source="buffer", version=1)
+    glue.problems_of("/big.py", "python", text)  # the parse didOpen starts
+    syn = glue.syntax("/big.py")
+    assert syn is not None
+    syn.text_id = snap.sha256
+    k = n_lines // 8
+    good, other = f"[a, b, {k}]", f"[a, b, -{k}]"
+    times: list[float] = []
+    for i in range(runs):
+        old, new = (good, other) if i % 2 == 0 else (other, good)
+        change = plan_replace(snap, old, new)
+        change.new_sha256  # noqa: B018 - carry_out has it before diagnostics run
+        t0 = time.perf_counter()
+        analysis = glue.analyse(change, "/big.py", "python")
+        times.append(time.perf_counter() - t0)
+        assert not analysis.pending and not analysis.introduced, analysis
+        snap = Snapshot("big.py", change.new_text, "buffer", i + 2)
+        snap.__dict__["sha256"] = change.new_sha256
+    print(f"  server path (analyse of a planned replace) {med(times)}")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--lines", type=int, default=100_000)
-    ap.add_argument("--runs", type=int, default=15)
+    ap.add_argument("--sizes", default="1000,10000,100000")
+    ap.add_argument("--runs", type=int, default=9)
     args = ap.parse_args()
-
-    text = make_buffer(args.lines)
-    lines = split_lines(text)
     load_language("python")
-    print(f"buffer: {len(lines) - 1:,} lines, {len(text.encode()):,} bytes; runs: {args.runs}")
-
-    full: list[float] = []
-    for _ in range(max(3, args.runs // 3)):
-        t0 = time.perf_counter()
-        DocumentSyntax("python", text).problems()
-        full.append(time.perf_counter() - t0)
-
-    syntax = DocumentSyntax("python", text)
-    assert syntax.problems() == []
-    target = len(lines) // 2 + 1  # a "    x = [a, b, i]" line in the middle
-    good = lines[target]
-    assert good.startswith("    x = ["), good
-    bad = good.replace("]", "")
-
-    breaking: list[float] = []
-    fixing: list[float] = []
-    messages: list[str] = []
-    for _ in range(args.runs):
-        for new, sink in ((bad, breaking), (good, fixing)):
-            edit = LineEdit(target, target + 1, (new,))
-            before = syntax.problems()
-            t0 = time.perf_counter()
-            syntax.apply_line_edits(lines, [edit])
-            after = syntax.problems()
-            introduced = introduced_errors(before, after, [edit])
-            sink.append(time.perf_counter() - t0)
-            lines = apply_line_edits(lines, [edit])
-            if introduced:
-                messages = [f"{p.line}:{p.column} {p.message}" for p in introduced]
-    assert syntax.problems() == []
-
-    print(f"full parse + extraction          median {ms(statistics.median(full))}")
-    print(f"incremental, breaking edit       median {ms(statistics.median(breaking))}")
-    print(f"incremental, fixing edit         median {ms(statistics.median(fixing))}")
-    print(f"(worst incremental: {ms(max(breaking + fixing))}; bar: 150 ms)")
-    print(f"introduced by the breaking edit: {messages}")
-
-    # The server's path: whole texts in, diff -> incremental reparse, LSP diagnostics out.
-    glue = SyntaxDiagnostics()
-    snap = Snapshot("big.py", "".join(lines), source="buffer", version=1, given_lines=lines)
-    glue.problems_of("/big.py", "python", snap.text)  # the warm parse didOpen starts
-    server_path: list[float] = []
-    for i in range(args.runs):
-        old, new = (good, bad) if i % 2 == 0 else (bad, good)
-        change = plan_replace(snap, old, new)
-        t0 = time.perf_counter()
-        after, introduced = glue.analyse(change, "/big.py", "python")
-        _ = [to_lsp_diagnostic(p) for p in after]
-        server_path.append(time.perf_counter() - t0)
-        snap = Snapshot("big.py", change.new_text, "buffer", i + 2, given_lines=change.new_lines)
-    print(f"server path (analyse + LSP diags) median {ms(statistics.median(server_path))}")
+    for n in (int(s) for s in args.sizes.split(",")):
+        print(f"{n:,} lines ({len(make_buffer(n).encode()):,} bytes), {args.runs} runs:")
+        engine(n, args.runs)
+        server_path(n, args.runs)
 
 
 if __name__ == "__main__":

@@ -223,3 +223,131 @@ async def test_the_users_typed_fix_clears_published_errors(editor: Editor):
     published = await asyncio.wait_for(waiting, 10)
     assert list(published.diagnostics) == []
     assert published.version == editor.docs[editor.uri("t.py")].version
+
+
+def _big_python(functions: int = 1200) -> str:
+    # ~100 KiB: above REGION_ABOVE_BYTES, so edits get region checks, not whole reparses.
+    return "".join(
+        f"def f{i}(a, b):\n    x = [a, b, {i}]\n    return g(x, a) + {i}\n\n"
+        for i in range(functions)
+    )
+
+
+async def _until_region_checked(editor: Editor, rel: str) -> None:
+    """Clean edits until one is region-checked: the parse started by didOpen (or by the first
+    edit, when it came first) has finished. Each try is a round trip, no sleeping."""
+    value = "100"
+    for _ in range(500):
+        new = value[1:] if value.startswith("-") else "-" + value
+        result = await edit(editor, rel, f"[a, b, {value}]", f"[a, b, {new}]")
+        value = new
+        assert result["diagnostics"] == []
+        if "diagnosticsPending" not in result:
+            return
+    raise AssertionError("the whole parse never finished")
+
+
+@pytest.mark.asyncio
+async def test_large_file_breaking_edit_is_reported_now_and_published_after_the_whole_check(
+    vscode: Editor,
+):
+    vscode.write_file("big.py", _big_python())
+    vscode.open("big.py", language_id="python")
+    uri = vscode.uri("big.py")
+    await _until_region_checked(vscode, "big.py")
+    # A clean edit: the region check says so, nothing pending, nothing published.
+    result = await edit(vscode, "big.py", "[a, b, 600]", "[a, b, -600]")
+    assert result["diagnostics"] == [] and "diagnosticsPending" not in result
+    # A breaking edit: the region's error now, the whole file's list published after.
+    waiting = asyncio.ensure_future(_next_publish(vscode.client, uri))
+    result = await edit(vscode, "big.py", "[a, b, 700]", "[a, b, 700")
+    assert result["diagnosticsPending"] == ["big.py"]
+    assert [(d["line"], d["message"]) for d in result["diagnostics"]] == [
+        (2802, "missing ']' to close '[' opened at 2802:9")
+    ]
+    published = await asyncio.wait_for(waiting, 20)
+    assert [(d.range.start.line, d.message) for d in published.diagnostics] == [
+        (2801, "missing ']' to close '[' opened at 2802:9")
+    ]
+    assert published.version == vscode.docs[uri].version
+    # The fix: the file was broken, so the whole check decides, and clears the error.
+    waiting = asyncio.ensure_future(_next_publish(vscode.client, uri))
+    result = await edit(vscode, "big.py", "[a, b, 700", "[a, b, 700]")
+    assert result["diagnostics"] == [] and result["diagnosticsPending"] == ["big.py"]
+    published = await asyncio.wait_for(waiting, 20)
+    assert list(published.diagnostics) == []
+    # Clean again: the next clean edit is a region check again.
+    result = await edit(vscode, "big.py", "[a, b, 800]", "[a, b, 801]")
+    assert result["diagnostics"] == [] and "diagnosticsPending" not in result
+
+
+class _FakeDoc:
+    def __init__(self, uri: str, path: str, text: str, version: int) -> None:
+        self.uri, self.path, self.text, self.version = uri, path, text, version
+        self.language_id = "python"
+
+
+class _FakeServer:
+    """What diagnostics.py uses of the server: the store, the encoding, the publish call."""
+
+    encoding = "utf-16"
+    client_capabilities = None
+
+    def __init__(self, doc: _FakeDoc) -> None:
+        self.doc = doc
+        self.published: list[t.PublishDiagnosticsParams] = []
+        self.store = self
+
+    def by_path(self, path: str) -> _FakeDoc | None:
+        return self.doc if path == self.doc.path else None
+
+    def get(self, uri: str) -> _FakeDoc | None:
+        return self.doc if uri == self.doc.uri else None
+
+    def text_document_publish_diagnostics(self, params: t.PublishDiagnosticsParams) -> None:
+        self.published.append(params)
+
+
+@pytest.mark.asyncio
+async def test_large_file_whole_check_is_not_published_for_a_text_the_user_typed_over():
+    from lsp_server.engine.planner import plan_replace
+    from lsp_server.engine.text import Snapshot
+    from lsp_server.lsp import diagnostics
+
+    text = _big_python()
+    doc = _FakeDoc("file:///w/big.py", "/w/big.py", text, 1)
+    server = _FakeServer(doc)
+    change = plan_replace(Snapshot("big.py", text, "buffer", 1), "[a, b, 700]", "[a, b, 700")
+    loc = type("Loc", (), {"abs_path": doc.path, "uri": doc.uri})()
+    pending_publish = diagnostics.publish_after_edit(
+        server, [change], {"big.py": loc}, {"big.py": 2}
+    )
+    out = await pending_publish
+    assert out.pending == ["big.py"]
+    st = diagnostics.state(server)
+    task = st._parsing[doc.path]
+    # The user typed the fix before the whole check finished: version 3, the text fixed again.
+    doc.version, doc.text = 3, text
+    await task
+    assert server.published == []  # nothing for version 2: the editor shows version 3
+    republish = st._pending.pop(doc.uri)  # a check of what the user sees is scheduled instead
+    republish.cancel()
+
+
+@pytest.mark.asyncio
+async def test_large_file_typed_in_by_the_user_still_gets_a_region_check(vscode: Editor):
+    vscode.write_file("big.py", _big_python())
+    vscode.open("big.py", language_id="python")
+    await _until_region_checked(vscode, "big.py")
+    vscode.type("big.py", 2001, 4, "z = 1\n    ")  # the user adds a line in f500
+    result = await edit(vscode, "big.py", "[a, b, 900]", "[a, b, -900]")
+    assert result["diagnostics"] == [] and "diagnosticsPending" not in result
+    # The user breaks a line; the agent's next edit is not blamed for it, and the whole check
+    # publishes the user's error.
+    vscode.type("big.py", 2002, 18, "(")
+    uri = vscode.uri("big.py")
+    waiting = asyncio.ensure_future(_next_publish(vscode.client, uri))
+    result = await edit(vscode, "big.py", "[a, b, -900]", "[a, b, 900]")
+    assert result["diagnostics"] == []
+    published = await asyncio.wait_for(waiting, 20)
+    assert [d.range.start.line for d in published.diagnostics] == [2002]

@@ -254,6 +254,7 @@ class DocumentStore:
         path = self._uri_to_path(uri) or uri
         doc = Document(uri, path, language_id, version, split_lines(text))
         doc.may_have_cr = "\r" in text
+        doc.set_known_text(text)  # the first read (and the parse on open) need no join
         self.close(uri)
         self._by_uri[uri] = doc
         self._by_path[path] = doc

@@ -271,6 +271,9 @@ class AgentEditServer(LanguageServer):
         self.history.finish(edit_id, "applied", versions=versions)
         diagnostics = await publish_after_edit(self, changes, locations, versions)
         result = success(edit_id, "applied", changes, versions, diagnostics, diff=diff)
+        if diagnostics.pending:
+            # Large files checked whole off the request path: publishDiagnostics follows.
+            result["diagnosticsPending"] = diagnostics.pending
         if self.settings.save_after_edit:
             await self.save_touched(changes, locations, result)
         return result
