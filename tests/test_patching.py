@@ -148,9 +148,21 @@ def test_end_of_file_matches_only_at_the_end() -> None:
 def test_pure_addition_goes_to_the_end() -> None:
     (c,) = plan({"a": "a\nb\n"}, "*** Update File: a\n@@ a\n+new\n").changes
     assert c.new_text == "a\nb\nnew\n"
-    # Codex inserts before a single trailing blank line.
+    # Codex (0.169.0) appends at the very end, after a trailing blank line too.
     (c,) = plan({"a": "a\n\n"}, "*** Update File: a\n@@\n+new\n").changes
-    assert c.new_text == "a\nnew\n\n"
+    assert c.new_text == "a\n\nnew\n"
+    (c,) = plan({"a": "a\n\n\n"}, "*** Update File: a\n@@\n+new\n").changes
+    assert c.new_text == "a\n\n\nnew\n"
+    (c,) = plan({"a": "a\r\n\r\n"}, "*** Update File: a\n@@\n+new\n").changes
+    assert c.new_text == "a\r\n\r\nnew\r\n"
+    # An anchor moves the cursor, but a pure addition still goes at the end.
+    (c,) = plan({"a": "a\nb\nc\n\n"}, "*** Update File: a\n@@ a\n+x\n").changes
+    assert c.new_text == "a\nb\nc\n\nx\n"
+    # A pure addition before a change, and after one: both at the end, in patch order.
+    (c,) = plan({"a": "a\nb\nc\n"}, "*** Update File: a\n@@\n+x\n@@\n-b\n+B\n@@\n+y\n").changes
+    assert c.new_text == "a\nB\nc\nx\ny\n"
+    (c,) = plan({"a": "a"}, "*** Update File: a\n@@\n+b\n").changes
+    assert c.new_text == "a\nb\n"
     (c,) = plan({"a": ""}, "*** Update File: a\n@@\n+first\n").changes
     assert c.new_text == "first\n"
 

@@ -30,9 +30,9 @@ Seeking follows Codex (peers.md): an optional `@@ anchor` line moves a forward-o
 chunk's old lines are then looked for from the cursor in four passes (matching.LADDER: exact,
 trailing whitespace, both ends trimmed, Unicode punctuation folded), the first pass with any match
 deciding; `*** End of File` tries only the last position; a chunk with no old lines is appended
-at the end of the file. One deliberate difference: if the first successful pass matches at more
-than one place in the window, the chunk is `AMBIGUOUS` (with every line number) instead of taking
-the first. Matched context lines are left exactly as the file has them (also under a lenient
+at the very end of the file (after a trailing blank line too, as Codex 0.169.0). One deliberate
+difference: if the first successful pass matches at more than one place in the window, the
+chunk is `AMBIGUOUS` (with every line number) instead of taking the first. Matched context lines are left exactly as the file has them (also under a lenient
 pass); added lines take the file's first line terminator; an updated file ends with a newline.
 
 Seeking never runs Python code per file line: a chunk is found by `list.index` on its longest
@@ -430,10 +430,10 @@ class _FileSeeker:
                 self._note(level, chunk)
             old, new, ops = chunk.old_lines, chunk.new_lines, chunk.ops
             if not old:
-                # Codex: a pure addition goes at the end of the file (before one trailing blank).
+                # Codex (0.169.0): a pure addition goes at the very end of the file, after a
+                # trailing blank line too (`a\n\n` + `+b` is `a\n\nb\n`); an anchor only
+                # moves the cursor for the chunks after it.
                 at = len(lines)
-                if at and self.content(at - 1) == "":
-                    at -= 1
                 pending.append((at, at, seq, tuple(x + eol for x in new)))
                 continue
             level, hits = self.find(old, cursor, chunk.is_end_of_file)
