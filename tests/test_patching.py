@@ -413,3 +413,35 @@ def test_exact_fast_path_makes_the_seekers_edits(lines: list[str], data: st.Data
         general = None
     if fast is not None:
         assert fast == general
+
+
+@pytest.mark.parametrize(
+    ("text", "body", "expected"),
+    [
+        # What Codex 0.169.0 wrote for each (its binary, patch on stdin).
+        ("a\nb\nc\n", "@@\r\r\n a\r\r\n-b\r\r\n+B\r\r\n c\r\r\n", "a\nB\nc\n"),
+        ("a\r\nb\r\nc\r\n", "@@\r\r\n a\r\r\n-b\r\r\n+B\r\r\n c\r\r\n", "a\r\nB\r\nc\r\n"),
+        ("a\nb\nc\n", "@@\n a\n-b\n+B\r\r\n c\n", "a\nB\nc\n"),
+        # A third CR stays (Codex: `a\nB\r\nc\n`), and so does one inside the line.
+        ("a\nb\nc\n", "@@\n a\n-b\n+B\r\r\r\n c\n", "a\nB\r\nc\n"),
+        ("a\nb\nc\n", "@@\n a\n-b\n+B\r\rX\n c\n", "a\nB\r\rX\nc\n"),
+        ("a\nb\nc\n", "@@\n a\n-b\n+B\r \n c\n", "a\nB\r \nc\n"),
+        # Anchors and removed lines lose them too (the match is exact, not lenient).
+        ("x\na\ny\na\n", "@@ y\r\r\n-a\r\r\n+A\n", "x\na\ny\nA\n"),
+    ],
+    ids=["lf", "crlf", "added-only", "third-cr", "cr-inside", "cr-space", "anchor"],
+)
+def test_lines_ending_in_cr_cr_lf_end_cleanly(text: str, body: str, expected: str) -> None:
+    """A patch converted to CRLF twice: each line ends in `\\r\\r\\n`; Codex strips both CRs."""
+    p = plan({"a": text}, f"*** Update File: a\n{body}")
+    (c,) = p.changes
+    assert c.new_text == expected
+    assert "lenient" not in p.summary
+
+
+def test_cr_cr_lf_in_add_file_and_paths() -> None:
+    body = "*** Add File: g\r\r\n+x\ry\r\r\n+z\r\n*** Update File: a\r\r\n*** Move to: b\r\r\n@@\n-a\n+A\n"
+    p = plan({"a": "a\n"}, body)
+    assert [(c.change, c.target_path) for c in p.changes] == [("add", "g"), ("move", "b")]
+    assert p.changes[0].new_text == "x\ry\nz\n"
+    assert p.changes[1].new_text == "A\n"

@@ -7,7 +7,8 @@
 Leniency lives in `normalise_patch` only, so the grammar (v4a.lark) stays strict and readable. It
 accepts what models really emit, following Codex's lenient rules (peers.md):
 
-- CRLF patch bodies (every `\\r\\n` becomes `\\n`);
+- CRLF patch bodies (every `\\r\\n` becomes `\\n`), and lines ending in `\\r\\r\\n` (CRLF
+  converted twice: both `\\r`s go, as in Codex);
 - leading/trailing blank lines around the patch (Codex trims the input);
 - a heredoc wrapper: `<<EOF`, `<<'EOF'`, `<<"EOF"` (optionally after `apply_patch `) ... `EOF`;
 - marker lines padded with whitespace (`  *** Update File: a`, ` *** End Patch `) and
@@ -209,7 +210,14 @@ def _strip_lines(text: str) -> tuple[str, int]:
 def normalise_patch(text: str) -> NormalisedPatch:
     """Turn what a model emitted into the strict form v4a.lark reads (see the module docstring)."""
     if "\r" in text:
+        # As Codex 0.169.0 reads a patch: every `\r\n` becomes `\n`, then each line loses one
+        # more `\r` before its `\n` (Rust's `str::lines`). So a line ending in `\r\r\n` (CRLF
+        # converted twice) ends cleanly, in every section (added, context and removed lines,
+        # anchors, paths) whatever the file's own line endings; a `\r` elsewhere in a line,
+        # or a third one before its end, stays in its text.
         text = text.replace("\r\n", "\n")
+        if "\r\n" in text:
+            text = text.replace("\r\n", "\n")
     body, skipped = _strip_lines(text)
     first_line = skipped + 1
     nl = body.find("\n")
