@@ -440,8 +440,64 @@ def test_lines_ending_in_cr_cr_lf_end_cleanly(text: str, body: str, expected: st
 
 
 def test_cr_cr_lf_in_add_file_and_paths() -> None:
-    body = "*** Add File: g\r\r\n+x\ry\r\r\n+z\r\n*** Update File: a\r\r\n*** Move to: b\r\r\n@@\n-a\n+A\n"
+    body = (
+        "*** Add File: g\r\r\n+x\ry\r\r\n+z\r\n"
+        "*** Update File: a\r\r\n*** Move to: b\r\r\n@@\n-a\n+A\n"
+    )
     p = plan({"a": "a\n"}, body)
     assert [(c.change, c.target_path) for c in p.changes] == [("add", "g"), ("move", "b")]
     assert p.changes[0].new_text == "x\ry\nz\n"
     assert p.changes[1].new_text == "A\n"
+
+
+NESTED = (
+    "class Base:\n"
+    "    def run(self):\n"
+    "        return 1\n"
+    "class Child(Base):\n"
+    "    def run(self):\n"
+    "        return 1\n"
+    "    def stop(self):\n"
+    "        return 0\n"
+)
+RUN_CHILD = (
+    "*** Update File: a\n@@ class Child(Base):\n@@     def run(self):\n"
+    "-        return 1\n+        return 2\n"
+)
+
+
+def test_several_anchor_lines_narrow_step_by_step() -> None:
+    """`@@ class Child(Base):` then `@@ def run(self):`: the chunk is sought after both, in
+    order; one `@@ def run(self):` alone would stop at Base.run."""
+    (c,) = plan({"a": NESTED}, RUN_CHILD).changes
+    assert spans(c) == [(5, 6, ("        return 2\n",))]
+    # Bare `@@` lines among them add nothing.
+    body = (
+        "*** Update File: a\n@@\n@@ class Child(Base):\n@@\n@@     def stop(self):\n"
+        "-        return 0\n+        return 3\n"
+    )
+    (c,) = plan({"a": NESTED}, body).changes
+    assert spans(c) == [(7, 8, ("        return 3\n",))]
+
+
+def test_narrowed_chunk_matching_twice_is_ambiguous() -> None:
+    # After `class Child` and its `def run`, `return 1` is at lines 6 and 8.
+    err = refused({"a": NESTED.replace("return 0", "return 1")}, RUN_CHILD)
+    assert err.code == Code.AMBIGUOUS
+    assert err.details["lines"] == [6, 8]
+
+
+def test_nested_anchor_that_never_matches_names_it() -> None:
+    body = RUN_CHILD.replace("    def run(self)", "def nowhere()")
+    err = refused({"a": NESTED}, body)
+    assert err.code == Code.NO_MATCH
+    assert err.details["oldLines"] == ["def nowhere():"]
+    assert "anchor line 2 of 2" in err.message and "after '@@ class Child(Base):'" in err.message
+    # In order: the second anchor exists, but only before the first.
+    body = (
+        "*** Update File: a\n@@     def stop(self):\n@@ class Child(Base):\n"
+        "-        return 1\n+        return 2\n"
+    )
+    err = refused({"a": NESTED}, body)
+    assert err.code == Code.NO_MATCH and err.details["oldLines"] == ["class Child(Base):"]
+    assert err.details["candidates"][0]["line"] == 4

@@ -26,14 +26,17 @@ What a front end gets (the LSP `agentEdit.applyPatch` and the CLI both use it th
   `{path, patchLine}`; AMBIGUOUS `{path, patchLine, lines, count}`; NO_MATCH
   `{path, patchLine, oldLines, candidates}`; INVALID_ARGUMENT for a path named twice.
 
-Seeking follows Codex (peers.md): an optional `@@ anchor` line moves a forward-only cursor; the
-chunk's old lines are then looked for from the cursor in four passes (matching.LADDER: exact,
-trailing whitespace, both ends trimmed, Unicode punctuation folded), the first pass with any match
-deciding; `*** End of File` tries only the last position; a chunk with no old lines is appended
-at the very end of the file (after a trailing blank line too, as Codex 0.169.0). One deliberate
-difference: if the first successful pass matches at more than one place in the window, the
-chunk is `AMBIGUOUS` (with every line number) instead of taking the first. Matched context lines are left exactly as the file has them (also under a lenient
-pass); added lines take the file's first line terminator; an updated file ends with a newline.
+Seeking follows Codex (peers.md): an optional `@@ anchor` line moves a forward-only cursor
+(several in a row move it step by step, each sought after the previous one: Codex's parser
+refuses them, its instructions to models use them); the chunk's old lines are then looked for
+from the cursor in four passes (matching.LADDER: exact, trailing whitespace, both ends trimmed,
+Unicode punctuation folded), the first pass with any match deciding; `*** End of File` tries
+only the last position; a chunk with no old lines is appended at the very end of the file
+(after a trailing blank line too, as Codex 0.169.0). One deliberate difference: if the first
+successful pass matches at more than one place in the window, the chunk is `AMBIGUOUS` (with
+every line number) instead of taking the first. Matched context lines are left exactly as the
+file has them (also under a lenient pass); added lines take the file's first line terminator;
+an updated file ends with a newline.
 
 Seeking never runs Python code per file line: a chunk is found by `list.index` on its longest
 line (a C loop) from the cursor, and verified by one list-slice comparison. Uniqueness needs
@@ -337,7 +340,7 @@ class _FileSeeker:
 
     def _pivots(self, norm: Callable[[str], str]) -> set[str]:
         """Every chunk's pivot line (and anchor) as `norm` sees it: what an index must cover."""
-        wanted = {norm(c.anchor) for c in self.chunks if c.anchor is not None}
+        wanted = {norm(a) for c in self.chunks for a in c.anchors}
         exact = norm == self._exact
         for chunk in self.chunks:
             if chunk.old_lines:
@@ -422,10 +425,12 @@ class _FileSeeker:
         cursor = 0
         pending: list[tuple[int, int, int, tuple[str, ...]]] = []  # (start, end, seq, new)
         for seq, chunk in enumerate(chunks):
-            if chunk.anchor is not None:
-                level, hits = self.find([chunk.anchor], cursor, False, first_only=True)
+            # Each `@@ <line>` is sought after the previous one (`@@ class Base` then
+            # `@@ def run():` narrows step by step); the chunk's lines after the last.
+            for k, anchor in enumerate(chunk.anchors):
+                level, hits = self.find([anchor], cursor, False, first_only=True)
                 if not hits:
-                    raise self._no_match(chunk, cursor, anchor=True)
+                    raise self._no_match(chunk, cursor, anchor=k)
                 cursor = hits[0] + 1
                 self._note(level, chunk)
             old, new, ops = chunk.old_lines, chunk.new_lines, chunk.ops
@@ -446,7 +451,7 @@ class _FileSeeker:
                 if old:
                     level, hits = self.find(old, cursor, chunk.is_end_of_file)
             if not hits:
-                raise self._no_match(chunk, cursor, anchor=False)
+                raise self._no_match(chunk, cursor)
             if len(hits) > 1:
                 raise self._ambiguous(chunk, cursor, hits)
             self._note(level, chunk)
@@ -542,11 +547,16 @@ class _FileSeeker:
             },
         )
 
-    def _no_match(self, chunk: Chunk, cursor: int, anchor: bool) -> EditError:
+    def _no_match(self, chunk: Chunk, cursor: int, anchor: int | None = None) -> EditError:
+        """NO_MATCH for the chunk's old lines, or (`anchor`: its index) for one of its anchors."""
         path = self.snap.path
-        if anchor:
+        if anchor is not None:
             what = "its '@@' anchor line was"
-            wanted: Sequence[str] = [chunk.anchor or ""]
+            if len(chunk.anchors) > 1:
+                what = f"its '@@' anchor line {anchor + 1} of {len(chunk.anchors)} was"
+                if anchor:
+                    what += f" (looked for after '@@ {chunk.anchors[anchor - 1]}')"
+            wanted: Sequence[str] = [chunk.anchors[anchor]]
         else:
             what = "its context and removed lines were"
             wanted = chunk.old_lines
@@ -569,7 +579,7 @@ class _FileSeeker:
                 for c in candidates(self.snap, "\n".join(wanted))
             ]
         place = f" after line {cursor}" if cursor else ""
-        if chunk.is_end_of_file and not anchor:
+        if chunk.is_end_of_file and anchor is None:
             place = " at the end of the file ('*** End of File')"
         shown = "\n".join(wanted[:MAX_SHOWN_LINES])
         if len(wanted) > MAX_SHOWN_LINES:
