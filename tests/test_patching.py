@@ -501,3 +501,148 @@ def test_nested_anchor_that_never_matches_names_it() -> None:
     err = refused({"a": NESTED}, body)
     assert err.code == Code.NO_MATCH and err.details["oldLines"] == ["class Child(Base):"]
     assert err.details["candidates"][0]["line"] == 4
+
+
+def test_delete_then_add_is_a_rewrite() -> None:
+    """The rewrite idiom: Codex deletes, then writes the new text. The plan is one update of the
+    file to exactly that text (no BOM, LF as the Add File has it)."""
+    body = "*** Delete File: a\n*** Add File: a\n+x\n+y\n"
+    p = plan({"a": "one\r\ntwo\r\n", "b": "b\n"}, body)
+    (c,) = p.changes
+    assert (c.change, c.path, c.new_text, c.bom) == ("update", "a", "x\ny\n", False)
+    assert p.summary["combined"] == [
+        {
+            "path": "a",
+            "patchLines": [2, 3],
+            "sections": ["delete", "add"],
+            "planned": [{"path": "a", "change": "update"}],
+        }
+    ]
+    assert file_diff(c) == (
+        "diff --git a/a b/a\n--- a/a\n+++ b/a\n@@ -1,2 +1,2 @@\n-one\r\n-two\r\n+x\n+y\n"
+    )
+    # The same text again: an update with nothing to do.
+    (c,) = plan({"a": "x\n"}, "*** Delete File: a\n*** Add File: a\n+x\n").changes
+    assert (c.change, c.edits, c.new_text) == ("update", (), "x\n")
+    # An empty Add File empties it.
+    (c,) = plan({"a": "x\n"}, "*** Delete File: a\n*** Add File: a\n").changes
+    assert (c.change, c.new_text) == ("update", "")
+
+
+def test_move_then_add_of_the_old_name() -> None:
+    body = "*** Update File: a\n*** Move to: g\n@@\n-a\n+A\n*** Add File: a\n+new\n"
+    p = plan({"a": "a\nb\n"}, body)
+    assert [(c.change, c.path, c.new_text) for c in p.changes] == [
+        ("add", "g", "A\nb\n"),
+        ("update", "a", "new\n"),
+    ]
+    assert p.summary["combined"][0]["sections"] == ["move", "add"]
+    assert p.summary["combined"][0]["planned"] == [
+        {"path": "g", "change": "add"},
+        {"path": "a", "change": "update"},
+    ]
+
+
+@pytest.mark.parametrize(
+    ("files", "body", "code", "path", "phrase"),
+    [
+        (
+            {"a": "a\n"},
+            "*** Delete File: a\n*** Add File: a\n+x\n+y\n*** Update File: a\n@@\n-x\n+X\n",
+            Code.INVALID_ARGUMENT,
+            "a",
+            "Add File section at patch line 3 writes it anew",
+        ),
+        (
+            {"a": "a\n"},
+            "*** Update File: a\n*** Move to: b\n@@\n-a\n+A\n*** Add File: b\n+new\n",
+            Code.ALREADY_EXISTS,
+            "b",
+            "section at patch line 2 leaves there",
+        ),
+        (
+            {"a": "a\n"},
+            "*** Update File: a\n*** Move to: b\n@@\n-a\n+A\n*** Add File: a\n+n\n"
+            "*** Delete File: a\n",
+            Code.INVALID_ARGUMENT,
+            "a",
+            "deleting it here undoes that",
+        ),
+        (
+            {"a": "a\nb\n"},
+            "*** Update File: a\n@@\n-a\n+A\n*** Update File: a\n@@\n-b\n+B\n",
+            Code.INVALID_ARGUMENT,
+            "a",
+            "already changes it",
+        ),
+        ({}, "*** Add File: a\n+x\n*** Delete File: a\n", Code.INVALID_ARGUMENT, "a", "creates"),
+        ({}, "*** Add File: a\n+x\n*** Add File: a\n+y\n", Code.ALREADY_EXISTS, "a", "(added)"),
+        ({"a": "a\n"}, "*** Delete File: a\n*** Delete File: a\n", Code.NOT_FOUND, "a", "already"),
+        (
+            {"a": "a\n"},
+            "*** Delete File: a\n*** Update File: a\n@@\n-a\n+b\n",
+            Code.NOT_FOUND,
+            "a",
+            "already deleted it",
+        ),
+        (
+            {"a": "a\n"},
+            "*** Update File: a\n@@\n-a\n+b\n*** Add File: a\n+c\n",
+            Code.ALREADY_EXISTS,
+            "a",
+            "(updated)",
+        ),
+        (
+            {"a": "a\n", "b": "b\n"},
+            "*** Delete File: b\n*** Update File: a\n*** Move to: b\n@@\n-a\n+A\n",
+            Code.INVALID_ARGUMENT,
+            "b",
+            "the same patch frees",
+        ),
+        (
+            {"a": "a\n"},
+            "*** Update File: a\n*** Move to: b\n@@\n-a\n+A\n*** Update File: b\n@@\n-A\n+B\n",
+            Code.INVALID_ARGUMENT,
+            "b",
+            "Merge",
+        ),
+        (
+            {"a": "a\n"},
+            "*** Update File: a\n*** Move to: b\n@@\n-a\n+A\n*** Update File: a\n@@\n-a\n+B\n",
+            Code.NOT_FOUND,
+            "a",
+            "moved away",
+        ),
+        (
+            {"a": "a\n"},
+            "*** Delete File: a\n*** Add File: a\n+x\n*** Delete File: a\n",
+            Code.INVALID_ARGUMENT,
+            "a",
+            "undoes that",
+        ),
+    ],
+    ids=[
+        "delete-add-update",
+        "move-then-add-destination",
+        "move-add-delete",
+        "two-updates",
+        "add-then-delete",
+        "add-twice",
+        "delete-twice",
+        "delete-then-update",
+        "update-then-add",
+        "delete-then-move-onto",
+        "move-then-update-destination",
+        "move-then-update-source",
+        "delete-add-delete",
+    ],
+)
+def test_sections_of_one_path_refused_in_order(
+    files: dict[str, str], body: str, code: Code, path: str, phrase: str
+) -> None:
+    """Repeats other than Delete/Move then Add: refused, saying which section came first."""
+    err = refused(files, body)
+    assert (err.code, err.details["path"]) == (code, path), err.message
+    assert phrase in err.message + err.hint, err.message
+    assert err.details["earlierPatchLine"] < err.details["patchLine"]
+    assert err.hint
