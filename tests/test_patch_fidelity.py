@@ -432,3 +432,91 @@ async def test_lsp_refuses_the_same_as_the_cli(vscode: Editor, name: str) -> Non
     assert result["ok"] is False and result["code"] == after, result
     assert vscode.apply_requests == []
     assert vscode.view() == before
+
+
+# --- the CLI's large-patch path (split planning) and crashes --------------------------------
+
+
+def _large(root: Path) -> tuple[Tree, str]:
+    """A tree and a patch over the SplitPlanner threshold: a Delete then Add of `rw.txt` before
+    the cut, nested `@@` chunks in every file (so after the cut too)."""
+    from lsp_server.engine import parallel_plan
+
+    old: Tree = {"rw.txt": b"old\r\ntext\r\n"}
+    sections = ["*** Delete File: rw.txt\n*** Add File: rw.txt\n+new\n"]
+    for i in range(700):
+        body = "".join(
+            f"class C{k}:\n    def run(self):\n        return {k}\n" for k in range(12)
+        ).encode()
+        old[f"d/f{i}.py"] = body
+        sections.append(
+            f"*** Update File: d/f{i}.py\n@@ class C7:\n@@     def run(self):\n"
+            "-        return 7\n+        return 700\n"
+            + "".join(
+                f"@@ class C{k}:\n@@     def run(self):\n-        return {k}\n"
+                f"+        return {k}00\n"
+                for k in range(8, 12)
+            )
+        )
+    patch = "*** Begin Patch\n" + "".join(sections) + "*** End Patch\n"
+    assert len(patch) > parallel_plan.PARALLEL_FROM_BYTES and parallel_plan._cut(patch)
+    make(root, old)
+    return old, patch
+
+
+def test_large_patch_with_rewrite_and_nested_anchors_split_as_in_order(tmp_path: Path) -> None:
+    root = tmp_path / "large"
+    old, patch = _large(root)
+    rc_dry, dry = cli(root, patch, "--dry-run")
+    rc, result = cli(root, patch)
+    assert rc == rc_dry == 0, result
+    assert result["files"] == dry["files"] and result["diff"] == dry["diff"]
+    want = {rel: data for rel, data in old.items()}
+    for rel in want:
+        if rel.startswith("d/"):
+            for k in range(7, 12):
+                want[rel] = want[rel].replace(f"return {k}\n".encode(), f"return {k}00\n".encode())
+    want["rw.txt"] = b"new\n"
+    assert tree(root) == want
+
+
+def test_large_patch_updating_a_rewritten_file_after_the_cut_is_refused(tmp_path: Path) -> None:
+    root = tmp_path / "large"
+    old, patch = _large(root)
+    patch = patch.replace(
+        "*** End Patch\n", "*** Update File: rw.txt\n@@\n-new\n+newer\n*** End Patch\n"
+    )
+    rc_dry, dry = cli(root, patch, "--dry-run")
+    rc, result = cli(root, patch)
+    assert rc == rc_dry == 1
+    assert result == dry and result["code"] == "INVALID_ARGUMENT", result
+    assert result["details"]["path"] == "rw.txt"
+    assert tree(root) == old
+
+
+@pytest.mark.parametrize("crash_after", [1, 2, 3, 4, 5, 6])
+def test_sigkill_during_a_move_then_add_rolls_back(tmp_path: Path, crash_after: int) -> None:
+    """Move m to n then Add m, Delete then Add f: killed between its writes and renames, the
+    next command puts every file back; the rerun then applies it whole."""
+    from lsp_server.engine import files
+
+    before: Tree = {"f": b"one\ntwo\n", "m": b"1\n2\n"}
+    root = make(tmp_path / "w", before)
+    patch = _p(
+        "*** Delete File: f\n*** Add File: f\n+x\n"
+        "*** Update File: m\n*** Move to: sub/n\n@@\n-1\n+one\n*** Add File: m\n+fresh\n"
+    )
+    env = dict(os.environ, PYTHONPATH=str(REPO), **{files.CRASH_ENV: str(crash_after)})
+    proc = subprocess.run(
+        [sys.executable, "-m", "lsp_server", "apply-patch", "--root", str(root), "-"],
+        input=patch.encode(),
+        capture_output=True,
+        env=env,
+        timeout=60,
+    )
+    assert proc.returncode == -9, proc.stderr.decode()
+    assert files.recover(str(root))
+    assert tree(root) == before
+    rc, result = cli(root, patch)
+    assert rc == 0, result
+    assert tree(root) == {"f": b"x\n", "m": b"fresh\n", "sub/n": b"one\n2\n"}
