@@ -646,3 +646,21 @@ def test_sections_of_one_path_refused_in_order(
     assert phrase in err.message + err.hint, err.message
     assert err.details["earlierPatchLine"] < err.details["patchLine"]
     assert err.hint
+
+
+def test_nested_anchors_in_a_file_with_many_chunks() -> None:
+    """Past INDEX_FROM_CHUNKS a file's pivot lines and anchors are indexed: the same answers."""
+    n = patching.INDEX_FROM_CHUNKS + 16
+    cls = "class C{k}:\n    def run(self):\n        return {r}\n# end C{k}\n"
+    text = "".join(cls.format(k=k, r=0) for k in range(n))
+    body = "*** Update File: a\n" + "".join(
+        f"@@ class C{k}:\n@@     def run(self):\n-        return 0\n+        return {k}\n"
+        f" # end C{k}\n"
+        for k in range(n)
+    )
+    (c,) = plan({"a": text}, body).changes
+    assert c.new_text == "".join(cls.format(k=k, r=k) for k in range(n))
+    # The last chunk matches twice after its anchors: AMBIGUOUS, indexed or not.
+    text += f"        return 0\n# end C{n - 1}\n"
+    err = refused({"a": text}, body)
+    assert err.code == Code.AMBIGUOUS and err.details["lines"] == [4 * n - 1, 4 * n + 1]
