@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -134,6 +135,38 @@ GOLDEN: dict[str, tuple[Tree, str, Tree | str]] = {
         {"f": b"a\nb\n"},
         _p("*** Update File: f\n*** Move to: d/e/g\n@@\n-a\n+A\n*** Add File: f\n+new\n"),
         {"f": b"new\n", "d/e/g": b"A\nb\n"},
+    ),
+    # A chunk whose last old line is empty, not found: Codex tries again without it (and without
+    # the last new line if that is empty too); nothing left to find matches at the cursor.
+    "final-newline-removed-then-added": (
+        {"f": b"a\nb\n"},
+        _p("*** Update File: f\n@@\n a\n-b\n-\n+B\n"),
+        {"f": b"a\nB\n"},
+    ),
+    "final-newline-context-then-added": (
+        {"f": b"a\nb\n"},
+        _p("*** Update File: f\n@@\n a\n \n+x\n"),
+        {"f": b"a\n\nx\nb\n"},
+    ),
+    "final-newline-only-on-empty-file": (
+        {"f": b""},
+        _p("*** Update File: f\n@@\n-\n+Z\n"),
+        {"f": b"Z\n"},
+    ),
+    "final-newline-only-is-a-no-op": (
+        {"f": b"e f\n"},
+        _p("*** Update File: f\n@@\n-\n@@\n+y\n"),
+        {"f": b"e f\ny\n"},
+    ),
+    "final-newline-both-sides-empty": (
+        {"f": b"a\n"},
+        _p("*** Update File: f\n@@\n-a\n+\n-\n"),
+        {"f": b""},
+    ),
+    "final-newline-eof-context": (
+        {"f": b"a\nb\n"},
+        _p("*** Update File: f\n@@ a\n \n*** End of File\n@@\n+t\n"),
+        {"f": b"a\nb\nt\n"},
     ),
     # Codex applies these in order too; agent-edit refuses them, saying why.
     "delete-add-update": (
@@ -520,3 +553,65 @@ def test_sigkill_during_a_move_then_add_rolls_back(tmp_path: Path, crash_after: 
     rc, result = cli(root, patch)
     assert rc == 0, result
     assert tree(root) == {"f": b"x\n", "m": b"fresh\n", "sub/n": b"one\n2\n"}
+
+
+def _random_update(rnd: random.Random) -> tuple[bytes, str]:
+    """A small file of few distinct lines (empty ones too, CRLF or not, maybe no final newline)
+    and an Update File patch over it: chunks in file order from its real lines (context,
+    removed, replaced, added; anchors; End of File), pure additions, any line ending."""
+    n = rnd.randint(0, 8)
+    lines = [rnd.choice(["a", "b", "c", "d", "", "e f"]) for _ in range(n)]
+    eol = rnd.choice(["\n", "\r\n"])
+    text = "".join(x + eol for x in lines)
+    if text and rnd.random() < 0.2:
+        text = text[: -len(eol)]
+    body: list[str] = []
+    cur = 0
+    for _ in range(rnd.randint(1, 3)):
+        if rnd.random() < 0.25 or cur >= n:
+            body += ["@@"] + ["+" + rnd.choice(["x", "y", ""]) for _ in range(rnd.randint(1, 2))]
+            continue
+        s = rnd.randint(cur, n - 1)
+        e = rnd.randint(s + 1, min(n, s + 3))
+        chunk = ["@@"]
+        if s > cur and rnd.random() < 0.3:
+            chunk = ["@@ " + lines[rnd.randint(cur, s - 1)]]
+        for i in range(s, e):
+            op = rnd.choice([" ", "-", "-+"])
+            if op == "-+":
+                chunk += ["-" + lines[i], "+" + lines[i].upper() + "Z"]
+            else:
+                chunk.append(op + lines[i])
+        if rnd.random() < 0.3:
+            chunk.append("+new")
+        if e == n and rnd.random() < 0.3:
+            chunk.append("*** End of File")
+        body += chunk
+        cur = e
+    end = rnd.choice(["\n", "\r\n", "\r\r\n"])
+    patch = "".join(
+        x + end for x in ["*** Begin Patch", "*** Update File: f", *body, "*** End Patch"]
+    )
+    return text.encode(), patch
+
+
+@needs_codex
+@settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.randoms(use_true_random=False))
+def test_random_updates_agree_with_codex(tmp_path: Path, rnd: random.Random) -> None:
+    """Where agent-edit applies a patch, Codex leaves the same file; where agent-edit refuses
+    it, Codex refuses too, but for AMBIGUOUS (Codex takes the first match, on purpose not us)."""
+    text, patch = _random_update(rnd)
+    ours, theirs = tmp_path / "ours", tmp_path / "codex"
+    for d in (ours, theirs):
+        shutil.rmtree(d, ignore_errors=True)
+        make(d, {"f": text})
+    code = engine_apply(ours, patch)
+    proc = subprocess.run([str(CODEX)], input=patch.encode(), cwd=theirs, capture_output=True)
+    if code is None:
+        assert proc.returncode == 0, proc.stderr.decode()
+        assert tree(ours) == tree(theirs)
+    elif code != "AMBIGUOUS":
+        assert proc.returncode != 0, (code, tree(theirs))

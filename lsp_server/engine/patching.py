@@ -404,6 +404,42 @@ def _find_line_run(text: str, pattern: str, start: int) -> int:
     return at
 
 
+def _without_final_newline(
+    old: tuple[str, ...], new: tuple[str, ...], ops: str
+) -> tuple[tuple[str, ...], tuple[str, ...], str]:
+    """A chunk's lines without its last old line (an empty one), and without its last new line
+    when that is empty too, as Codex retries a chunk; `ops` follow, so that the lines left
+    alone stay context: a context line dropped from one side only becomes added or removed."""
+    items: list[list[str]] = []
+    oi = ni = 0
+    for op in ops:
+        if op == " ":
+            items.append([" ", old[oi]])
+            oi, ni = oi + 1, ni + 1
+        elif op == "-":
+            items.append(["-", old[oi]])
+            oi += 1
+        else:
+            items.append(["+", new[ni]])
+            ni += 1
+
+    def drop(side: str, gone: str) -> None:
+        i = max(k for k, item in enumerate(items) if item[0] in side)
+        if items[i][0] == " ":
+            items[i][0] = gone  # now on the other side only
+        else:
+            del items[i]
+
+    drop(" -", "+")
+    if new and new[-1] == "":
+        drop(" +", "-")
+    return (
+        tuple(t for op, t in items if op != "+"),
+        tuple(t for op, t in items if op != "-"),
+        "".join(op for op, _ in items),
+    )
+
+
 class _Level:
     """One ladder level's view of the file: each line normalised, and optionally an index."""
 
@@ -604,14 +640,15 @@ class _FileSeeker:
                 pending.append((at, at, seq, tuple(x + eol for x in new)))
                 continue
             level, hits = self.find(old, cursor, chunk.is_end_of_file)
-            if not hits and old[-1] == "" and ops[-1] in " -":
-                # Codex: a trailing empty line may stand for the file's final newline.
-                old = old[:-1]
-                if ops[-1] == " ":
-                    new = new[:-1]
-                ops = ops[:-1]
+            if not hits and old[-1] == "":
+                # Codex: a trailing empty old line may stand for the file's final newline: it
+                # tries again without it (and without the last new line if that is empty too);
+                # nothing left to find matches at the cursor.
+                old, new, ops = _without_final_newline(old, new, ops)
                 if old:
                     level, hits = self.find(old, cursor, chunk.is_end_of_file)
+                else:
+                    level, hits = "exact", [cursor]
             if not hits:
                 raise self._no_match(chunk, cursor)
             if len(hits) > 1:
