@@ -148,9 +148,21 @@ def test_end_of_file_matches_only_at_the_end() -> None:
 def test_pure_addition_goes_to_the_end() -> None:
     (c,) = plan({"a": "a\nb\n"}, "*** Update File: a\n@@ a\n+new\n").changes
     assert c.new_text == "a\nb\nnew\n"
-    # Codex inserts before a single trailing blank line.
+    # Codex (0.169.0) appends at the very end, after a trailing blank line too.
     (c,) = plan({"a": "a\n\n"}, "*** Update File: a\n@@\n+new\n").changes
-    assert c.new_text == "a\nnew\n\n"
+    assert c.new_text == "a\n\nnew\n"
+    (c,) = plan({"a": "a\n\n\n"}, "*** Update File: a\n@@\n+new\n").changes
+    assert c.new_text == "a\n\n\nnew\n"
+    (c,) = plan({"a": "a\r\n\r\n"}, "*** Update File: a\n@@\n+new\n").changes
+    assert c.new_text == "a\r\n\r\nnew\r\n"
+    # An anchor moves the cursor, but a pure addition still goes at the end.
+    (c,) = plan({"a": "a\nb\nc\n\n"}, "*** Update File: a\n@@ a\n+x\n").changes
+    assert c.new_text == "a\nb\nc\n\nx\n"
+    # A pure addition before a change, and after one: both at the end, in patch order.
+    (c,) = plan({"a": "a\nb\nc\n"}, "*** Update File: a\n@@\n+x\n@@\n-b\n+B\n@@\n+y\n").changes
+    assert c.new_text == "a\nB\nc\nx\ny\n"
+    (c,) = plan({"a": "a"}, "*** Update File: a\n@@\n+b\n").changes
+    assert c.new_text == "a\nb\n"
     (c,) = plan({"a": ""}, "*** Update File: a\n@@\n+first\n").changes
     assert c.new_text == "first\n"
 
@@ -401,3 +413,254 @@ def test_exact_fast_path_makes_the_seekers_edits(lines: list[str], data: st.Data
         general = None
     if fast is not None:
         assert fast == general
+
+
+@pytest.mark.parametrize(
+    ("text", "body", "expected"),
+    [
+        # What Codex 0.169.0 wrote for each (its binary, patch on stdin).
+        ("a\nb\nc\n", "@@\r\r\n a\r\r\n-b\r\r\n+B\r\r\n c\r\r\n", "a\nB\nc\n"),
+        ("a\r\nb\r\nc\r\n", "@@\r\r\n a\r\r\n-b\r\r\n+B\r\r\n c\r\r\n", "a\r\nB\r\nc\r\n"),
+        ("a\nb\nc\n", "@@\n a\n-b\n+B\r\r\n c\n", "a\nB\nc\n"),
+        # A third CR stays (Codex: `a\nB\r\nc\n`), and so does one inside the line.
+        ("a\nb\nc\n", "@@\n a\n-b\n+B\r\r\r\n c\n", "a\nB\r\nc\n"),
+        ("a\nb\nc\n", "@@\n a\n-b\n+B\r\rX\n c\n", "a\nB\r\rX\nc\n"),
+        ("a\nb\nc\n", "@@\n a\n-b\n+B\r \n c\n", "a\nB\r \nc\n"),
+        # Anchors and removed lines lose them too (the match is exact, not lenient).
+        ("x\na\ny\na\n", "@@ y\r\r\n-a\r\r\n+A\n", "x\na\ny\nA\n"),
+    ],
+    ids=["lf", "crlf", "added-only", "third-cr", "cr-inside", "cr-space", "anchor"],
+)
+def test_lines_ending_in_cr_cr_lf_end_cleanly(text: str, body: str, expected: str) -> None:
+    """A patch converted to CRLF twice: each line ends in `\\r\\r\\n`; Codex strips both CRs."""
+    p = plan({"a": text}, f"*** Update File: a\n{body}")
+    (c,) = p.changes
+    assert c.new_text == expected
+    assert "lenient" not in p.summary
+
+
+def test_cr_cr_lf_in_add_file_and_paths() -> None:
+    body = (
+        "*** Add File: g\r\r\n+x\ry\r\r\n+z\r\n"
+        "*** Update File: a\r\r\n*** Move to: b\r\r\n@@\n-a\n+A\n"
+    )
+    p = plan({"a": "a\n"}, body)
+    assert [(c.change, c.target_path) for c in p.changes] == [("add", "g"), ("move", "b")]
+    assert p.changes[0].new_text == "x\ry\nz\n"
+    assert p.changes[1].new_text == "A\n"
+
+
+NESTED = (
+    "class Base:\n"
+    "    def run(self):\n"
+    "        return 1\n"
+    "class Child(Base):\n"
+    "    def run(self):\n"
+    "        return 1\n"
+    "    def stop(self):\n"
+    "        return 0\n"
+)
+RUN_CHILD = (
+    "*** Update File: a\n@@ class Child(Base):\n@@     def run(self):\n"
+    "-        return 1\n+        return 2\n"
+)
+
+
+def test_several_anchor_lines_narrow_step_by_step() -> None:
+    """`@@ class Child(Base):` then `@@ def run(self):`: the chunk is sought after both, in
+    order; one `@@ def run(self):` alone would stop at Base.run."""
+    (c,) = plan({"a": NESTED}, RUN_CHILD).changes
+    assert spans(c) == [(5, 6, ("        return 2\n",))]
+    # Bare `@@` lines among them add nothing.
+    body = (
+        "*** Update File: a\n@@\n@@ class Child(Base):\n@@\n@@     def stop(self):\n"
+        "-        return 0\n+        return 3\n"
+    )
+    (c,) = plan({"a": NESTED}, body).changes
+    assert spans(c) == [(7, 8, ("        return 3\n",))]
+
+
+def test_narrowed_chunk_matching_twice_is_ambiguous() -> None:
+    # After `class Child` and its `def run`, `return 1` is at lines 6 and 8.
+    err = refused({"a": NESTED.replace("return 0", "return 1")}, RUN_CHILD)
+    assert err.code == Code.AMBIGUOUS
+    assert err.details["lines"] == [6, 8]
+
+
+def test_nested_anchor_that_never_matches_names_it() -> None:
+    body = RUN_CHILD.replace("    def run(self)", "def nowhere()")
+    err = refused({"a": NESTED}, body)
+    assert err.code == Code.NO_MATCH
+    assert err.details["oldLines"] == ["def nowhere():"]
+    assert "anchor line 2 of 2" in err.message and "after '@@ class Child(Base):'" in err.message
+    # In order: the second anchor exists, but only before the first.
+    body = (
+        "*** Update File: a\n@@     def stop(self):\n@@ class Child(Base):\n"
+        "-        return 1\n+        return 2\n"
+    )
+    err = refused({"a": NESTED}, body)
+    assert err.code == Code.NO_MATCH and err.details["oldLines"] == ["class Child(Base):"]
+    assert err.details["candidates"][0]["line"] == 4
+
+
+def test_delete_then_add_is_a_rewrite() -> None:
+    """The rewrite idiom: Codex deletes, then writes the new text. The plan is one update of the
+    file to exactly that text (no BOM, LF as the Add File has it)."""
+    body = "*** Delete File: a\n*** Add File: a\n+x\n+y\n"
+    p = plan({"a": "one\r\ntwo\r\n", "b": "b\n"}, body)
+    (c,) = p.changes
+    assert (c.change, c.path, c.new_text, c.bom) == ("update", "a", "x\ny\n", False)
+    assert p.summary["combined"] == [
+        {
+            "path": "a",
+            "patchLines": [2, 3],
+            "sections": ["delete", "add"],
+            "planned": [{"path": "a", "change": "update"}],
+        }
+    ]
+    assert file_diff(c) == (
+        "diff --git a/a b/a\n--- a/a\n+++ b/a\n@@ -1,2 +1,2 @@\n-one\r\n-two\r\n+x\n+y\n"
+    )
+    # The same text again: an update with nothing to do.
+    (c,) = plan({"a": "x\n"}, "*** Delete File: a\n*** Add File: a\n+x\n").changes
+    assert (c.change, c.edits, c.new_text) == ("update", (), "x\n")
+    # An empty Add File empties it.
+    (c,) = plan({"a": "x\n"}, "*** Delete File: a\n*** Add File: a\n").changes
+    assert (c.change, c.new_text) == ("update", "")
+
+
+def test_move_then_add_of_the_old_name() -> None:
+    body = "*** Update File: a\n*** Move to: g\n@@\n-a\n+A\n*** Add File: a\n+new\n"
+    p = plan({"a": "a\nb\n"}, body)
+    assert [(c.change, c.path, c.new_text) for c in p.changes] == [
+        ("add", "g", "A\nb\n"),
+        ("update", "a", "new\n"),
+    ]
+    assert p.summary["combined"][0]["sections"] == ["move", "add"]
+    assert p.summary["combined"][0]["planned"] == [
+        {"path": "g", "change": "add"},
+        {"path": "a", "change": "update"},
+    ]
+
+
+@pytest.mark.parametrize(
+    ("files", "body", "code", "path", "phrase"),
+    [
+        (
+            {"a": "a\n"},
+            "*** Delete File: a\n*** Add File: a\n+x\n+y\n*** Update File: a\n@@\n-x\n+X\n",
+            Code.INVALID_ARGUMENT,
+            "a",
+            "Add File section at patch line 3 writes it anew",
+        ),
+        (
+            {"a": "a\n"},
+            "*** Update File: a\n*** Move to: b\n@@\n-a\n+A\n*** Add File: b\n+new\n",
+            Code.ALREADY_EXISTS,
+            "b",
+            "section at patch line 2 leaves there",
+        ),
+        (
+            {"a": "a\n"},
+            "*** Update File: a\n*** Move to: b\n@@\n-a\n+A\n*** Add File: a\n+n\n"
+            "*** Delete File: a\n",
+            Code.INVALID_ARGUMENT,
+            "a",
+            "deleting it here undoes that",
+        ),
+        (
+            {"a": "a\nb\n"},
+            "*** Update File: a\n@@\n-a\n+A\n*** Update File: a\n@@\n-b\n+B\n",
+            Code.INVALID_ARGUMENT,
+            "a",
+            "already changes it",
+        ),
+        ({}, "*** Add File: a\n+x\n*** Delete File: a\n", Code.INVALID_ARGUMENT, "a", "creates"),
+        ({}, "*** Add File: a\n+x\n*** Add File: a\n+y\n", Code.ALREADY_EXISTS, "a", "(added)"),
+        ({"a": "a\n"}, "*** Delete File: a\n*** Delete File: a\n", Code.NOT_FOUND, "a", "already"),
+        (
+            {"a": "a\n"},
+            "*** Delete File: a\n*** Update File: a\n@@\n-a\n+b\n",
+            Code.NOT_FOUND,
+            "a",
+            "already deleted it",
+        ),
+        (
+            {"a": "a\n"},
+            "*** Update File: a\n@@\n-a\n+b\n*** Add File: a\n+c\n",
+            Code.ALREADY_EXISTS,
+            "a",
+            "(updated)",
+        ),
+        (
+            {"a": "a\n", "b": "b\n"},
+            "*** Delete File: b\n*** Update File: a\n*** Move to: b\n@@\n-a\n+A\n",
+            Code.INVALID_ARGUMENT,
+            "b",
+            "the same patch frees",
+        ),
+        (
+            {"a": "a\n"},
+            "*** Update File: a\n*** Move to: b\n@@\n-a\n+A\n*** Update File: b\n@@\n-A\n+B\n",
+            Code.INVALID_ARGUMENT,
+            "b",
+            "Merge",
+        ),
+        (
+            {"a": "a\n"},
+            "*** Update File: a\n*** Move to: b\n@@\n-a\n+A\n*** Update File: a\n@@\n-a\n+B\n",
+            Code.NOT_FOUND,
+            "a",
+            "moved away",
+        ),
+        (
+            {"a": "a\n"},
+            "*** Delete File: a\n*** Add File: a\n+x\n*** Delete File: a\n",
+            Code.INVALID_ARGUMENT,
+            "a",
+            "undoes that",
+        ),
+    ],
+    ids=[
+        "delete-add-update",
+        "move-then-add-destination",
+        "move-add-delete",
+        "two-updates",
+        "add-then-delete",
+        "add-twice",
+        "delete-twice",
+        "delete-then-update",
+        "update-then-add",
+        "delete-then-move-onto",
+        "move-then-update-destination",
+        "move-then-update-source",
+        "delete-add-delete",
+    ],
+)
+def test_sections_of_one_path_refused_in_order(
+    files: dict[str, str], body: str, code: Code, path: str, phrase: str
+) -> None:
+    """Repeats other than Delete/Move then Add: refused, saying which section came first."""
+    err = refused(files, body)
+    assert (err.code, err.details["path"]) == (code, path), err.message
+    assert phrase in err.message + err.hint, err.message
+    assert err.details["earlierPatchLine"] < err.details["patchLine"]
+    assert err.hint
+
+
+def test_nested_anchors_in_a_file_with_many_chunks() -> None:
+    """Past INDEX_FROM_CHUNKS a file's pivot lines and anchors are indexed: the same answers."""
+    n = patching.INDEX_FROM_CHUNKS + 16
+    cls = "class C{k}:\n    def run(self):\n        return {r}\n# end C{k}\n"
+    text = "".join(cls.format(k=k, r=0) for k in range(n))
+    body = "*** Update File: a\n" + "".join(
+        f"@@ class C{k}:\n@@     def run(self):\n-        return 0\n+        return {k}\n"
+        f" # end C{k}\n"
+        for k in range(n)
+    )
+    (c,) = plan({"a": text}, body).changes
+    assert c.new_text == "".join(cls.format(k=k, r=k) for k in range(n))
+    # The last chunk matches twice after its anchors: AMBIGUOUS, indexed or not.
+    text += f"        return 0\n# end C{n - 1}\n"
+    err = refused({"a": text}, body)
+    assert err.code == Code.AMBIGUOUS and err.details["lines"] == [4 * n - 1, 4 * n + 1]

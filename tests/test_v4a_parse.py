@@ -256,10 +256,17 @@ ERRORS = [
     ),
     (
         "empty chunk",
-        "*** Begin Patch\n*** Update File: a\n@@\n@@\n-x\n*** End Patch\n",
-        4,
-        "@@",
-        "no chunk lines",
+        "*** Begin Patch\n*** Update File: a\n@@\n-x\n@@ a\n@@ b\n*** End Patch\n",
+        7,
+        "*** End Patch",
+        "follows the '@@' line 6 with no chunk lines",
+    ),
+    (
+        "nested headers then a bad line",
+        "*** Begin Patch\n*** Update File: a\n@@ class A\n@@ def f\nx\n*** End Patch\n",
+        5,
+        "x",
+        "is not a chunk line",
     ),
     (
         "add body line without +",

@@ -10,7 +10,9 @@ What a front end gets (the LSP `agentEdit.applyPatch` and the CLI both use it th
 - `get_snapshot(path)` receives each path exactly as the patch wrote it (Update/Add/Delete paths
   and Move-to destinations). It resolves it (path policy) and returns the snapshot whose `.path`
   is the canonical workspace-relative path, or raises `EditError` (OUTSIDE_WORKSPACE, DENIED,
-  BINARY, ...) which `plan_patch` lets through. The same canonical path twice is refused.
+  BINARY, ...) which `plan_patch` lets through. Sections apply in patch order; a canonical
+  path named by two sections is planned only for Delete then Add and Move then Add of the old
+  name (see `_Sections`), and refused otherwise.
 - `plan.changes`, in patch order, one `FileChange` per file section:
   `add` (`before` is the absent snapshot, `new_text` the content, no BOM),
   `delete` (`before` is the file),
@@ -24,16 +26,22 @@ What a front end gets (the LSP `agentEdit.applyPatch` and the CLI both use it th
   only matched after whitespace or punctuation normalisation.
 - Refusals: PARSE_ERROR `{patchLine, line, expected}`; NOT_FOUND / ALREADY_EXISTS
   `{path, patchLine}`; AMBIGUOUS `{path, patchLine, lines, count}`; NO_MATCH
-  `{path, patchLine, oldLines, candidates}`; INVALID_ARGUMENT for a path named twice.
+  `{path, patchLine, oldLines, candidates}`; INVALID_ARGUMENT `{path, patchLine,
+  earlierPatchLine}` for a path named twice where that is not allowed.
+- `plan.summary["combined"]`, when sections of one path were combined: `[{path, patchLines,
+  sections, planned}]` (`sections` as the patch has them, `planned` the changes they became).
 
-Seeking follows Codex (peers.md): an optional `@@ anchor` line moves a forward-only cursor; the
-chunk's old lines are then looked for from the cursor in four passes (matching.LADDER: exact,
-trailing whitespace, both ends trimmed, Unicode punctuation folded), the first pass with any match
-deciding; `*** End of File` tries only the last position; a chunk with no old lines is appended
-at the end of the file. One deliberate difference: if the first successful pass matches at more
-than one place in the window, the chunk is `AMBIGUOUS` (with every line number) instead of taking
-the first. Matched context lines are left exactly as the file has them (also under a lenient
-pass); added lines take the file's first line terminator; an updated file ends with a newline.
+Seeking follows Codex (peers.md): an optional `@@ anchor` line moves a forward-only cursor
+(several in a row move it step by step, each sought after the previous one: Codex's parser
+refuses them, its instructions to models use them); the chunk's old lines are then looked for
+from the cursor in four passes (matching.LADDER: exact, trailing whitespace, both ends trimmed,
+Unicode punctuation folded), the first pass with any match deciding; `*** End of File` tries
+only the last position; a chunk with no old lines is appended at the very end of the file
+(after a trailing blank line too, as Codex 0.169.0). One deliberate difference: if the first
+successful pass matches at more than one place in the window, the chunk is `AMBIGUOUS` (with
+every line number) instead of taking the first. Matched context lines are left exactly as the
+file has them (also under a lenient pass); added lines take the file's first line terminator;
+an updated file ends with a newline.
 
 Seeking never runs Python code per file line: a chunk is found by `list.index` on its longest
 line (a C loop) from the cursor, and verified by one list-slice comparison. Uniqueness needs
@@ -52,8 +60,8 @@ from typing import Any
 
 from lsp_server.engine.errors import Code, EditError
 from lsp_server.engine.matching import LADDER, MAX_LISTED_MATCHES
-from lsp_server.engine.model import FileChange, LineEdit, Plan, common_ends
-from lsp_server.engine.text import Snapshot, content
+from lsp_server.engine.model import FileChange, LineEdit, Plan, common_ends, minimal_edit
+from lsp_server.engine.text import Snapshot, content, split_lines
 from lsp_server.engine.v4a import AddFile, Chunk, DeleteFile, Patch, UpdateFile, parse_patch
 
 GetSnapshot = Callable[[str], Snapshot]
@@ -68,49 +76,210 @@ def plan_patch(patch_text: str, get_snapshot: GetSnapshot) -> Plan:
 
 def plan_hunks(patch: Patch, get_snapshot: GetSnapshot) -> Plan:
     """Plan already-parsed hunks (see `plan_patch`)."""
-    claimed: dict[str, int] = {}
-    changes: list[FileChange] = []
+    sections = _Sections()
+    changes = sections.changes
     lenient: list[dict[str, Any]] = []
-
-    def claim(path: str, line: int) -> None:
-        if path in claimed:
-            raise EditError(
-                Code.INVALID_ARGUMENT,
-                f"{path} is named by more than one file section (patch lines {claimed[path]} "
-                f"and {line}); each file may appear once, so no section has to guess what an "
-                "earlier one left behind.",
-                "Put all chunks for one file under a single '*** Update File:' section, in file "
-                "order.",
-                {"argument": "patch", "path": path, "patchLine": line},
-            )
-        claimed[path] = line
-
     for hunk in patch:
         snap = get_snapshot(hunk.path)
-        claim(snap.path, hunk.patch_line)
+        line = hunk.patch_line
         if isinstance(hunk, AddFile):
-            if snap.exists:
-                raise EditError(
-                    Code.ALREADY_EXISTS,
-                    f"Add File {snap.path} (patch line {hunk.patch_line}) would overwrite an "
-                    "existing file.",
-                    "Use '*** Update File:' with chunks to change it, or '*** Delete File:' it "
-                    "first in a separate patch if replacing it whole is really intended.",
-                    {"path": snap.path, "patchLine": hunk.patch_line},
-                )
-            changes.append(FileChange("add", snap, new_text_override=hunk.text, new_bom=False))
+            sections.add(snap, hunk.text, line)
         elif isinstance(hunk, DeleteFile):
-            _require_file(snap, "delete", hunk.patch_line)
-            changes.append(FileChange("delete", snap))
+            sections.delete(snap, line)
         else:
-            changes.append(_plan_update(hunk, snap, get_snapshot, claim, lenient))
+            sections.claim(snap.path, line, "update")
+            dest = _plan_update(hunk, snap, get_snapshot, sections, lenient)
+            sections.updated(snap, dest, line)
     summary: dict[str, object] = {
         "files": len(changes),
         "chunks": sum(len(h.chunks) for h in patch if isinstance(h, UpdateFile)),
     }
     if lenient:
         summary["lenient"] = lenient
+    if sections.combined:
+        summary["combined"] = sections.combined
     return Plan("applyPatch", tuple(changes), summary)
+
+
+# What the sections before have made of a path, for the next section that names it.
+_ADDED, _UPDATED, _MOVED_HERE, _DELETED, _MOVED_AWAY, _REWRITTEN = (
+    "added",
+    "updated",
+    "moved here",
+    "deleted",
+    "moved away",
+    "rewritten",
+)
+
+
+class _Sections:
+    """The file sections planned so far, applied in patch order as Codex applies them.
+
+    A path may be named again only where the meaning is plain (product.md 4): after a Delete
+    File, or after an Update File that moved it away, an Add File of it writes it anew (the
+    rewrite idiom). The plan says what the disk and the editor will end with, with the change
+    kinds every front end already carries out: Delete then Add is an update of the file to the
+    new text (an open buffer is updated, not closed and reopened); Move A to B then Add A is
+    an add of B (the moved text) and an update of A. `combined` tells which sections made
+    each. Any other repeat is refused, saying why: a second Update of one file (merge the
+    chunks), an Update or Delete of what an earlier section created, an Add onto what exists
+    by then (ALREADY_EXISTS, as for any Add), a Delete or Update of what is gone (NOT_FOUND).
+    """
+
+    def __init__(self) -> None:
+        self.changes: list[FileChange] = []
+        # path -> (what the last section naming it did, its patch line, its change's index)
+        self.state: dict[str, tuple[str, int, int]] = {}
+        self.dest: dict[int, Snapshot] = {}  # a move's index -> its destination's snapshot
+        self.combined: list[dict[str, Any]] = []
+
+    def add(self, snap: Snapshot, text: str, line: int) -> None:
+        prior = self.state.get(snap.path)
+        if prior is None or prior[0] not in (_DELETED, _MOVED_AWAY):
+            if snap.exists or prior is not None:
+                raise _add_onto_existing(snap.path, line, prior)
+            self.state[snap.path] = (_ADDED, line, len(self.changes))
+            self.changes.append(FileChange("add", snap, new_text_override=text, new_bom=False))
+            return
+        what, first, k = prior
+        gone = self.changes[k]
+        rewrite = _rewrite(gone.before, text)
+        if what == _DELETED:
+            self.changes[k] = rewrite
+            planned = [{"path": snap.path, "change": "update"}]
+        else:
+            assert gone.moved_to is not None
+            dest = self.dest.pop(k)
+            # The moved text lands at the destination as a new file; the source is rewritten.
+            self.changes[k] = FileChange(
+                "add", dest, new_text_override=gone.new_text, new_bom=gone.bom
+            )
+            self.state[dest.path] = (_ADDED, first, k)
+            self.changes.append(rewrite)
+            planned = [
+                {"path": dest.path, "change": "add"},
+                {"path": snap.path, "change": "update"},
+            ]
+        self.state[snap.path] = (_REWRITTEN, line, len(self.changes) - 1)
+        self.combined.append(
+            {
+                "path": snap.path,
+                "patchLines": [first, line],
+                "sections": ["delete" if what == _DELETED else "move", "add"],
+                "planned": planned,
+            }
+        )
+
+    def delete(self, snap: Snapshot, line: int) -> None:
+        self.claim(snap.path, line, "delete")
+        _require_file(snap, "delete", line)
+        self.state[snap.path] = (_DELETED, line, len(self.changes))
+        self.changes.append(FileChange("delete", snap))
+
+    def claim(self, path: str, line: int, verb: str) -> None:
+        """Refuse a Delete or Update (`verb`) of `path`, or a move onto it ("move"), that an
+        earlier section makes meaningless or ambiguous."""
+        prior = self.state.get(path)
+        if prior is None:
+            return
+        what, first, _ = prior
+        if what in (_DELETED, _MOVED_AWAY):
+            if verb == "move":
+                raise _named_again(
+                    path,
+                    first,
+                    line,
+                    f"the section at patch line {first} {what.replace('moved', 'moves')} it, "
+                    "and moving another file onto a path the same patch frees is not supported",
+                    "Apply the Delete File (or the move away) in one patch and this move in the "
+                    "next.",
+                )
+            gone = "deleted" if what == _DELETED else "moved away"
+            raise EditError(
+                Code.NOT_FOUND,
+                f"Cannot {verb} {path} (patch line {line}): the section at patch line {first} "
+                f"already {gone} it, so there is no such file by then.",
+                "Drop one of the two sections, or name the file as it is after the earlier one.",
+                {"path": path, "patchLine": line, "earlierPatchLine": first},
+            )
+        if verb == "move":
+            raise _add_onto_existing(path, line, prior, move=True)
+        if what in (_ADDED, _REWRITTEN):
+            made = "creates it" if what == _ADDED else "writes it anew"
+            if verb == "update":
+                why = f"the Add File section at patch line {first} {made} with its whole text"
+                hint = "Put the change into that Add File section's '+' lines."
+            else:
+                why = f"the section at patch line {first} {made}, and deleting it here undoes that"
+                hint = "Leave out both sections (and the Delete File before, if any)."
+            raise _named_again(path, first, line, why, hint)
+        if verb == "update":
+            raise _named_again(
+                path,
+                first,
+                line,
+                f"the Update File section at patch line {first} already changes it, and a second "
+                "one would have to be matched against text that no snapshot shows",
+                "Merge the two sections: all chunks for one file under a single "
+                "'*** Update File:' section, in file order.",
+            )
+        raise _named_again(
+            path,
+            first,
+            line,
+            f"the Update File section at patch line {first} changes it, which deleting it here "
+            "makes pointless",
+            "Drop the Update File section and keep the Delete File, or drop the Delete File.",
+        )
+
+    def updated(self, snap: Snapshot, dest: Snapshot | None, line: int) -> None:
+        """Record the Update File section just planned (`dest`: where it moved the file)."""
+        k = len(self.changes) - 1
+        if dest is None:
+            self.state[snap.path] = (_UPDATED, line, k)
+            return
+        self.dest[k] = dest
+        self.state[snap.path] = (_MOVED_AWAY, line, k)
+        self.state[dest.path] = (_MOVED_HERE, line, k)
+
+
+def _rewrite(before: Snapshot, text: str) -> FileChange:
+    """`before` made to hold exactly `text` (an Add File's: no BOM), as one minimal edit."""
+    edit = minimal_edit(before.lines, split_lines(text))
+    return FileChange("update", before, (edit,) if edit else (), new_bom=False)
+
+
+def _named_again(path: str, first: int, line: int, why: str, hint: str) -> EditError:
+    return EditError(
+        Code.INVALID_ARGUMENT,
+        f"{path} is named by two file sections (patch lines {first} and {line}): {why}.",
+        hint,
+        {"argument": "patch", "path": path, "patchLine": line, "earlierPatchLine": first},
+    )
+
+
+def _add_onto_existing(
+    path: str, line: int, prior: tuple[str, int, int] | None, move: bool = False
+) -> EditError:
+    what = f"Move to {path}" if move else f"Add File {path}"
+    if prior is None:
+        return EditError(
+            Code.ALREADY_EXISTS,
+            f"{what} (patch line {line}) would overwrite an existing file.",
+            "Move to a path that does not exist yet, or update the destination file instead."
+            if move
+            else "Use '*** Update File:' with chunks to change it, or '*** Delete File:' it "
+            "first (in the same patch, just before) if replacing it whole is really intended.",
+            {"path": path, "patchLine": line},
+        )
+    done, first, _ = prior
+    return EditError(
+        Code.ALREADY_EXISTS,
+        f"{what} (patch line {line}) would overwrite the file that the section at patch line "
+        f"{first} leaves there ({done}).",
+        "Give the file its final content in one section, or move to another path.",
+        {"path": path, "patchLine": line, "earlierPatchLine": first},
+    )
 
 
 def _require_file(snap: Snapshot, verb: str, patch_line: int) -> None:
@@ -127,31 +296,27 @@ def _plan_update(
     hunk: UpdateFile,
     snap: Snapshot,
     get_snapshot: GetSnapshot,
-    claim: Callable[[str, int], None],
+    sections: _Sections,
     lenient: list[dict[str, Any]],
-) -> FileChange:
+) -> Snapshot | None:
+    """Plan an Update File section into `sections.changes`; the move's destination, if any."""
     _require_file(snap, "update", hunk.patch_line)
-    moved_to: str | None = None
+    dest: Snapshot | None = None
     if hunk.move_to is not None:
-        dest = get_snapshot(hunk.move_to)
-        if dest.path != snap.path:
-            if dest.exists:
-                raise EditError(
-                    Code.ALREADY_EXISTS,
-                    f"Move to {dest.path} (patch line {hunk.patch_line}) would overwrite an "
-                    "existing file.",
-                    "Move to a path that does not exist yet, or update the destination file "
-                    "instead.",
-                    {"path": dest.path, "patchLine": hunk.patch_line},
-                )
-            claim(dest.path, hunk.patch_line)
-            moved_to = dest.path
+        to = get_snapshot(hunk.move_to)
+        if to.path != snap.path:
+            sections.claim(to.path, hunk.patch_line, "move")
+            if to.exists:
+                raise _add_onto_existing(to.path, hunk.patch_line, None, move=True)
+            dest = to
     edits = _exact_edits(snap.text, hunk.chunks)
     if edits is None:
         edits = _FileSeeker(snap, lenient, hunk.chunks).edits(hunk.chunks)
-    if moved_to is not None:
-        return FileChange("move", snap, edits, moved_to=moved_to)
-    return FileChange("update", snap, edits)
+    if dest is not None:
+        sections.changes.append(FileChange("move", snap, edits, moved_to=dest.path))
+    else:
+        sections.changes.append(FileChange("update", snap, edits))
+    return dest
 
 
 def _exact_edits(text: str, chunks: Sequence[Chunk]) -> tuple[LineEdit, ...] | None:
@@ -237,6 +402,42 @@ def _find_line_run(text: str, pattern: str, start: int) -> int:
     while at > 0 and text[at - 1] != "\n":
         at = text.find(pattern, at + 1)
     return at
+
+
+def _without_final_newline(
+    old: tuple[str, ...], new: tuple[str, ...], ops: str
+) -> tuple[tuple[str, ...], tuple[str, ...], str]:
+    """A chunk's lines without its last old line (an empty one), and without its last new line
+    when that is empty too, as Codex retries a chunk; `ops` follow, so that the lines left
+    alone stay context: a context line dropped from one side only becomes added or removed."""
+    items: list[list[str]] = []
+    oi = ni = 0
+    for op in ops:
+        if op == " ":
+            items.append([" ", old[oi]])
+            oi, ni = oi + 1, ni + 1
+        elif op == "-":
+            items.append(["-", old[oi]])
+            oi += 1
+        else:
+            items.append(["+", new[ni]])
+            ni += 1
+
+    def drop(side: str, gone: str) -> None:
+        i = max(k for k, item in enumerate(items) if item[0] in side)
+        if items[i][0] == " ":
+            items[i][0] = gone  # now on the other side only
+        else:
+            del items[i]
+
+    drop(" -", "+")
+    if new and new[-1] == "":
+        drop(" +", "-")
+    return (
+        tuple(t for op, t in items if op != "+"),
+        tuple(t for op, t in items if op != "-"),
+        "".join(op for op, _ in items),
+    )
 
 
 class _Level:
@@ -337,7 +538,7 @@ class _FileSeeker:
 
     def _pivots(self, norm: Callable[[str], str]) -> set[str]:
         """Every chunk's pivot line (and anchor) as `norm` sees it: what an index must cover."""
-        wanted = {norm(c.anchor) for c in self.chunks if c.anchor is not None}
+        wanted = {norm(a) for c in self.chunks for a in c.anchors}
         exact = norm == self._exact
         for chunk in self.chunks:
             if chunk.old_lines:
@@ -422,31 +623,34 @@ class _FileSeeker:
         cursor = 0
         pending: list[tuple[int, int, int, tuple[str, ...]]] = []  # (start, end, seq, new)
         for seq, chunk in enumerate(chunks):
-            if chunk.anchor is not None:
-                level, hits = self.find([chunk.anchor], cursor, False, first_only=True)
+            # Each `@@ <line>` is sought after the previous one (`@@ class Base` then
+            # `@@ def run():` narrows step by step); the chunk's lines after the last.
+            for k, anchor in enumerate(chunk.anchors):
+                level, hits = self.find([anchor], cursor, False, first_only=True)
                 if not hits:
-                    raise self._no_match(chunk, cursor, anchor=True)
+                    raise self._no_match(chunk, cursor, anchor=k)
                 cursor = hits[0] + 1
                 self._note(level, chunk)
             old, new, ops = chunk.old_lines, chunk.new_lines, chunk.ops
             if not old:
-                # Codex: a pure addition goes at the end of the file (before one trailing blank).
+                # Codex (0.169.0): a pure addition goes at the very end of the file, after a
+                # trailing blank line too (`a\n\n` + `+b` is `a\n\nb\n`); an anchor only
+                # moves the cursor for the chunks after it.
                 at = len(lines)
-                if at and self.content(at - 1) == "":
-                    at -= 1
                 pending.append((at, at, seq, tuple(x + eol for x in new)))
                 continue
             level, hits = self.find(old, cursor, chunk.is_end_of_file)
-            if not hits and old[-1] == "" and ops[-1] in " -":
-                # Codex: a trailing empty line may stand for the file's final newline.
-                old = old[:-1]
-                if ops[-1] == " ":
-                    new = new[:-1]
-                ops = ops[:-1]
+            if not hits and old[-1] == "":
+                # Codex: a trailing empty old line may stand for the file's final newline: it
+                # tries again without it (and without the last new line if that is empty too);
+                # nothing left to find matches at the cursor.
+                old, new, ops = _without_final_newline(old, new, ops)
                 if old:
                     level, hits = self.find(old, cursor, chunk.is_end_of_file)
+                else:
+                    level, hits = "exact", [cursor]
             if not hits:
-                raise self._no_match(chunk, cursor, anchor=False)
+                raise self._no_match(chunk, cursor)
             if len(hits) > 1:
                 raise self._ambiguous(chunk, cursor, hits)
             self._note(level, chunk)
@@ -542,11 +746,16 @@ class _FileSeeker:
             },
         )
 
-    def _no_match(self, chunk: Chunk, cursor: int, anchor: bool) -> EditError:
+    def _no_match(self, chunk: Chunk, cursor: int, anchor: int | None = None) -> EditError:
+        """NO_MATCH for the chunk's old lines, or (`anchor`: its index) for one of its anchors."""
         path = self.snap.path
-        if anchor:
+        if anchor is not None:
             what = "its '@@' anchor line was"
-            wanted: Sequence[str] = [chunk.anchor or ""]
+            if len(chunk.anchors) > 1:
+                what = f"its '@@' anchor line {anchor + 1} of {len(chunk.anchors)} was"
+                if anchor:
+                    what += f" (looked for after '@@ {chunk.anchors[anchor - 1]}')"
+            wanted: Sequence[str] = [chunk.anchors[anchor]]
         else:
             what = "its context and removed lines were"
             wanted = chunk.old_lines
@@ -569,7 +778,7 @@ class _FileSeeker:
                 for c in candidates(self.snap, "\n".join(wanted))
             ]
         place = f" after line {cursor}" if cursor else ""
-        if chunk.is_end_of_file and not anchor:
+        if chunk.is_end_of_file and anchor is None:
             place = " at the end of the file ('*** End of File')"
         shown = "\n".join(wanted[:MAX_SHOWN_LINES])
         if len(wanted) > MAX_SHOWN_LINES:

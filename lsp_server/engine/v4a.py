@@ -7,7 +7,8 @@
 Leniency lives in `normalise_patch` only, so the grammar (v4a.lark) stays strict and readable. It
 accepts what models really emit, following Codex's lenient rules (peers.md):
 
-- CRLF patch bodies (every `\\r\\n` becomes `\\n`);
+- CRLF patch bodies (every `\\r\\n` becomes `\\n`), and lines ending in `\\r\\r\\n` (CRLF
+  converted twice: both `\\r`s go, as in Codex);
 - leading/trailing blank lines around the patch (Codex trims the input);
 - a heredoc wrapper: `<<EOF`, `<<'EOF'`, `<<"EOF"` (optionally after `apply_patch `) ... `EOF`;
 - marker lines padded with whitespace (`  *** Update File: a`, ` *** End Patch `) and
@@ -50,7 +51,12 @@ GRAMMAR_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "v4a.lar
 
 @dataclass(frozen=True)
 class Chunk:
-    """One `@@` section of an Update File: find `old_lines` (after `anchor`), put `new_lines`."""
+    """One `@@` section of an Update File: find `old_lines` (after `anchors`), put `new_lines`.
+
+    `anchors` are the texts of its `@@ <line>` headers, in order (a bare `@@` adds none): each
+    is sought after the previous one, the old lines after the last. `anchor` is the first, or
+    None when there is none (what a chunk with one header always had).
+    """
 
     anchor: str | None
     old_lines: tuple[str, ...]
@@ -59,6 +65,12 @@ class Chunk:
     # One op per body line, in order: " " context, "-" removed, "+" added.
     ops: str = ""
     patch_line: int = 0  # 1-based line of the chunk's header (or first line) in the patch
+    anchors: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        # Built with `anchor` only (one header, as before nested anchors): that is its list.
+        if not self.anchors and self.anchor is not None:
+            object.__setattr__(self, "anchors", (self.anchor,))
 
 
 @dataclass(frozen=True)
@@ -209,7 +221,14 @@ def _strip_lines(text: str) -> tuple[str, int]:
 def normalise_patch(text: str) -> NormalisedPatch:
     """Turn what a model emitted into the strict form v4a.lark reads (see the module docstring)."""
     if "\r" in text:
+        # As Codex 0.169.0 reads a patch: every `\r\n` becomes `\n`, then each line loses one
+        # more `\r` before its `\n` (Rust's `str::lines`). So a line ending in `\r\r\n` (CRLF
+        # converted twice) ends cleanly, in every section (added, context and removed lines,
+        # anchors, paths) whatever the file's own line endings; a `\r` elsewhere in a line,
+        # or a third one before its end, stays in its text.
         text = text.replace("\r\n", "\n")
+        if "\r\n" in text:
+            text = text.replace("\r\n", "\n")
     body, skipped = _strip_lines(text)
     first_line = skipped + 1
     nl = body.find("\n")
@@ -293,8 +312,8 @@ _EXPECTED = {
     "DELETE_FILE": "'*** Delete File: <path>'",
     "UPDATE_FILE": "'*** Update File: <path>'",
     "MOVE_TO": "'*** Move to: <path>'",
-    "CHUNK": "a chunk: '@@' or '@@ <anchor line>', then lines starting with ' ' (context), "
-    "'-' (removed) or '+' (added)",
+    "CHUNK": "a chunk: '@@' or '@@ <anchor line>' (several in a row narrow the search), then "
+    "lines starting with ' ' (context), '-' (removed) or '+' (added)",
     "BARE_CHUNK": "a chunk line starting with ' ' (context), '-' (removed) or '+' (added)",
     "ADD_BODY": "a '+' line of the new file",
     "END": "'*** End Patch'",
@@ -412,12 +431,21 @@ class _ToHunks:
         for token, patch_line in zip(tokens, patch_lines, strict=True):
             n = token.end_line - token.line  # its lines (each token ends with a newline)
             anchor = None
+            anchors: tuple[str, ...] = ()
             if token.type == "CHUNK":
                 head = lines[k]
                 if head[:3] == "@@ ":
                     anchor = head[3:]
+                    anchors = (anchor,)
                 k += 1
                 n -= 1
+                while lines[k][:2] == "@@":  # more headers: a body line never starts with '@'
+                    head = lines[k]
+                    if head[:3] == "@@ ":
+                        anchors += (head[3:],)
+                    k += 1
+                    n -= 1
+                anchor = anchors[0] if anchors else None
             eof = token.endswith(_EOF_TAIL)
             if eof:
                 n -= 1
@@ -435,6 +463,7 @@ class _ToHunks:
             fields["is_end_of_file"] = eof
             fields["ops"] = chunk_ops
             fields["patch_line"] = patch_line
+            fields["anchors"] = anchors
             o, w = o2, w2
             out.append(chunk)
         return out
@@ -807,10 +836,13 @@ def _explain(exc: Any, norm: NormalisedPatch) -> EditError:
     here = lines[n_line - 1] if n_line <= len(lines) else ""
     prev = lines[n_line - 2] if n_line >= 2 else ""
     if here.startswith("@@") and "CHUNK" in allowed:
-        # The chunk token failed after its header: the culprit is the line after it.
+        # The chunk token failed after its headers (several in a row are one chunk's): the
+        # culprit is the line after the last.
+        while n_line < len(lines) - 1 and lines[n_line].startswith("@@"):
+            n_line += 1
         n = norm.original_line(n_line + 1)
         text = norm.text_of(n)
-        if n_line >= len(lines) - 1 or lines[n_line].startswith(("***", "@@")):
+        if n_line >= len(lines) - 1 or lines[n_line].startswith("***"):
             at = norm.original_line(n_line)
             why = (
                 f"follows the '@@' line {at} with no chunk lines; a chunk needs at least one "
