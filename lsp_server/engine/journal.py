@@ -20,72 +20,35 @@ The journal knows records only as JSON objects with a `t` (type) field; what the
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
-import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lsp_server.engine.errors import Code, EditError
+from lsp_server.engine import state
+from lsp_server.engine.state import ENV_STATE_DIR as ENV_STATE_DIR
+from lsp_server.engine.state import fsync_dir as _fsync_dir
 
 try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows: one writer per workspace is assumed there
     fcntl = None  # type: ignore[assignment]
 
-ENV_STATE_DIR = "AGENT_EDIT_STATE_DIR"
-APP_NAME = "agent-edit"
 JOURNAL_NAME = "journal.jsonl"
 LOCK_NAME = "journal.lock"
 DEFAULT_MAX_BYTES = 16 * 1024 * 1024
 
 
-def _is_within(child: Path, parent: Path) -> bool:
-    try:
-        child.relative_to(parent)
-    except ValueError:
-        return False
-    return True
-
-
 def state_base(env: Mapping[str, str] | None = None) -> Path:
-    """The base state directory: `$AGENT_EDIT_STATE_DIR`, else platformdirs' user state dir.
-
-    On Linux that is platformdirs' XDG rule computed directly (importing platformdirs costs a
-    short CLI run ~12 ms); the same rule and naming as the CLI's disk writer (files.py), so
-    both keep their state for a workspace in one directory.
-    """
-    environ = os.environ if env is None else env
-    override = environ.get(ENV_STATE_DIR)
-    if override:
-        return Path(override).expanduser()
-    if sys.platform.startswith("linux"):
-        xdg = environ.get("XDG_STATE_HOME", "").strip()
-        return Path(xdg or os.path.expanduser("~/.local/state")) / APP_NAME
-    import platformdirs
-
-    return Path(platformdirs.user_state_dir(APP_NAME))
+    """The base state directory (engine/state.py): `$AGENT_EDIT_STATE_DIR`, else the user's."""
+    return Path(state.state_base(env))
 
 
 def state_dir_for(workspace: str | os.PathLike[str], base: Path | None = None) -> Path:
     """The workspace's own state directory: `<base>/workspaces/<name>-<sha256 of real path>`."""
-    real = os.path.realpath(workspace)
-    digest = hashlib.sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:16]
-    name = os.path.basename(real) or "root"
-    directory = (base or state_base()) / "workspaces" / f"{name}-{digest}"
-    resolved = Path(os.path.realpath(directory))
-    root = Path(real)
-    if _is_within(resolved, root):
-        raise EditError(
-            Code.DENIED,
-            f"The journal directory {resolved} would be inside the workspace {root}.",
-            f"Point {ENV_STATE_DIR} (or the user state directory) outside the workspace.",
-            {"rule": "journal outside the workspace", "path": str(resolved)},
-        )
-    return directory
+    return Path(state.workspace_state_path(workspace, None if base is None else str(base)))
 
 
 @dataclass
@@ -112,13 +75,7 @@ class Journal:
             self.dir = state_dir_for(self.workspace)
         else:
             self.dir = Path(state_dir)
-            if _is_within(Path(os.path.realpath(self.dir)), self.workspace):
-                raise EditError(
-                    Code.DENIED,
-                    f"The journal directory {self.dir} is inside the workspace.",
-                    "Give a state directory outside the workspace.",
-                    {"rule": "journal outside the workspace", "path": str(self.dir)},
-                )
+            state.check_outside(self.dir, self.workspace)
         self.path = self.dir / JOURNAL_NAME
         self.max_bytes = max_bytes
         self._offset = 0
@@ -128,11 +85,8 @@ class Journal:
     # -- files -------------------------------------------------------------------------------
 
     def _ensure_dir(self) -> None:
-        if not self.dir.exists():
-            self.dir.mkdir(parents=True, exist_ok=True)
-            with contextlib.suppress(OSError):
-                os.chmod(self.dir, 0o700)
-            _fsync_dir(self.dir.parent)
+        if not self.dir.is_dir():
+            state.make_dir(self.dir)
 
     @contextlib.contextmanager
     def _lock(self) -> Iterator[None]:
@@ -283,12 +237,3 @@ def _parse(lines: list[bytes]) -> list[dict[str, Any]]:
             out.append(rec)
     return out
 
-
-def _fsync_dir(path: Path) -> None:
-    # Directory fsync makes a new or renamed entry durable; not possible on every platform.
-    with contextlib.suppress(OSError):
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
