@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import Any
 
+from lsp_server.engine import state
 from lsp_server.engine.diffing import blob_sha1, file_diff
 from lsp_server.engine.errors import Code, EditError
 from lsp_server.engine.journal import Batch, Journal
@@ -1142,9 +1143,11 @@ class History:
         error: EditError | None = None,
         committed: list[dict[str, Any]] | None = None,
         versions: Mapping[str, int | None] | None = None,
+        files: Sequence[str] | None = None,
     ) -> Entry:
         """One-step entry for an action that never reached the editor or disk (refused, dry run),
-        or whose outcome is known at once (a front end without a crash window)."""
+        or whose outcome is known at once (a front end without a crash window, a recovery);
+        `files` names the files of an entry without a plan."""
         if outcome is None:
             outcome = str(error.code) if error is not None else "applied"
         done: list[int] = []
@@ -1167,6 +1170,8 @@ class History:
                 path = error.details.get("path") if isinstance(error.details, dict) else None
                 if path:
                     rec["files"] = [{"path": path}]
+            if files:
+                rec["files"] = [{"path": str(p)} for p in files]
             if plan is not None:
                 records = [record_change(c) for c in plan.changes]
                 rec["changes"] = [r.to_json() for r in records]
@@ -1396,7 +1401,9 @@ def open_history(workspace: str | os.PathLike[str], **kwargs: Any) -> History:
     """The workspace's history from its journal; in memory only (with `journal_error` saying
     why) when the journal cannot be used, so a broken state directory never stops editing."""
     try:
-        return History.load(Journal(workspace), **kwargs)
+        journal = Journal(workspace)
+        state.make_dir(journal.dir)  # a folder that cannot be made: memory only, said once
+        return History.load(journal, **kwargs)
     except (EditError, OSError) as exc:
         history = History(**kwargs)
         history.journal_error = f"the edit journal is not available: {exc}"

@@ -236,4 +236,3 @@ def _parse(lines: list[bytes]) -> list[dict[str, Any]]:
         if isinstance(rec, dict) and "t" in rec:
             out.append(rec)
     return out
-

@@ -19,6 +19,7 @@ from pygls.protocol.language_server import lsp_method
 from pygls.uris import to_fs_path
 
 from lsp_server import __version__
+from lsp_server.engine import recovery
 from lsp_server.engine.diffing import plan_diff
 from lsp_server.engine.errors import Code, EditError
 from lsp_server.engine.history import History, open_history
@@ -113,6 +114,7 @@ class AgentEditServer(LanguageServer):
         self.paths = WorkspacePaths(PathPolicy())
         self.edit_lock = asyncio.Lock()
         self.history = History()  # replaced by the workspace's journal-backed one at initialize
+        self.start_messages: list[str] = []  # shown at `initialized`
 
     @property
     def encoding(self) -> str:
@@ -157,9 +159,26 @@ class AgentEditServer(LanguageServer):
 
     def open_history(self) -> None:
         self.history = open_history(self.paths.roots[0])
+        # An apply the CLI was killed in the middle of is rolled back before anything reads a
+        # file, and the history records it (before the listener: no notifications during
+        # `initialize`); the user is told at `initialized`.
+        for root in self.paths.roots:
+            done = recovery.recover(root)
+            recovery.record(self.history, done)
+            self.start_messages += done.messages()
         if self.history.journal_error:
             log.warning("agent-edit history: %s", self.history.journal_error)
+            self.start_messages.append(
+                f"agent-edit: {self.history.journal_error}; edits still work, but their history "
+                "is kept in memory only (see the server log)."
+            )
         self.history.listeners.append(self._history_changed)
+
+    def show_start_messages(self) -> None:
+        """What the start found (a rollback, an unusable state folder): said once."""
+        for text in self.start_messages:
+            self.window_show_message(t.ShowMessageParams(type=t.MessageType.Warning, message=text))
+        self.start_messages = []
 
     def _history_changed(self, entry: Any) -> None:
         self.protocol.notify(
@@ -426,6 +445,7 @@ def create_server() -> AgentEditServer:
 
     @server.feature(t.INITIALIZED)
     def initialized(ls: AgentEditServer, params: t.InitializedParams) -> None:
+        ls.show_start_messages()
         # An editor re-opens its buffers right after `initialized`; judge an interrupted edit
         # from those buffers, not from the disk alone, so wait for the didOpens first.
         asyncio.get_running_loop().call_later(RECOVERY_DELAY_S, ls.recover_unfinished)
