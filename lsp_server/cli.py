@@ -356,6 +356,11 @@ def _run_history(root: str, args: argparse.Namespace) -> int:
         return EXIT_FAILED
     history = open_history(root)
     _record_recovery(history, recovered)
+    for note in (history.skipped_note(), history.journal_error):
+        if note:
+            print(
+                note if note.startswith("agent-edit:") else f"agent-edit: {note}", file=sys.stderr
+            )
 
     def live(path: str) -> Snapshot | None:
         try:

@@ -35,6 +35,7 @@ from lsp_server.engine.diffing import blob_sha1, file_diff
 from lsp_server.engine.errors import Code, EditError
 from lsp_server.engine.journal import Batch, Journal
 from lsp_server.engine.model import FileChange, LineEdit, Plan, apply_line_edits, minimal_edit
+from lsp_server.engine.records import problem
 from lsp_server.engine.text import Snapshot, absent, content, split_lines
 from lsp_server.engine.undo import (
     ChangeRecord,
@@ -721,6 +722,9 @@ class History:
         self._preimage_size = 0
         self._diff_size = 0
         self._diff_queue: deque[int] = deque()
+        # Records replay could not use (records.py), counted from the journal's start.
+        self.skipped = 0
+        self.skip_reason = ""
 
     @classmethod
     def load(cls, journal: Journal, **kwargs: Any) -> History:
@@ -765,21 +769,43 @@ class History:
     def _ingest(self, batch: Batch) -> None:
         if batch.reset:
             self._reset()
+        if batch.skipped:
+            self._skip(batch.skipped, "a line that is not a JSON record")
         for rec in batch.records:
-            try:
-                self._apply(rec)
-            except (KeyError, TypeError, ValueError, AttributeError) as exc:
-                # A record this version cannot read (hand-edited, or from another version):
-                # skip it rather than refuse to start.
-                self.journal_error = f"skipped an unreadable journal record: {exc!r}"
+            # A record this version cannot use (hand-edited, cut, from another version) is
+            # skipped whole, checked before any of it is applied, rather than refuse to start.
+            why = problem(rec)
+            if why is None:
+                try:
+                    self._apply(rec)
+                except (ArithmeticError, LookupError, TypeError, ValueError, AttributeError) as exc:
+                    why = f"{type(exc).__name__}: {str(exc)[:80]}"
+            if why is not None:
+                self._skip(1, why)
+
+    def _skip(self, count: int, why: str) -> None:
+        self.skipped += count
+        self.skip_reason = why
+
+    def skipped_note(self) -> str | None:
+        """The sentence that says replay skipped records, if it did."""
+        if not self.skipped:
+            return None
+        return (
+            f"agent-edit: skipped {self.skipped} journal record(s) it could not use (last: "
+            f"{self.skip_reason}); the rest of the history is intact."
+        )
 
     def _apply(self, rec: dict[str, Any]) -> None:
         t = rec.get("t")
         if t == "checkpoint":
+            tracked = [Tracked.from_json(data) for data in rec.get("tracked", [])]
+            for tr in tracked:
+                if not _fits(tr.net, len(tr.base)):
+                    raise ValueError(f"the net diff of {tr.path[:80]} is outside its file")
             self._next_id = max(self._next_id, int(rec.get("nextId", 1)))
             self._by_path, self._retired = {}, []
-            for data in rec.get("tracked", []):
-                tr = Tracked.from_json(data)
+            for tr in tracked:
                 self._key(tr)
             return
         entry_id = int(rec["id"])
@@ -869,7 +895,11 @@ class History:
                 r = data["rebase"]
                 tr.rebase(r.get("text"), bool(r.get("bom")), bool(r.get("exists")), entry.id)
             else:
-                tr.user_edits(_edits_from(data["edits"]), entry.id)
+                edits = _edits_from(data["edits"])
+                if not _fits(edits, tr.last_len()):
+                    _unsure(tr, entry.id)
+                    continue
+                tr.user_edits(edits, entry.id)
                 if "bom" in data:
                     tr.last_bom = bool(data["bom"])
         if entry.outcome == "dry-run":
@@ -881,6 +911,9 @@ class History:
             if tr is None:
                 continue
             if rec.path in landed:
+                if rec.change in ("update", "move") and not _fits(rec.edits(), tr.last_len()):
+                    _unsure(tr, entry.id)
+                    continue
                 tr.agent_change(rec, entry.versions.get(rec.target_path), entry.id)
                 if rec.moved_to and rec.moved_to != rec.path:
                     del self._by_path[rec.path]
@@ -1375,12 +1408,16 @@ class History:
                 item["diff"] = f"{first}\n# diff cut: +{item['added']} -{item['removed']} lines\n"
                 item["diffCut"] = True
             size += len(item["diff"])
-        return {
+        out = {
             "ok": True,
             "entries": [e.to_json(with_diff=diffs) for e in entries],
             "total": len(self._entries),
             "net": net,
         }
+        if self.skipped:
+            out["skipped"] = self.skipped
+            out["skippedNote"] = self.skipped_note()
+        return out
 
     def to_diff_text(self, live: Live | None = None, edit_id: int | None = None) -> str:
         """The `agentEdit.history` result text for `format: diff`: one entry's diff, or the
@@ -1408,6 +1445,20 @@ def open_history(workspace: str | os.PathLike[str], **kwargs: Any) -> History:
         history = History(**kwargs)
         history.journal_error = f"the edit journal is not available: {exc}"
         return history
+
+
+def _fits(edits: Sequence[LineEdit], length: int) -> bool:
+    """Whether sorted `edits` lie inside a text of `length` lines (a journal record from a
+    file that is not this one, or a hand-edited one, may not)."""
+    return not edits or edits[-1].end <= length
+
+
+def _unsure(tr: Tracked, entry_id: int) -> None:
+    tr.uncertain = True
+    tr._note(
+        f"edit #{entry_id}'s journal record does not fit this file; its net diff is shown as "
+        "the agent last knew it"
+    )
 
 
 def _pid_alive(pid: int | None) -> bool:

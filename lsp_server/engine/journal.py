@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -58,6 +59,7 @@ class Batch:
 
     records: list[dict[str, Any]] = field(default_factory=list)
     reset: bool = False
+    skipped: int = 0  # lines that were not records (see `_parse`)
 
 
 class Journal:
@@ -133,7 +135,9 @@ class Journal:
         data = self._tail + data
         lines = data.split(b"\n")
         self._tail = lines.pop()
-        return Batch(_parse(lines), reset)
+        skipped = [0]
+        records = _parse(lines, skipped)
+        return Batch(records, reset, skipped[0])
 
     def read_all(self) -> list[dict[str, Any]]:
         """Every complete record in the file, from the start (resets the reader position)."""
@@ -145,11 +149,13 @@ class Journal:
         begun: dict[int, dict[str, Any]] = {}
         with contextlib.suppress(FileNotFoundError), open(self.path, "rb") as f:
             for rec in _parse(f.read().split(b"\n")):
-                t = rec.get("t")
+                t, entry_id = rec.get("t"), rec.get("id")
+                if type(entry_id) is not int:
+                    continue  # not a record this can use (history.py counts those)
                 if t == "begin":
-                    begun[int(rec["id"])] = rec
+                    begun[entry_id] = rec
                 elif t in ("finish", "record"):
-                    begun.pop(int(rec["id"]), None)
+                    begun.pop(entry_id, None)
         return [begun[k] for k in sorted(begun)]
 
     # -- writing -----------------------------------------------------------------------------
@@ -224,15 +230,38 @@ def _dump(record: dict[str, Any]) -> bytes:
     )
 
 
-def _parse(lines: list[bytes]) -> list[dict[str, Any]]:
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number a record may hold")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e400: a float that would overflow every later int()
+        raise ValueError(f"{text[:20]} is out of range")
+    return value
+
+
+_DECODER = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite)
+
+
+def _parse(lines: list[bytes], skipped: list[int] | None = None) -> list[dict[str, Any]]:
+    """The records among `lines`; each line that is not one (torn by a crash, hand-edited, NaN,
+    `1e400`, a 5,000-digit integer, nested past the parser's depth, invalid UTF-8) is counted in
+    `skipped[0]` and left out: the record never happened."""
     out: list[dict[str, Any]] = []
+    bad = 0
     for raw in lines:
         if not raw.strip():
             continue
         try:
-            rec = json.loads(raw.decode("utf-8", "surrogatepass"))
-        except (ValueError, UnicodeDecodeError):
-            continue  # a torn line from a crash mid-write: the record never happened
+            rec = _DECODER.decode(raw.decode("utf-8", "surrogatepass"))
+        except (ValueError, UnicodeDecodeError, RecursionError):
+            bad += 1
+            continue
         if isinstance(rec, dict) and "t" in rec:
             out.append(rec)
+        else:
+            bad += 1
+    if skipped is not None:
+        skipped[0] += bad
     return out

@@ -166,6 +166,10 @@ class AgentEditServer(LanguageServer):
             done = recovery.recover(root)
             recovery.record(self.history, done)
             self.start_messages += done.messages()
+        skipped = self.history.skipped_note()
+        if skipped:
+            log.warning("%s", skipped)
+            self.start_messages.append(skipped)
         if self.history.journal_error:
             log.warning("agent-edit history: %s", self.history.journal_error)
             self.start_messages.append(
