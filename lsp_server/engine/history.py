@@ -33,7 +33,7 @@ from typing import Any
 from lsp_server.engine import state
 from lsp_server.engine.diffing import blob_sha1, file_diff
 from lsp_server.engine.errors import Code, EditError
-from lsp_server.engine.journal import Batch, Journal
+from lsp_server.engine.journal import Batch, Journal, line_size
 from lsp_server.engine.model import FileChange, LineEdit, Plan, apply_line_edits, minimal_edit
 from lsp_server.engine.records import problem
 from lsp_server.engine.text import Snapshot, absent, content, split_lines
@@ -748,7 +748,7 @@ class History:
                 self._apply(rec)
 
             yield write
-            if self.journal.size() > self.journal.max_bytes:
+            if self.journal.wants_compaction():
                 try:
                     writer.rewrite(self._compacted(self.journal.max_bytes // 2))
                 except OSError as exc:  # the old file is intact; compaction is retried later
@@ -984,7 +984,7 @@ class History:
         }
 
         def size(r: dict[str, Any]) -> int:
-            return len(json.dumps(r, ensure_ascii=False))
+            return line_size(r)  # what stays in the line: big values live in blob files
 
         sizes = [size(r) for r in records]
         total = sum(sizes) + size(checkpoint)
