@@ -24,11 +24,11 @@ import json
 import os
 from bisect import bisect_left, bisect_right
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from itertools import accumulate
-from typing import Any
+from itertools import accumulate, islice
+from typing import Any, TypeVar
 
 from lsp_server.engine import state
 from lsp_server.engine.diffing import blob_sha1, file_diff
@@ -49,6 +49,10 @@ from lsp_server.engine.undo import (
 ARG_STRING_CAP = 200
 ARG_LIST_CAP = 20
 ENTRY_DIFF_CAP = 256 * 1024
+# What one `history` answer builds at most: the files of the net diff, the files each entry
+# names (a 100k-file patch made a 90 s answer of every one of them).
+NET_FILES = 200
+ENTRY_FILES = 1000
 DEFAULT_UNDO_WINDOW = 100
 # In-memory budgets (characters), so a long session stays small: oldest first are dropped.
 PREIMAGE_BUDGET = 8 * 1024 * 1024
@@ -580,16 +584,22 @@ class Entry:
             and bool(_landed(self, self.outcome, self.committed, unknown=True))
         )
 
-    def to_json(self, with_diff: bool = True) -> dict[str, Any]:
+    def to_json(self, with_diff: bool = True, files_cap: int | None = None) -> dict[str, Any]:
+        if files_cap is not None and len(self.changes) > files_cap:
+            files = [c.file_entry() for c in self.changes[:files_cap]]
+        else:
+            files = self.files
         out: dict[str, Any] = {
             "id": self.id,
             "time": self.time,
             "action": self.action,
             "args": self.args,
-            "files": self.files,
+            "files": files,
             "outcome": self.outcome,
             "ok": self.ok,
         }
+        if len(files) < len(self.changes):
+            out["filesTotal"] = len(self.changes)
         if with_diff:
             out["diff"] = self.diff
             if self.diff is None:
@@ -1330,10 +1340,24 @@ class History:
             )
         return plan_undo(entry, current)
 
-    def net(self, live: Live | None = None) -> list[dict[str, Any]]:
-        """Per file: the agent's net change since it first touched it, git-style, with notes."""
+    def net(self, live: Live | None = None, files: int | None = None) -> list[dict[str, Any]]:
+        """Per file: the agent's net change since it first touched it, git-style, with notes
+        (the first `files` changed files when given)."""
+        return drive(self.iter_net(live, files))[0]
+
+    def iter_net(
+        self, live: Live | None = None, files: int | None = None
+    ) -> Iterator_[tuple[list[dict[str, Any]], bool]]:
+        """`net` one file at a time (a generator: it yields between files, so a front end can
+        let other work run; `drive` runs it through). Returns (items, cut): `cut` when files
+        past `files` were left out (not rendered at all)."""
         out: list[dict[str, Any]] = []
+        # A copy of the list: an edit that lands while this yields does not disturb the walk
+        # (each file's diff is made in one step, so each is consistent by itself).
         for tr in [*self._retired, *self._by_path.values()]:
+            if files is not None and len(out) >= files:
+                return out, True
+            yield
             rendered = tr.render()
             if rendered is None:
                 continue
@@ -1345,7 +1369,11 @@ class History:
             item["liveChanged"] = changed
             item["notes"] = notes
             out.append(item)
-        return out
+        return out, False
+
+    def tracked_files(self) -> int:
+        """How many files the net diff can name (an upper bound: some may be back as they were)."""
+        return len(self._retired) + len(self._by_path)
 
     def _live_changed(self, tr: Tracked, live: Live | None) -> bool:
         if live is None:
@@ -1391,14 +1419,35 @@ class History:
         limit: int | None = None,
         diffs: bool = True,
         net_cap: int = ENTRY_DIFF_CAP,
+        net_files: int | None = NET_FILES,
     ) -> dict[str, Any]:
-        """The `agentEdit.history` result (`format: json`): entries (the last `limit`, with their
-        diffs unless `diffs` is false), `total`, and the net diff per file (cut past `net_cap`
-        characters in all, with `diffCut: true`)."""
+        """The `agentEdit.history` result (`format: json`); see `iter_json`."""
+        return drive(self.iter_json(live, edit_id, limit, diffs, net_cap, net_files))
+
+    def iter_json(
+        self,
+        live: Live | None = None,
+        edit_id: int | None = None,
+        limit: int | None = None,
+        diffs: bool = True,
+        net_cap: int = ENTRY_DIFF_CAP,
+        net_files: int | None = NET_FILES,
+    ) -> Iterator_[dict[str, Any]]:
+        """`to_json` as a generator that yields between entries and files (run it with `drive`,
+        or a step at a time between other work). Builds only what the answer shows: the last
+        `limit` entries (with their diffs unless `diffs` is false; each names at most
+        ENTRY_FILES files, `filesTotal` says how many it has), `total`, and the net diff of the
+        first `net_files` changed files (`netCut: true` and `netFiles`, the files tracked, when
+        more may have changed), cut past `net_cap` characters in all (`diffCut: true`)."""
         if edit_id is not None:
             return {"ok": True, "entries": [self.entry(edit_id).to_json()], "total": 1}
-        entries = self.entries if limit is None else self.entries[-limit:] if limit > 0 else []
-        net = self.net(live)
+        count = len(self._entries) if limit is None else max(0, min(limit, len(self._entries)))
+        chosen = list(islice(reversed(self._entries.values()), count))[::-1]
+        entries = []
+        for e in chosen:
+            yield
+            entries.append(e.to_json(with_diff=diffs, files_cap=ENTRY_FILES))
+        net, cut = yield from self.iter_net(live, net_files)
         size = 0
         for item in net:
             # The net diff of a long session can be megabytes: past the cap each file is summed
@@ -1408,30 +1457,66 @@ class History:
                 item["diff"] = f"{first}\n# diff cut: +{item['added']} -{item['removed']} lines\n"
                 item["diffCut"] = True
             size += len(item["diff"])
-        out = {
+        out: dict[str, Any] = {
             "ok": True,
-            "entries": [e.to_json(with_diff=diffs) for e in entries],
+            "entries": entries,
             "total": len(self._entries),
             "net": net,
         }
+        if cut:
+            out["netCut"] = True
+            out["netFiles"] = self.tracked_files()
+            out["netNote"] = (
+                f"the net diff shows the first {len(net)} changed files of up to "
+                f"{self.tracked_files()} the agent touched; ask for more with netLimit"
+            )
         if self.skipped:
             out["skipped"] = self.skipped
             out["skippedNote"] = self.skipped_note()
         return out
 
-    def to_diff_text(self, live: Live | None = None, edit_id: int | None = None) -> str:
-        """The `agentEdit.history` result text for `format: diff`: one entry's diff, or the
-        session's net diff with notes as `#` lines (which `git apply` skips)."""
+    def to_diff_text(
+        self, live: Live | None = None, edit_id: int | None = None, net_files: int | None = None
+    ) -> str:
+        """The `agentEdit.history` result text for `format: diff`; see `iter_diff_text`."""
+        return drive(self.iter_diff_text(live, edit_id, net_files))
+
+    def iter_diff_text(
+        self, live: Live | None = None, edit_id: int | None = None, net_files: int | None = None
+    ) -> Iterator_[str]:
+        """One entry's diff, or the session's net diff (of the first `net_files` changed files,
+        when given, with a `#` line saying so) with notes as `#` lines (which `git apply` skips);
+        a generator as `iter_json`."""
         if edit_id is not None:
             e = self.entry(edit_id)
             head = f"# agent edit #{e.id} {e.action} {e.outcome} {e.time}\n"
             return head + (e.diff or "")
         parts: list[str] = []
-        for item in self.net(live):
+        net, cut = yield from self.iter_net(live, net_files)
+        for item in net:
             for note in item["notes"]:
                 parts.append(f"# {item['path']}: {note}\n")
             parts.append(item["diff"])
+        if cut:
+            parts.append(
+                f"# net diff cut: the first {len(net)} changed files of up to "
+                f"{self.tracked_files()}; ask for more with netLimit\n"
+            )
         return "".join(parts)
+
+
+T = TypeVar("T")
+Iterator_ = Generator[None, None, T]
+
+
+def drive(gen: Generator[None, None, T]) -> T:
+    """Run an `iter_*` generator of the history to its end; its result."""
+    while True:
+        try:
+            next(gen)
+        except StopIteration as stop:
+            result: T = stop.value
+            return result
 
 
 def open_history(workspace: str | os.PathLike[str], **kwargs: Any) -> History:

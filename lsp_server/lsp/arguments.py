@@ -58,6 +58,7 @@ SCHEMAS: dict[str, dict[str, Field]] = {
         "format": Field(STR),
         "editId": Field(INT),
         "limit": Field(INT),
+        "netLimit": Field(INT),
     },
     "agentEdit.undo": {
         "editId": Field(INT, True),

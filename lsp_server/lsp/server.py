@@ -10,7 +10,9 @@ import asyncio
 import logging
 import os
 import sys
-from typing import Any
+import time
+from collections.abc import Generator
+from typing import Any, TypeVar
 
 from lsprotocol import types as t
 from pygls.lsp.server import LanguageServer
@@ -22,7 +24,7 @@ from lsp_server import __version__
 from lsp_server.engine import recovery
 from lsp_server.engine.diffing import plan_diff
 from lsp_server.engine.errors import Code, EditError
-from lsp_server.engine.history import History, open_history
+from lsp_server.engine.history import NET_FILES, History, open_history
 from lsp_server.engine.model import FileChange, Plan
 from lsp_server.engine.patching import plan_patch
 from lsp_server.engine.planner import check_precondition, plan_replace, plan_write, require_exists
@@ -645,11 +647,38 @@ def create_server() -> AgentEditServer:
     async def history(ls: AgentEditServer, *args: Any) -> dict[str, Any]:
         a = arguments.parse("agentEdit.history", args)
         ls.history.refresh()
+        files = a.get("netLimit", NET_FILES)
         if a.get("format", "json") == "diff":
-            return {"ok": True, "diff": ls.history.to_diff_text(ls.live, a.get("editId"))}
-        return ls.history.to_json(live=ls.live, edit_id=a.get("editId"), limit=a.get("limit", 200))
+            text = await in_slices(ls.history.iter_diff_text(ls.live, a.get("editId"), files))
+            return {"ok": True, "diff": text}
+        return await in_slices(
+            ls.history.iter_json(
+                live=ls.live, edit_id=a.get("editId"), limit=a.get("limit", 200), net_files=files
+            )
+        )
 
     return server
+
+
+SLICE_S = 0.01
+
+T = TypeVar("T")
+
+
+async def in_slices(gen: Generator[None, None, T]) -> T:
+    """Run a history generator (`History.iter_*`) in slices of about SLICE_S, letting the event
+    loop serve other requests (a read, a didChange) between them: a 100k-file history must not
+    stall them."""
+    while True:
+        end = time.perf_counter() + SLICE_S
+        try:
+            next(gen)  # at least one step a slice, however coarse the clock
+            while time.perf_counter() < end:
+                next(gen)
+        except StopIteration as stop:
+            result: T = stop.value
+            return result
+        await asyncio.sleep(0)
 
 
 _LIBC: Any = None
