@@ -15,8 +15,10 @@ Output is a short summary and the diff, or with `--json` exactly the result obje
 2.1 (plus `recovered` when an interrupted earlier apply was rolled back first). Exit status: 0
 success, 1 the edit was refused or failed (the result says what, if anything, changed), 2 usage
 error. Writes go through engine/files.py: atomic across files, journalled, rolled back after a
-crash. Every edit command first rolls back an apply that was interrupted in this workspace
-(even with --dry-run: a half-applied tree is no base for a plan) and says so on stderr.
+crash. Every command (`history` too) first rolls back an apply that was interrupted in this
+workspace (even with --dry-run: a half-applied tree is no base for a plan, nor for a report),
+says so on stderr (engine/recovery.py's message) and, for `history` and `undo`, records it in the
+history. A state folder that cannot be made or used is an IO_ERROR result, never a traceback.
 Environment: AGENT_EDIT_STATE_DIR moves the journal's state directory (default: the user state
 dir, outside the workspace); AGENT_EDIT_CRASH_AFTER=N is a test hook (engine/files.py).
 

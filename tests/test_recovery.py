@@ -180,3 +180,17 @@ async def test_a_server_starts_with_an_unusable_state_folder_and_says_so_once(
     finally:
         await client.shutdown_session()
         await client.stop()
+
+
+@pytest.mark.parametrize("command", ["history", "apply-patch"])
+def test_a_state_folder_inside_the_workspace_is_refused(tmp_path: Path, command: str) -> None:
+    root = tmp_path / "ws"
+    root.mkdir()
+    make(root, {"a.txt": b"a\n"})
+    patch = tmp_path / "p.patch"
+    patch.write_text("*** Begin Patch\n*** Update File: a.txt\n@@\n-a\n+b\n*** End Patch\n")
+    argv = ["history"] if command == "history" else ["apply-patch", str(patch)]
+    proc = cli(argv[0], "--root", str(root), "--json", *argv[1:], state=root / ".state")
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert proc.returncode == 1 and json.loads(proc.stdout)["code"] == "DENIED"
+    assert tree(root) == {"a.txt": b"a\n"}

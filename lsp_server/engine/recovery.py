@@ -11,10 +11,11 @@ end shows for it (stderr, `window/showMessage`), and `record` puts it in the edi
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from lsp_server.engine import files
+from lsp_server.engine import files, state
 from lsp_server.engine.errors import Code, EditError
 
 if TYPE_CHECKING:
@@ -45,6 +46,12 @@ def recover(root: str, locked: str | None = None) -> Recovery:
     try:
         if locked is not None:
             return Recovery(files.recover_locked(root, locked))
+        sdir = state.state_dir(root)  # IO_ERROR when it cannot be made: said by every caller
+        journal = os.path.join(sdir, files.JOURNAL)
+        if not os.path.exists(journal) and not os.path.exists(journal + ".tmp"):
+            # No apply began since the last one ended: nothing to roll back, and no need to
+            # wait for the lock (a server start must not wait for a running CLI apply).
+            return Recovery()
         return Recovery(files.recover(root))
     except EditError as err:  # the state folder cannot be made or used
         return Recovery(error=err)
