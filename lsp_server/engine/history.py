@@ -28,6 +28,7 @@ from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import accumulate, islice
+from operator import attrgetter
 from typing import Any, TypeVar
 
 from lsp_server.engine import state
@@ -577,12 +578,13 @@ class Entry:
 
     @property
     def undoable(self) -> bool:
-        return (
-            self.finished
-            and self.undone_by is None
-            and all(c.preimage for c in self.changes)
-            and bool(_landed(self, self.outcome, self.committed, unknown=True))
-        )
+        if not self.finished or self.undone_by is not None:
+            return False
+        if self.outcome == "applied":  # the usual case, without a list of every path landed
+            landed = bool(self.changes)
+        else:
+            landed = bool(_landed(self, self.outcome, self.committed, unknown=True))
+        return landed and all(map(_has_preimage, self.changes))
 
     def to_json(self, with_diff: bool = True, files_cap: int | None = None) -> dict[str, Any]:
         if files_cap is not None and len(self.changes) > files_cap:
@@ -616,6 +618,9 @@ class Entry:
         if not self.finished:
             out["unfinished"] = True
         return out
+
+
+_has_preimage = attrgetter("preimage")
 
 
 def _record_diff(rec: ChangeRecord) -> str:

@@ -7,6 +7,7 @@ Handlers stay thin: validate arguments, take snapshots, call the pure engine, ha
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import os
 import sys
@@ -179,6 +180,10 @@ class AgentEditServer(LanguageServer):
                 "is kept in memory only (see the server log)."
             )
         self.history.listeners.append(self._history_changed)
+        # A long session replays into millions of objects that live as long as the server: a
+        # full collection would scan them all (~1 s for a 100k-file session), stalling every
+        # request at some unlucky allocation. They are mostly acyclic; refcounts free them.
+        gc.freeze()
 
     def show_start_messages(self) -> None:
         """What the start found (a rollback, an unusable state folder): said once."""
@@ -660,7 +665,7 @@ def create_server() -> AgentEditServer:
     return server
 
 
-SLICE_S = 0.01
+SLICE_S = 0.002
 
 T = TypeVar("T")
 
@@ -668,7 +673,8 @@ T = TypeVar("T")
 async def in_slices(gen: Generator[None, None, T]) -> T:
     """Run a history generator (`History.iter_*`) in slices of about SLICE_S, letting the event
     loop serve other requests (a read, a didChange) between them: a 100k-file history must not
-    stall them."""
+    stall them. Short slices: pygls reads each message from stdin in a few thread round trips,
+    one loop turn each, so a request sent meanwhile waits a few slices before it even parses."""
     while True:
         end = time.perf_counter() + SLICE_S
         try:
