@@ -76,6 +76,23 @@ def test_history_rolls_back_a_killed_apply_and_shows_it(tmp_path: Path, state: P
     assert entry["action"] == "recover" and {f["path"] for f in entry["files"]} == landed
 
 
+def test_history_after_a_kill_among_the_temporary_files_cleans_them(
+    tmp_path: Path, state: Path
+) -> None:
+    root = tmp_path / "ws"
+    root.mkdir()
+    make(root, OLD)
+    step = RNG.randrange(1, FILES)  # some temporary files written, no rename yet
+    assert apply_killed_after(step, root, PATCH, state).returncode == -9
+    assert tree(root) != OLD  # the temporaries are there
+    proc = cli("history", "--root", str(root), "--json", state=state)
+    assert proc.returncode == 0, proc.stderr
+    assert tree(root) == OLD, step
+    assert "nothing had changed yet" in proc.stderr
+    (entry,) = json.loads(proc.stdout)["entries"]
+    assert entry["action"] == "recover" and entry["files"] == []
+
+
 def test_undo_rolls_back_first(tmp_path: Path, state: Path) -> None:
     root = tmp_path / "ws"
     killed(root, state)
