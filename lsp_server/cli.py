@@ -16,8 +16,10 @@ Output is a short summary and the diff, or with `--json` exactly the result obje
 2.1 (plus `recovered` when an interrupted earlier apply was rolled back first). Exit status: 0
 success, 1 the edit was refused or failed (the result says what, if anything, changed), 2 usage
 error. Writes go through engine/files.py: atomic across files, journalled, rolled back after a
-crash. Every edit command first rolls back an apply that was interrupted in this workspace
-(even with --dry-run: a half-applied tree is no base for a plan) and says so on stderr.
+crash. Every command (`history` too) first rolls back an apply that was interrupted in this
+workspace (even with --dry-run: a half-applied tree is no base for a plan, nor for a report),
+says so on stderr (engine/recovery.py's message) and, for `history` and `undo`, records it in the
+history. A state folder that cannot be made or used is an IO_ERROR result, never a traceback.
 Environment: AGENT_EDIT_STATE_DIR moves the journal's state directory (default: the user state
 dir, outside the workspace); AGENT_EDIT_CRASH_AFTER=N is a test hook (engine/files.py).
 
@@ -199,18 +201,20 @@ def _run_edit(args: argparse.Namespace) -> int:
     # Only `undo` loads the workspace history: replaying a long journal on every headless apply
     # cost seconds per run (bench/bench_patch.py), and the history is the editor session's.
     history = None
-    if args.command == "undo":
-        from lsp_server.engine.history import open_history
-
-        history = open_history(root)
     recovered: list[dict[str, Any]] = []
     edit_id: int | None = None
     try:
         if args.command == "apply-patch" and not args.dry_run:
             plan, diff = _apply_patch(root, patch_text, recovered)
             return _succeed(plan, edit_id, args, recovered, diff)
-        recovered = files.recover(root)
-        _report_recovery(recovered)
+        recovered = _recover(root)
+        if args.command == "undo":
+            from lsp_server.engine.history import open_history
+
+            # Opened after the rollback, which it records: the history then says what
+            # happened to the files before the undo is planned.
+            history = open_history(root)
+            _record_recovery(history, recovered)
         if args.command == "apply-patch":
             from lsp_server.engine.patching import plan_patch
 
@@ -282,8 +286,7 @@ def _apply_patch(
     from lsp_server.engine.parallel_plan import SplitPlanner
 
     with files.workspace_lock(root) as sdir:
-        recovered += files.recover_locked(root, sdir)
-        _report_recovery(recovered)
+        recovered += _recover(root, sdir)
         # Forked before the files are read (see SplitPlanner), once the path policy is loaded;
         # it exits once its answer is in.
         _policy(root)
@@ -352,7 +355,19 @@ def _run_history(root: str, args: argparse.Namespace) -> int:
     from lsp_server.engine.errors import EditError
     from lsp_server.engine.history import open_history
 
+    try:
+        # A half-applied tree is rolled back (and the history says so) before it is reported on.
+        recovered = _recover(root)
+    except EditError as err:
+        _print_failure(err.to_result(), args.json)
+        return EXIT_FAILED
     history = open_history(root)
+    _record_recovery(history, recovered)
+    for note in (history.skipped_note(), history.journal_error):
+        if note:
+            print(
+                note if note.startswith("agent-edit:") else f"agent-edit: {note}", file=sys.stderr
+            )
 
     def live(path: str) -> Snapshot | None:
         try:
@@ -363,13 +378,16 @@ def _run_history(root: str, args: argparse.Namespace) -> int:
     try:
         if args.json:
             out = history.to_json(live=live, edit_id=args.edit, diffs=args.diff)
+            if recovered:
+                out["recovered"] = recovered
             print(json.dumps(out, indent=2, ensure_ascii=False))
         elif args.diff:
             sys.stdout.write(history.to_diff_text(live, args.edit))
         else:
             entries = history.to_json(live=live, edit_id=args.edit, diffs=False)["entries"]
             for e in entries:
-                files = ", ".join(f.get("path", "?") for f in e.get("files", []))
+                names = [str(f.get("path", "?")) for f in e.get("files", [])]
+                files = ", ".join(names[:5]) + (f" and {len(names) - 5} more" * (len(names) > 5))
                 print(f"#{e['id']}  {e['time']}  {e['action']:<10} {e['outcome']:<20} {files}")
             if not entries:
                 print("no agent edits recorded in this workspace")
@@ -441,22 +459,25 @@ def _arg_text(value: str, what: str) -> str:
     return value
 
 
-def _report_recovery(recovered: list[dict[str, Any]]) -> None:
-    for r in recovered:
-        parts = []
-        if r["restored"]:
-            parts.append("restored " + ", ".join(r["restored"]))
-        if r["removed"]:
-            parts.append("removed " + ", ".join(r["removed"]))
-        if r["conflicts"]:
-            parts.append(
-                "left alone (changed since): " + ", ".join(c["path"] for c in r["conflicts"])
-            )
-        print(
-            f"agent-edit: rolled back an interrupted apply (pid {r['pid']}): "
-            + ("; ".join(parts) or "nothing had changed yet"),
-            file=sys.stderr,
-        )
+def _recover(root: str, locked: str | None = None) -> list[dict[str, Any]]:
+    """Roll back an apply interrupted in this workspace and say so on stderr (the message every
+    front end shows, engine/recovery.py); its reports. Raises the `EditError` when it cannot:
+    an edit must not be planned on a half-applied tree, nor a history shown as if it were not."""
+    from lsp_server.engine import recovery
+
+    done = recovery.recover(root, locked)
+    for text in done.messages():
+        print(text, file=sys.stderr)
+    if done.error is not None:
+        raise done.error
+    return done.reports
+
+
+def _record_recovery(history: Any, recovered: list[dict[str, Any]]) -> None:
+    if recovered:
+        from lsp_server.engine import recovery
+
+        recovery.record(history, recovery.Recovery(recovered))
 
 
 _LETTER = {"add": "A", "update": "M", "delete": "D", "move": "R"}

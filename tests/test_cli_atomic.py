@@ -1106,7 +1106,7 @@ def test_a_version_1_journal_is_rolled_back_before_a_large_apply(
     )
     proc = cli("apply-patch", "--root", str(root), "-", state=state, stdin=patch)
     assert proc.returncode == 0, proc.stderr
-    assert "rolled back an interrupted apply (pid 1): restored d0/f0.py" in proc.stderr
+    assert "rolled back an interrupted apply (pid 1): restored 1 file(s): d0/f0.py" in proc.stderr
     assert tree(root) == {
         rel: data.replace(b"compute(30)\n", b"compute(3000)\n") for rel, data in old.items()
     }

@@ -52,9 +52,12 @@ from typing import Any
 
 from lsp_server.engine.errors import Code, EditError
 from lsp_server.engine.model import Plan
+from lsp_server.engine.state import ENV_STATE_DIR, state_dir
+from lsp_server.engine.state import fsync_dir as _fsync_dir
+from lsp_server.engine.state import user_state_base as user_state_base
 from lsp_server.engine.text import DEFAULT_MAX_BYTES, Snapshot, absent, decode_file, encode_file
 
-STATE_DIR_ENV = "AGENT_EDIT_STATE_DIR"
+STATE_DIR_ENV = ENV_STATE_DIR  # the state folder is engine/state.py's
 CRASH_ENV = "AGENT_EDIT_CRASH_AFTER"
 JOURNAL = "journal.json"
 _THREADS = 8
@@ -68,31 +71,6 @@ def _under(root: str, rel: str) -> str:
     if rel[:1] == "/" or root[-1:] in ("/", ""):
         return os.path.join(root, rel)
     return f"{root}/{rel}"
-
-
-def state_dir(root: str) -> str:
-    """This workspace's state directory (created on demand), outside the workspace."""
-    base = os.environ.get(STATE_DIR_ENV) or user_state_base()
-    real = os.path.realpath(root)
-    key = hashlib.sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:16]
-    name = f"{os.path.basename(real) or 'root'}-{key}"
-    path = os.path.join(base, "workspaces", name)
-    os.makedirs(path, exist_ok=True)
-    return path
-
-
-def user_state_base() -> str:
-    """platformdirs' user state directory for agent-edit.
-
-    On Linux this is platformdirs' XDG rule computed directly: importing platformdirs pulls in
-    pathlib and urllib (~12 ms, a tenth of a small CLI run). Elsewhere platformdirs decides.
-    """
-    if sys.platform.startswith("linux"):
-        xdg = os.environ.get("XDG_STATE_HOME", "").strip()
-        return os.path.join(xdg or os.path.expanduser("~/.local/state"), "agent-edit")
-    from platformdirs import user_state_dir
-
-    return user_state_dir("agent-edit")
 
 
 # What each file looked like when `read_snapshot` read it (inode, size, mtime), so `apply_plan`
@@ -702,19 +680,6 @@ def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
-
-
-def _fsync_dir(path: str) -> None:
-    try:
-        fd = os.open(path or ".", os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def _write_temp(root: str, step: _Step, sync: bool, umask: int, fd: int | None = None) -> None:

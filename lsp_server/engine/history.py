@@ -24,16 +24,19 @@ import json
 import os
 from bisect import bisect_left, bisect_right
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from itertools import accumulate
-from typing import Any
+from itertools import accumulate, islice
+from operator import attrgetter
+from typing import Any, TypeVar
 
+from lsp_server.engine import state
 from lsp_server.engine.diffing import blob_sha1, file_diff
 from lsp_server.engine.errors import Code, EditError
-from lsp_server.engine.journal import Batch, Journal
+from lsp_server.engine.journal import Batch, Journal, line_size
 from lsp_server.engine.model import FileChange, LineEdit, Plan, apply_line_edits, minimal_edit
+from lsp_server.engine.records import problem
 from lsp_server.engine.text import Snapshot, absent, content, split_lines
 from lsp_server.engine.undo import (
     ChangeRecord,
@@ -47,6 +50,10 @@ from lsp_server.engine.undo import (
 ARG_STRING_CAP = 200
 ARG_LIST_CAP = 20
 ENTRY_DIFF_CAP = 256 * 1024
+# What one `history` answer builds at most: the files of the net diff, the files each entry
+# names (a 100k-file patch made a 90 s answer of every one of them).
+NET_FILES = 200
+ENTRY_FILES = 1000
 DEFAULT_UNDO_WINDOW = 100
 # In-memory budgets (characters), so a long session stays small: oldest first are dropped.
 PREIMAGE_BUDGET = 8 * 1024 * 1024
@@ -571,23 +578,30 @@ class Entry:
 
     @property
     def undoable(self) -> bool:
-        return (
-            self.finished
-            and self.undone_by is None
-            and all(c.preimage for c in self.changes)
-            and bool(_landed(self, self.outcome, self.committed, unknown=True))
-        )
+        if not self.finished or self.undone_by is not None:
+            return False
+        if self.outcome == "applied":  # the usual case, without a list of every path landed
+            landed = bool(self.changes)
+        else:
+            landed = bool(_landed(self, self.outcome, self.committed, unknown=True))
+        return landed and all(map(_has_preimage, self.changes))
 
-    def to_json(self, with_diff: bool = True) -> dict[str, Any]:
+    def to_json(self, with_diff: bool = True, files_cap: int | None = None) -> dict[str, Any]:
+        if files_cap is not None and len(self.changes) > files_cap:
+            files = [c.file_entry() for c in self.changes[:files_cap]]
+        else:
+            files = self.files
         out: dict[str, Any] = {
             "id": self.id,
             "time": self.time,
             "action": self.action,
             "args": self.args,
-            "files": self.files,
+            "files": files,
             "outcome": self.outcome,
             "ok": self.ok,
         }
+        if len(files) < len(self.changes):
+            out["filesTotal"] = len(self.changes)
         if with_diff:
             out["diff"] = self.diff
             if self.diff is None:
@@ -604,6 +618,9 @@ class Entry:
         if not self.finished:
             out["unfinished"] = True
         return out
+
+
+_has_preimage = attrgetter("preimage")
 
 
 def _record_diff(rec: ChangeRecord) -> str:
@@ -720,6 +737,9 @@ class History:
         self._preimage_size = 0
         self._diff_size = 0
         self._diff_queue: deque[int] = deque()
+        # Records replay could not use (records.py), counted from the journal's start.
+        self.skipped = 0
+        self.skip_reason = ""
 
     @classmethod
     def load(cls, journal: Journal, **kwargs: Any) -> History:
@@ -743,7 +763,7 @@ class History:
                 self._apply(rec)
 
             yield write
-            if self.journal.size() > self.journal.max_bytes:
+            if self.journal.wants_compaction():
                 try:
                     writer.rewrite(self._compacted(self.journal.max_bytes // 2))
                 except OSError as exc:  # the old file is intact; compaction is retried later
@@ -764,21 +784,43 @@ class History:
     def _ingest(self, batch: Batch) -> None:
         if batch.reset:
             self._reset()
+        if batch.skipped:
+            self._skip(batch.skipped, "a line that is not a JSON record")
         for rec in batch.records:
-            try:
-                self._apply(rec)
-            except (KeyError, TypeError, ValueError, AttributeError) as exc:
-                # A record this version cannot read (hand-edited, or from another version):
-                # skip it rather than refuse to start.
-                self.journal_error = f"skipped an unreadable journal record: {exc!r}"
+            # A record this version cannot use (hand-edited, cut, from another version) is
+            # skipped whole, checked before any of it is applied, rather than refuse to start.
+            why = problem(rec)
+            if why is None:
+                try:
+                    self._apply(rec)
+                except (ArithmeticError, LookupError, TypeError, ValueError, AttributeError) as exc:
+                    why = f"{type(exc).__name__}: {str(exc)[:80]}"
+            if why is not None:
+                self._skip(1, why)
+
+    def _skip(self, count: int, why: str) -> None:
+        self.skipped += count
+        self.skip_reason = why
+
+    def skipped_note(self) -> str | None:
+        """The sentence that says replay skipped records, if it did."""
+        if not self.skipped:
+            return None
+        return (
+            f"agent-edit: skipped {self.skipped} journal record(s) it could not use (last: "
+            f"{self.skip_reason}); the rest of the history is intact."
+        )
 
     def _apply(self, rec: dict[str, Any]) -> None:
         t = rec.get("t")
         if t == "checkpoint":
+            tracked = [Tracked.from_json(data) for data in rec.get("tracked", [])]
+            for tr in tracked:
+                if not _fits(tr.net, len(tr.base)):
+                    raise ValueError(f"the net diff of {tr.path[:80]} is outside its file")
             self._next_id = max(self._next_id, int(rec.get("nextId", 1)))
             self._by_path, self._retired = {}, []
-            for data in rec.get("tracked", []):
-                tr = Tracked.from_json(data)
+            for tr in tracked:
                 self._key(tr)
             return
         entry_id = int(rec["id"])
@@ -868,7 +910,11 @@ class History:
                 r = data["rebase"]
                 tr.rebase(r.get("text"), bool(r.get("bom")), bool(r.get("exists")), entry.id)
             else:
-                tr.user_edits(_edits_from(data["edits"]), entry.id)
+                edits = _edits_from(data["edits"])
+                if not _fits(edits, tr.last_len()):
+                    _unsure(tr, entry.id)
+                    continue
+                tr.user_edits(edits, entry.id)
                 if "bom" in data:
                     tr.last_bom = bool(data["bom"])
         if entry.outcome == "dry-run":
@@ -880,6 +926,9 @@ class History:
             if tr is None:
                 continue
             if rec.path in landed:
+                if rec.change in ("update", "move") and not _fits(rec.edits(), tr.last_len()):
+                    _unsure(tr, entry.id)
+                    continue
                 tr.agent_change(rec, entry.versions.get(rec.target_path), entry.id)
                 if rec.moved_to and rec.moved_to != rec.path:
                     del self._by_path[rec.path]
@@ -950,7 +999,7 @@ class History:
         }
 
         def size(r: dict[str, Any]) -> int:
-            return len(json.dumps(r, ensure_ascii=False))
+            return line_size(r)  # what stays in the line: big values live in blob files
 
         sizes = [size(r) for r in records]
         total = sum(sizes) + size(checkpoint)
@@ -1142,9 +1191,11 @@ class History:
         error: EditError | None = None,
         committed: list[dict[str, Any]] | None = None,
         versions: Mapping[str, int | None] | None = None,
+        files: Sequence[str] | None = None,
     ) -> Entry:
         """One-step entry for an action that never reached the editor or disk (refused, dry run),
-        or whose outcome is known at once (a front end without a crash window)."""
+        or whose outcome is known at once (a front end without a crash window, a recovery);
+        `files` names the files of an entry without a plan."""
         if outcome is None:
             outcome = str(error.code) if error is not None else "applied"
         done: list[int] = []
@@ -1167,6 +1218,8 @@ class History:
                 path = error.details.get("path") if isinstance(error.details, dict) else None
                 if path:
                     rec["files"] = [{"path": path}]
+            if files:
+                rec["files"] = [{"path": str(p)} for p in files]
             if plan is not None:
                 records = [record_change(c) for c in plan.changes]
                 rec["changes"] = [r.to_json() for r in records]
@@ -1296,10 +1349,24 @@ class History:
         """Every file the agent touched this session (what `net` renders), oldest first."""
         return [*self._retired, *self._by_path.values()]
 
-    def net(self, live: Live | None = None) -> list[dict[str, Any]]:
-        """Per file: the agent's net change since it first touched it, git-style, with notes."""
+    def net(self, live: Live | None = None, files: int | None = None) -> list[dict[str, Any]]:
+        """Per file: the agent's net change since it first touched it, git-style, with notes
+        (the first `files` changed files when given)."""
+        return drive(self.iter_net(live, files))[0]
+
+    def iter_net(
+        self, live: Live | None = None, files: int | None = None
+    ) -> Iterator_[tuple[list[dict[str, Any]], bool]]:
+        """`net` one file at a time (a generator: it yields between files, so a front end can
+        let other work run; `drive` runs it through). Returns (items, cut): `cut` when files
+        past `files` were left out (not rendered at all)."""
         out: list[dict[str, Any]] = []
+        # A copy of the list: an edit that lands while this yields does not disturb the walk
+        # (each file's diff is made in one step, so each is consistent by itself).
         for tr in self.tracked_files():
+            if files is not None and len(out) >= files:
+                return out, True
+            yield
             rendered = tr.render()
             if rendered is None:
                 continue
@@ -1311,7 +1378,11 @@ class History:
             item["liveChanged"] = changed
             item["notes"] = notes
             out.append(item)
-        return out
+        return out, False
+
+    def tracked_count(self) -> int:
+        """How many files the net diff can name (an upper bound: some may be back as they were)."""
+        return len(self._retired) + len(self._by_path)
 
     def _live_changed(self, tr: Tracked, live: Live | None) -> bool:
         if live is None:
@@ -1357,14 +1428,35 @@ class History:
         limit: int | None = None,
         diffs: bool = True,
         net_cap: int = ENTRY_DIFF_CAP,
+        net_files: int | None = NET_FILES,
     ) -> dict[str, Any]:
-        """The `agentEdit.history` result (`format: json`): entries (the last `limit`, with their
-        diffs unless `diffs` is false), `total`, and the net diff per file (cut past `net_cap`
-        characters in all, with `diffCut: true`)."""
+        """The `agentEdit.history` result (`format: json`); see `iter_json`."""
+        return drive(self.iter_json(live, edit_id, limit, diffs, net_cap, net_files))
+
+    def iter_json(
+        self,
+        live: Live | None = None,
+        edit_id: int | None = None,
+        limit: int | None = None,
+        diffs: bool = True,
+        net_cap: int = ENTRY_DIFF_CAP,
+        net_files: int | None = NET_FILES,
+    ) -> Iterator_[dict[str, Any]]:
+        """`to_json` as a generator that yields between entries and files (run it with `drive`,
+        or a step at a time between other work). Builds only what the answer shows: the last
+        `limit` entries (with their diffs unless `diffs` is false; each names at most
+        ENTRY_FILES files, `filesTotal` says how many it has), `total`, and the net diff of the
+        first `net_files` changed files (`netCut: true` and `netFiles`, the files tracked, when
+        more may have changed), cut past `net_cap` characters in all (`diffCut: true`)."""
         if edit_id is not None:
             return {"ok": True, "entries": [self.entry(edit_id).to_json()], "total": 1}
-        entries = self.entries if limit is None else self.entries[-limit:] if limit > 0 else []
-        net = self.net(live)
+        count = len(self._entries) if limit is None else max(0, min(limit, len(self._entries)))
+        chosen = list(islice(reversed(self._entries.values()), count))[::-1]
+        entries = []
+        for e in chosen:
+            yield
+            entries.append(e.to_json(with_diff=diffs, files_cap=ENTRY_FILES))
+        net, cut = yield from self.iter_net(live, net_files)
         size = 0
         for item in net:
             # The net diff of a long session can be megabytes: past the cap each file is summed
@@ -1374,37 +1466,93 @@ class History:
                 item["diff"] = f"{first}\n# diff cut: +{item['added']} -{item['removed']} lines\n"
                 item["diffCut"] = True
             size += len(item["diff"])
-        return {
+        out: dict[str, Any] = {
             "ok": True,
-            "entries": [e.to_json(with_diff=diffs) for e in entries],
+            "entries": entries,
             "total": len(self._entries),
             "net": net,
         }
+        if cut:
+            out["netCut"] = True
+            out["netFiles"] = self.tracked_count()
+            out["netNote"] = (
+                f"the net diff shows the first {len(net)} changed files of up to "
+                f"{self.tracked_count()} the agent touched; ask for more with netLimit"
+            )
+        if self.skipped:
+            out["skipped"] = self.skipped
+            out["skippedNote"] = self.skipped_note()
+        return out
 
-    def to_diff_text(self, live: Live | None = None, edit_id: int | None = None) -> str:
-        """The `agentEdit.history` result text for `format: diff`: one entry's diff, or the
-        session's net diff with notes as `#` lines (which `git apply` skips)."""
+    def to_diff_text(
+        self, live: Live | None = None, edit_id: int | None = None, net_files: int | None = None
+    ) -> str:
+        """The `agentEdit.history` result text for `format: diff`; see `iter_diff_text`."""
+        return drive(self.iter_diff_text(live, edit_id, net_files))
+
+    def iter_diff_text(
+        self, live: Live | None = None, edit_id: int | None = None, net_files: int | None = None
+    ) -> Iterator_[str]:
+        """One entry's diff, or the session's net diff (of the first `net_files` changed files,
+        when given, with a `#` line saying so) with notes as `#` lines (which `git apply` skips);
+        a generator as `iter_json`."""
         if edit_id is not None:
             e = self.entry(edit_id)
             head = f"# agent edit #{e.id} {e.action} {e.outcome} {e.time}\n"
             return head + (e.diff or "")
         parts: list[str] = []
-        for item in self.net(live):
+        net, cut = yield from self.iter_net(live, net_files)
+        for item in net:
             for note in item["notes"]:
                 parts.append(f"# {item['path']}: {note}\n")
             parts.append(item["diff"])
+        if cut:
+            parts.append(
+                f"# net diff cut: the first {len(net)} changed files of up to "
+                f"{self.tracked_count()}; ask for more with netLimit\n"
+            )
         return "".join(parts)
+
+
+T = TypeVar("T")
+Iterator_ = Generator[None, None, T]
+
+
+def drive(gen: Generator[None, None, T]) -> T:
+    """Run an `iter_*` generator of the history to its end; its result."""
+    while True:
+        try:
+            next(gen)
+        except StopIteration as stop:
+            result: T = stop.value
+            return result
 
 
 def open_history(workspace: str | os.PathLike[str], **kwargs: Any) -> History:
     """The workspace's history from its journal; in memory only (with `journal_error` saying
     why) when the journal cannot be used, so a broken state directory never stops editing."""
     try:
-        return History.load(Journal(workspace), **kwargs)
+        journal = Journal(workspace)
+        state.make_dir(journal.dir)  # a folder that cannot be made: memory only, said once
+        return History.load(journal, **kwargs)
     except (EditError, OSError) as exc:
         history = History(**kwargs)
         history.journal_error = f"the edit journal is not available: {exc}"
         return history
+
+
+def _fits(edits: Sequence[LineEdit], length: int) -> bool:
+    """Whether sorted `edits` lie inside a text of `length` lines (a journal record from a
+    file that is not this one, or a hand-edited one, may not)."""
+    return not edits or edits[-1].end <= length
+
+
+def _unsure(tr: Tracked, entry_id: int) -> None:
+    tr.uncertain = True
+    tr._note(
+        f"edit #{entry_id}'s journal record does not fit this file; its net diff is shown as "
+        "the agent last knew it"
+    )
 
 
 def _pid_alive(pid: int | None) -> bool:

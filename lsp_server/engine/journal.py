@@ -13,6 +13,13 @@ that does not parse, and the next writer starts a fresh line. Compaction rewrite
 the file atomically (temporary file, fsync, rename, fsync of the directory); other processes notice
 the new file by its inode and read it again from the start.
 
+Values too large for a line (a file's text, a long run of a hunk's lines: BLOB_MIN characters
+or more) live in content-addressed blob files beside the journal (`Blobs`), each written and
+fsynced before the record naming them is appended; a compaction that keeps one does not write it
+again, runs only once a quarter of `max_bytes` was appended since the last one, and removes the
+blobs nothing names any more. A line that cannot be read back (torn, hand-edited, a number no
+record holds, a blob missing or altered) is skipped and counted (`Batch.skipped`).
+
 The journal knows records only as JSON objects with a `t` (type) field; what they mean is
 `history.py`'s business.
 """
@@ -22,70 +29,40 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
 import os
-import sys
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lsp_server.engine.errors import Code, EditError
+from lsp_server.engine import state
+from lsp_server.engine.state import ENV_STATE_DIR as ENV_STATE_DIR
+from lsp_server.engine.state import fsync_dir as _fsync_dir
 
 try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows: one writer per workspace is assumed there
     fcntl = None  # type: ignore[assignment]
 
-ENV_STATE_DIR = "AGENT_EDIT_STATE_DIR"
-APP_NAME = "agent-edit"
 JOURNAL_NAME = "journal.jsonl"
 LOCK_NAME = "journal.lock"
 DEFAULT_MAX_BYTES = 16 * 1024 * 1024
-
-
-def _is_within(child: Path, parent: Path) -> bool:
-    try:
-        child.relative_to(parent)
-    except ValueError:
-        return False
-    return True
+BLOB_DIR = "blobs"
+BLOB_MIN = 64 * 1024  # characters: a value this long goes to a blob file, not the line
+BLOB_TEXT, BLOB_JSON = "$blob", "$json"  # markers: a string's UTF-8, a list's JSON
+_NAMED = re.compile(rb'"\$blobs":\[([^\]]*)\]')
 
 
 def state_base(env: Mapping[str, str] | None = None) -> Path:
-    """The base state directory: `$AGENT_EDIT_STATE_DIR`, else platformdirs' user state dir.
-
-    On Linux that is platformdirs' XDG rule computed directly (importing platformdirs costs a
-    short CLI run ~12 ms); the same rule and naming as the CLI's disk writer (files.py), so
-    both keep their state for a workspace in one directory.
-    """
-    environ = os.environ if env is None else env
-    override = environ.get(ENV_STATE_DIR)
-    if override:
-        return Path(override).expanduser()
-    if sys.platform.startswith("linux"):
-        xdg = environ.get("XDG_STATE_HOME", "").strip()
-        return Path(xdg or os.path.expanduser("~/.local/state")) / APP_NAME
-    import platformdirs
-
-    return Path(platformdirs.user_state_dir(APP_NAME))
+    """The base state directory (engine/state.py): `$AGENT_EDIT_STATE_DIR`, else the user's."""
+    return Path(state.state_base(env))
 
 
 def state_dir_for(workspace: str | os.PathLike[str], base: Path | None = None) -> Path:
     """The workspace's own state directory: `<base>/workspaces/<name>-<sha256 of real path>`."""
-    real = os.path.realpath(workspace)
-    digest = hashlib.sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:16]
-    name = os.path.basename(real) or "root"
-    directory = (base or state_base()) / "workspaces" / f"{name}-{digest}"
-    resolved = Path(os.path.realpath(directory))
-    root = Path(real)
-    if _is_within(resolved, root):
-        raise EditError(
-            Code.DENIED,
-            f"The journal directory {resolved} would be inside the workspace {root}.",
-            f"Point {ENV_STATE_DIR} (or the user state directory) outside the workspace.",
-            {"rule": "journal outside the workspace", "path": str(resolved)},
-        )
-    return directory
+    return Path(state.workspace_state_path(workspace, None if base is None else str(base)))
 
 
 @dataclass
@@ -95,6 +72,7 @@ class Batch:
 
     records: list[dict[str, Any]] = field(default_factory=list)
     reset: bool = False
+    skipped: int = 0  # lines that were not records (see `_parse`)
 
 
 class Journal:
@@ -112,15 +90,12 @@ class Journal:
             self.dir = state_dir_for(self.workspace)
         else:
             self.dir = Path(state_dir)
-            if _is_within(Path(os.path.realpath(self.dir)), self.workspace):
-                raise EditError(
-                    Code.DENIED,
-                    f"The journal directory {self.dir} is inside the workspace.",
-                    "Give a state directory outside the workspace.",
-                    {"rule": "journal outside the workspace", "path": str(self.dir)},
-                )
+            state.check_outside(self.dir, self.workspace)
         self.path = self.dir / JOURNAL_NAME
+        self.blobs = Blobs(self.dir / BLOB_DIR)
         self.max_bytes = max_bytes
+        # The size the last compaction left (see `wants_compaction`).
+        self.compacted_size = 0
         self._offset = 0
         self._inode: int | None = None
         self._tail = b""  # a partial last line seen by the reader (a torn write, or in progress)
@@ -128,11 +103,8 @@ class Journal:
     # -- files -------------------------------------------------------------------------------
 
     def _ensure_dir(self) -> None:
-        if not self.dir.exists():
-            self.dir.mkdir(parents=True, exist_ok=True)
-            with contextlib.suppress(OSError):
-                os.chmod(self.dir, 0o700)
-            _fsync_dir(self.dir.parent)
+        if not self.dir.is_dir():
+            state.make_dir(self.dir)
 
     @contextlib.contextmanager
     def _lock(self) -> Iterator[None]:
@@ -153,6 +125,12 @@ class Journal:
 
     def exists(self) -> bool:
         return self.path.exists()
+
+    def wants_compaction(self) -> bool:
+        """Past `max_bytes`, with a quarter of it appended since the last compaction (one
+        that could not get below `max_bytes` is not redone on every write)."""
+        size = self.size()
+        return size > self.max_bytes and size - self.compacted_size >= self.max_bytes // 4
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -179,7 +157,9 @@ class Journal:
         data = self._tail + data
         lines = data.split(b"\n")
         self._tail = lines.pop()
-        return Batch(_parse(lines), reset)
+        skipped = [0]
+        records = _parse(lines, skipped, self.blobs)
+        return Batch(records, reset, skipped[0])
 
     def read_all(self) -> list[dict[str, Any]]:
         """Every complete record in the file, from the start (resets the reader position)."""
@@ -190,12 +170,14 @@ class Journal:
         """`begin` records with no `finish`: plans that may have been half carried out."""
         begun: dict[int, dict[str, Any]] = {}
         with contextlib.suppress(FileNotFoundError), open(self.path, "rb") as f:
-            for rec in _parse(f.read().split(b"\n")):
-                t = rec.get("t")
+            for rec in _parse(f.read().split(b"\n"), None, self.blobs):
+                t, entry_id = rec.get("t"), rec.get("id")
+                if type(entry_id) is not int:
+                    continue  # not a record this can use (history.py counts those)
                 if t == "begin":
-                    begun[int(rec["id"])] = rec
+                    begun[entry_id] = rec
                 elif t in ("finish", "record"):
-                    begun.pop(int(rec["id"]), None)
+                    begun.pop(entry_id, None)
         return [begun[k] for k in sorted(begun)]
 
     # -- writing -----------------------------------------------------------------------------
@@ -211,7 +193,7 @@ class Journal:
     def _append(self, records: list[dict[str, Any]], sync: bool = True) -> None:
         if not records:
             return
-        data = b"".join(_dump(r) for r in records)
+        data = b"".join(_dump(r, self.blobs) for r in records)  # blobs first, fsynced
         if self._tail:
             # A torn line from a crash: end it so the new record starts on a line of its own.
             data = b"\n" + data
@@ -237,7 +219,7 @@ class Journal:
         tmp = self.dir / (JOURNAL_NAME + ".tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
-            data = b"".join(_dump(r) for r in records)
+            data = b"".join(_dump(r, self.blobs) for r in records)
             view = memoryview(data)
             while view:
                 n = os.write(fd, view)
@@ -249,6 +231,10 @@ class Journal:
         _fsync_dir(self.dir)
         st = self.path.stat()
         self._inode, self._offset, self._tail = st.st_ino, st.st_size, b""
+        self.compacted_size = st.st_size
+        # Under the lock, so no writer is between a blob and the record naming it: what the
+        # new journal does not name (dropped pre-images, a crash's leftovers) goes.
+        self.blobs.collect(_named_blobs(data))
 
 
 class _Writer:
@@ -264,31 +250,188 @@ class _Writer:
         self._journal._rewrite(records)
 
 
-def _dump(record: dict[str, Any]) -> bytes:
-    return (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode(
-        "utf-8", "surrogatepass"
-    )
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def _parse(lines: list[bytes]) -> list[dict[str, Any]]:
+def _dump(record: dict[str, Any], blobs: Blobs | None = None) -> bytes:
+    """One record as a journal line; with `blobs`, a record of BLOB_MIN characters or more has
+    its large values (a file's text, a long list of lines) moved to blob files first, named in
+    the record's `$blobs` (only such a record's markers are ever resolved)."""
+    text = _dumps(record)
+    if blobs is not None and len(text) >= BLOB_MIN:
+        used: list[str] = []
+        small = _externalize(record, blobs, used)
+        if used:
+            small["$blobs"] = sorted(set(used))
+            text = _dumps(small)
+    return (text + "\n").encode("utf-8", "surrogatepass")
+
+
+def line_size(record: dict[str, Any]) -> int:
+    """About how many bytes `record` takes as a journal line (its large values in blobs)."""
+    text = _dumps(record)
+    if len(text) < BLOB_MIN:
+        return len(text)
+    used: list[str] = []
+    return len(_dumps(_externalize(record, _SizeOnly(), used))) + 67 * len(set(used))
+
+
+class _SizeOnly:
+    def put(self, data: bytes) -> str:
+        return "0" * 64
+
+
+def _externalize(value: Any, blobs: Blobs | _SizeOnly, used: list[str]) -> Any:
+    if isinstance(value, str):
+        if len(value) < BLOB_MIN:
+            return value
+        sha = blobs.put(value.encode("utf-8", "surrogatepass"))
+        used.append(sha)
+        return {BLOB_TEXT: sha}
+    if isinstance(value, dict):
+        return {k: _externalize(v, blobs, used) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        if len(value) > 16 and all(isinstance(x, str) for x in value):
+            if sum(map(len, value)) >= BLOB_MIN:  # a hunk's lines: one blob, not a line each
+                sha = blobs.put(_dumps(list(value)).encode("utf-8", "surrogatepass"))
+                used.append(sha)
+                return {BLOB_JSON: sha}
+            return value
+        return [_externalize(v, blobs, used) for v in value]
+    return value
+
+
+def _resolve(value: Any, blobs: Blobs, named: frozenset[str]) -> Any:
+    if isinstance(value, dict):
+        if len(value) == 1:
+            ((key, sha),) = value.items()
+            if key in (BLOB_TEXT, BLOB_JSON) and sha in named:
+                data = blobs.get(sha)
+                if key == BLOB_TEXT:
+                    return data.decode("utf-8", "surrogatepass")
+                return _DECODER.decode(data.decode("utf-8", "surrogatepass"))
+        return {k: _resolve(v, blobs, named) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_resolve(v, blobs, named) for v in value]
+    return value
+
+
+class Blobs:
+    """Content-addressed files in the journal's folder (`blobs/<sha256>`) holding the values too
+    large for a journal line: written once (a value already there is not written again, so a
+    compaction that keeps a 50 MB baseline does not rewrite it), each fsynced and renamed into
+    place before the record naming it is appended. Used under the journal's lock only."""
+
+    def __init__(self, directory: Path) -> None:
+        self.dir = directory
+
+    def put(self, data: bytes) -> str:
+        sha = hashlib.sha256(data).hexdigest()
+        path = self.dir / sha
+        try:
+            if path.stat().st_size == len(data):
+                return sha
+        except FileNotFoundError:
+            pass
+        created = not self.dir.is_dir()
+        if created:
+            self.dir.mkdir(mode=0o700, exist_ok=True)
+        tmp = self.dir / f".{sha}.{os.getpid()}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            _write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+        _fsync_dir(self.dir)
+        if created:
+            _fsync_dir(self.dir.parent)
+        return sha
+
+    def get(self, sha: str) -> bytes:
+        """The blob's bytes; ValueError when it is missing or not what its name says."""
+        if not isinstance(sha, str) or len(sha) != 64 or sha.strip("0123456789abcdef"):
+            raise ValueError("not a blob name")
+        try:
+            with open(self.dir / sha, "rb") as f:
+                data = f.read()
+        except OSError as exc:
+            raise ValueError(f"blob {sha[:12]} cannot be read: {exc.strerror}") from None
+        if hashlib.sha256(data).hexdigest() != sha:
+            raise ValueError(f"blob {sha[:12]} does not hold what its name says")
+        return data
+
+    def collect(self, keep: set[str]) -> int:
+        """Remove every blob not in `keep` (and temporaries a crash left); how many went."""
+        removed = 0
+        try:
+            names = os.listdir(self.dir)
+        except OSError:
+            return 0
+        for name in names:
+            if name not in keep:
+                with contextlib.suppress(OSError):
+                    os.unlink(self.dir / name)
+                    removed += 1
+        return removed
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number a record may hold")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e400: a float that would overflow every later int()
+        raise ValueError(f"{text[:20]} is out of range")
+    return value
+
+
+_DECODER = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite)
+
+
+def _parse(
+    lines: list[bytes], skipped: list[int] | None = None, blobs: Blobs | None = None
+) -> list[dict[str, Any]]:
+    """The records among `lines`, their blobs read back in; each line that is not one (torn by
+    a crash, hand-edited, NaN, `1e400`, a 5,000-digit integer, nested past the parser's depth,
+    invalid UTF-8, a blob missing or altered) is counted in `skipped[0]` and left out: the
+    record never happened."""
     out: list[dict[str, Any]] = []
+    bad = 0
     for raw in lines:
         if not raw.strip():
             continue
         try:
-            rec = json.loads(raw.decode("utf-8", "surrogatepass"))
-        except (ValueError, UnicodeDecodeError):
-            continue  # a torn line from a crash mid-write: the record never happened
+            rec = _DECODER.decode(raw.decode("utf-8", "surrogatepass"))
+            if isinstance(rec, dict) and "$blobs" in rec:
+                named = rec.pop("$blobs")
+                if blobs is None or not isinstance(named, list):
+                    raise ValueError("a record names blobs it cannot have")
+                rec = _resolve(rec, blobs, frozenset(x for x in named if isinstance(x, str)))
+        except (ValueError, UnicodeDecodeError, RecursionError):
+            bad += 1
+            continue
         if isinstance(rec, dict) and "t" in rec:
             out.append(rec)
+        else:
+            bad += 1
+    if skipped is not None:
+        skipped[0] += bad
     return out
 
 
-def _fsync_dir(path: Path) -> None:
-    # Directory fsync makes a new or renamed entry durable; not possible on every platform.
-    with contextlib.suppress(OSError):
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+def _named_blobs(data: bytes) -> set[str]:
+    """Every blob the journal bytes `data` name (each record's `$blobs` list)."""
+    out: set[str] = set()
+    for m in _NAMED.finditer(data):
+        out.update(x.strip(b'" ').decode("ascii", "replace") for x in m.group(1).split(b","))
+    return out

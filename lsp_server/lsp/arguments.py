@@ -59,6 +59,7 @@ SCHEMAS: dict[str, dict[str, Field]] = {
         "editId": Field(INT),
         "limit": Field(INT),
         "texts": Field(BOOL),
+        "netLimit": Field(INT),
     },
     "agentEdit.undo": {
         "editId": Field(INT, True),

@@ -7,10 +7,13 @@ Handlers stay thin: validate arguments, take snapshots, call the pure engine, ha
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import os
 import sys
-from typing import Any
+import time
+from collections.abc import Generator
+from typing import Any, TypeVar
 
 from lsprotocol import types as t
 from pygls.lsp.server import LanguageServer
@@ -19,10 +22,10 @@ from pygls.protocol.language_server import lsp_method
 from pygls.uris import to_fs_path
 
 from lsp_server import __version__
-from lsp_server.engine import edit_texts
+from lsp_server.engine import edit_texts, recovery
 from lsp_server.engine.diffing import plan_diff
 from lsp_server.engine.errors import Code, EditError
-from lsp_server.engine.history import History, open_history
+from lsp_server.engine.history import NET_FILES, History, open_history
 from lsp_server.engine.model import FileChange, Plan
 from lsp_server.engine.patching import plan_patch
 from lsp_server.engine.planner import check_precondition, plan_replace, plan_write, require_exists
@@ -114,6 +117,7 @@ class AgentEditServer(LanguageServer):
         self.paths = WorkspacePaths(PathPolicy())
         self.edit_lock = asyncio.Lock()
         self.history = History()  # replaced by the workspace's journal-backed one at initialize
+        self.start_messages: list[str] = []  # shown at `initialized`
 
     @property
     def encoding(self) -> str:
@@ -158,9 +162,34 @@ class AgentEditServer(LanguageServer):
 
     def open_history(self) -> None:
         self.history = open_history(self.paths.roots[0])
+        # An apply the CLI was killed in the middle of is rolled back before anything reads a
+        # file, and the history records it (before the listener: no notifications during
+        # `initialize`); the user is told at `initialized`.
+        for root in self.paths.roots:
+            done = recovery.recover(root)
+            recovery.record(self.history, done)
+            self.start_messages += done.messages()
+        skipped = self.history.skipped_note()
+        if skipped:
+            log.warning("%s", skipped)
+            self.start_messages.append(skipped)
         if self.history.journal_error:
             log.warning("agent-edit history: %s", self.history.journal_error)
+            self.start_messages.append(
+                f"agent-edit: {self.history.journal_error}; edits still work, but their history "
+                "is kept in memory only (see the server log)."
+            )
         self.history.listeners.append(self._history_changed)
+        # A long session replays into millions of objects that live as long as the server: a
+        # full collection would scan them all (~1 s for a 100k-file session), stalling every
+        # request at some unlucky allocation. They are mostly acyclic; refcounts free them.
+        gc.freeze()
+
+    def show_start_messages(self) -> None:
+        """What the start found (a rollback, an unusable state folder): said once."""
+        for text in self.start_messages:
+            self.window_show_message(t.ShowMessageParams(type=t.MessageType.Warning, message=text))
+        self.start_messages = []
 
     def _history_changed(self, entry: Any) -> None:
         self.protocol.notify(
@@ -430,6 +459,7 @@ def create_server() -> AgentEditServer:
 
     @server.feature(t.INITIALIZED)
     def initialized(ls: AgentEditServer, params: t.InitializedParams) -> None:
+        ls.show_start_messages()
         # An editor re-opens its buffers right after `initialized`; judge an interrupted edit
         # from those buffers, not from the disk alone, so wait for the didOpens first.
         asyncio.get_running_loop().call_later(RECOVERY_DELAY_S, ls.recover_unfinished)
@@ -627,11 +657,39 @@ def create_server() -> AgentEditServer:
         ls.history.refresh()
         if a.get("texts"):
             return edit_texts.texts_result(ls.history, a.get("editId"), ls.live)
+        files = a.get("netLimit", NET_FILES)
         if a.get("format", "json") == "diff":
-            return {"ok": True, "diff": ls.history.to_diff_text(ls.live, a.get("editId"))}
-        return ls.history.to_json(live=ls.live, edit_id=a.get("editId"), limit=a.get("limit", 200))
+            text = await in_slices(ls.history.iter_diff_text(ls.live, a.get("editId"), files))
+            return {"ok": True, "diff": text}
+        return await in_slices(
+            ls.history.iter_json(
+                live=ls.live, edit_id=a.get("editId"), limit=a.get("limit", 200), net_files=files
+            )
+        )
 
     return server
+
+
+SLICE_S = 0.002
+
+T = TypeVar("T")
+
+
+async def in_slices(gen: Generator[None, None, T]) -> T:
+    """Run a history generator (`History.iter_*`) in slices of about SLICE_S, letting the event
+    loop serve other requests (a read, a didChange) between them: a 100k-file history must not
+    stall them. Short slices: pygls reads each message from stdin in a few thread round trips,
+    one loop turn each, so a request sent meanwhile waits a few slices before it even parses."""
+    while True:
+        end = time.perf_counter() + SLICE_S
+        try:
+            next(gen)  # at least one step a slice, however coarse the clock
+            while time.perf_counter() < end:
+                next(gen)
+        except StopIteration as stop:
+            result: T = stop.value
+            return result
+        await asyncio.sleep(0)
 
 
 _LIBC: Any = None

@@ -1,0 +1,113 @@
+"""Rolling back an interrupted disk apply wherever a workspace's state is opened, said one way.
+
+A disk apply killed between two renames leaves a half-applied tree and its journal (files.py).
+Every entry point that opens a workspace's state (the CLI's `apply-patch`, `replace`, `history`
+and `undo`, and a server start) first calls `recover`, so no command ever reads, plans on or
+reports on a half-applied tree: it is rolled back, or, when it cannot be (the state folder is
+unusable, a rollback step fails), the reason is reported. `message` is the one text every front
+end shows for it (stderr, `window/showMessage`), and `record` puts it in the edit history so that
+`history` shows what happened to the files rather than "no agent edits recorded".
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from lsp_server.engine import files, state
+from lsp_server.engine.errors import Code, EditError
+
+if TYPE_CHECKING:
+    from lsp_server.engine.history import History
+
+ACTION = "recover"
+ROLLED_BACK = "rolled-back"
+NAMES_SHOWN = 10  # a 400-file rollback is listed whole in `reports`, not in the message
+
+
+@dataclass
+class Recovery:
+    """What `recover` did: the rollback reports (files.recover's), or why it could not."""
+
+    reports: list[dict[str, Any]] = field(default_factory=list)
+    error: EditError | None = None
+
+    def messages(self) -> list[str]:
+        out = [message(r) for r in self.reports]
+        if self.error is not None:
+            out.append(f"agent-edit: {self.error.code}: {self.error.message} {self.error.hint}")
+        return out
+
+
+def recover(root: str, locked: str | None = None) -> Recovery:
+    """Roll back an apply interrupted in `root`; never raises (the error is in the result).
+    `locked` is the state folder when the caller holds the workspace lock already."""
+    try:
+        if locked is not None:
+            return Recovery(files.recover_locked(root, locked))
+        sdir = state.state_dir(root)  # IO_ERROR when it cannot be made: said by every caller
+        journal = os.path.join(sdir, files.JOURNAL)
+        if not os.path.exists(journal) and not os.path.exists(journal + ".tmp"):
+            # No apply began since the last one ended: nothing to roll back, and no need to
+            # wait for the lock (a server start must not wait for a running CLI apply).
+            return Recovery()
+        return Recovery(files.recover(root))
+    except EditError as err:  # the state folder cannot be made or used
+        return Recovery(error=err)
+    except OSError as exc:
+        return Recovery(
+            error=EditError(
+                Code.IO_ERROR,
+                f"An interrupted apply in this workspace could not be rolled back "
+                f"({exc.strerror or exc}); its journal is kept and files may hold new content.",
+                "Fix the cause (permissions, disk space), then run any agent-edit command in "
+                "this workspace: it retries the rollback first and reports it.",
+                {"path": exc.filename, "reason": "RECOVERY_FAILED"},
+            )
+        )
+
+
+def _names(paths: list[str]) -> str:
+    shown = ", ".join(paths[:NAMES_SHOWN])
+    more = len(paths) - NAMES_SHOWN
+    return shown + (f" and {more} more" if more > 0 else "")
+
+
+def message(report: dict[str, Any]) -> str:
+    """The one-line text for a rollback report, as every front end shows it."""
+    parts = []
+    if report.get("restored"):
+        parts.append(f"restored {len(report['restored'])} file(s): {_names(report['restored'])}")
+    if report.get("removed"):
+        parts.append(f"removed {len(report['removed'])} file(s): {_names(report['removed'])}")
+    if report.get("conflicts"):
+        left = [str(c.get("path")) for c in report["conflicts"]]
+        parts.append(f"left alone (changed since): {_names(left)}")
+    return (
+        f"agent-edit: rolled back an interrupted apply (pid {report.get('pid')}): "
+        + ("; ".join(parts) or "nothing had changed yet")
+        + "."
+    )
+
+
+def record(history: History, recovery: Recovery) -> None:
+    """Put what `recover` did into the edit history (one entry per rollback or failure)."""
+    for r in recovery.reports:
+        paths = [*r.get("restored", []), *r.get("removed", [])]
+        paths += [str(c.get("path")) for c in r.get("conflicts", [])]
+        history.record(
+            ACTION,
+            {
+                "message": message(r),
+                "pid": r.get("pid"),
+                "startedAt": r.get("startedAt"),
+                "restored": len(r.get("restored", [])),
+                "removed": len(r.get("removed", [])),
+                "conflicts": r.get("conflicts", []),
+            },
+            outcome=ROLLED_BACK if not r.get("conflicts") else str(Code.PARTIAL),
+            files=paths,
+        )
+    if recovery.error is not None:
+        history.record(ACTION, {}, error=recovery.error)

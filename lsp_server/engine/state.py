@@ -1,0 +1,131 @@
+"""The per-workspace state folder: where it is, that it is outside the workspace, and making it.
+
+One folder per workspace, shared by the disk writer (files.py: the apply journal and lock) and
+the edit history (journal.py: the JSON-lines journal and its blobs), so both keep their state
+for a workspace in one place: `<base>/workspaces/<name>-<sha256 of the real path>`, where
+`<base>` is `$AGENT_EDIT_STATE_DIR` (tests use temporary folders) or platformdirs' user state
+directory for agent-edit (`~/.local/state/agent-edit` on Linux).
+
+The folder is never inside the workspace (it would be edited, committed and watched by the
+editor): every way of naming it goes through `check_outside`. A folder that cannot be made or
+written (full disk, unwritable base, a file where the folder should be) is an
+`EditError(IO_ERROR)` that says which folder and what to do, never an `OSError` traceback.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+from collections.abc import Mapping
+
+from lsp_server.engine.errors import Code, EditError
+
+ENV_STATE_DIR = "AGENT_EDIT_STATE_DIR"
+APP_NAME = "agent-edit"
+
+
+def user_state_base(env: Mapping[str, str] | None = None) -> str:
+    """platformdirs' user state directory for agent-edit.
+
+    On Linux this is platformdirs' XDG rule computed directly: importing platformdirs pulls in
+    pathlib and urllib (~12 ms, a tenth of a small CLI run). Elsewhere platformdirs decides.
+    """
+    environ = os.environ if env is None else env
+    if sys.platform.startswith("linux"):
+        xdg = environ.get("XDG_STATE_HOME", "").strip()
+        return os.path.join(xdg or os.path.expanduser("~/.local/state"), APP_NAME)
+    from platformdirs import user_state_dir
+
+    return user_state_dir(APP_NAME)
+
+
+def state_base(env: Mapping[str, str] | None = None) -> str:
+    """The base state directory: `$AGENT_EDIT_STATE_DIR`, else the user state directory."""
+    environ = os.environ if env is None else env
+    override = environ.get(ENV_STATE_DIR)
+    if override:
+        return os.path.expanduser(override)
+    return user_state_base(environ)
+
+
+def _is_within(child: str, parent: str) -> bool:
+    return child == parent or child.startswith(parent.rstrip(os.sep) + os.sep)
+
+
+def check_outside(directory: str | os.PathLike[str], workspace: str | os.PathLike[str]) -> None:
+    """Refuse (DENIED) a state folder that is, or would be once symlinks resolve, inside the
+    workspace."""
+    resolved = os.path.realpath(directory)
+    root = os.path.realpath(workspace)
+    if _is_within(resolved, root):
+        raise EditError(
+            Code.DENIED,
+            f"The agent-edit state folder {resolved} would be inside the workspace {root}.",
+            f"Point {ENV_STATE_DIR} (or the user state directory) outside the workspace.",
+            {"rule": "journal outside the workspace", "path": resolved},
+        )
+
+
+def workspace_state_path(workspace: str | os.PathLike[str], base: str | None = None) -> str:
+    """The workspace's state folder (not created), checked to be outside the workspace."""
+    real = os.path.realpath(workspace)
+    digest = hashlib.sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    name = os.path.basename(real) or "root"
+    directory = os.path.join(base or state_base(), "workspaces", f"{name}-{digest}")
+    check_outside(directory, real)
+    return directory
+
+
+def make_dir(directory: str | os.PathLike[str]) -> str:
+    """Create `directory` (private to the user) if needed; `OSError` when it cannot be made or
+    written (for callers that have their own fallback, as the history's in-memory one)."""
+    path = os.fspath(directory)
+    if not os.path.isdir(path):
+        os.makedirs(path, exist_ok=True)
+        try:
+            os.chmod(path, 0o700)
+        except OSError:
+            pass
+        fsync_dir(os.path.dirname(path))
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise PermissionError(13, "Permission denied", path)
+    return path
+
+
+def ensure_dir(directory: str | os.PathLike[str]) -> str:
+    """`make_dir`, with an IO_ERROR result that says what to do instead of the `OSError`."""
+    try:
+        return make_dir(directory)
+    except OSError as exc:
+        raise state_error(os.fspath(directory), exc) from None
+
+
+def state_dir(root: str | os.PathLike[str]) -> str:
+    """This workspace's state directory, created on demand, outside the workspace."""
+    return ensure_dir(workspace_state_path(root))
+
+
+def state_error(path: str, exc: OSError) -> EditError:
+    """The result for a state folder (or a file in it) that cannot be made, read or written."""
+    return EditError(
+        Code.IO_ERROR,
+        f"The agent-edit state folder {path} cannot be used ({exc.strerror or exc}).",
+        "Free disk space or fix that folder's permissions (a file in its place must go), or "
+        f"point {ENV_STATE_DIR} to a writable folder outside the workspace; then try again.",
+        {"path": path, "reason": "STATE_DIR"},
+    )
+
+
+def fsync_dir(path: str | os.PathLike[str]) -> None:
+    """Make a new or renamed entry in `path` durable; not possible on every platform."""
+    try:
+        fd = os.open(os.fspath(path) or ".", os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
