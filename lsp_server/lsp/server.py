@@ -25,7 +25,7 @@ from lsp_server.engine.history import History, open_history
 from lsp_server.engine.model import FileChange, Plan
 from lsp_server.engine.patching import plan_patch
 from lsp_server.engine.planner import check_precondition, plan_replace, plan_write, require_exists
-from lsp_server.engine.policy import PathPolicy, SettingsError
+from lsp_server.engine.policy import PathPolicy
 from lsp_server.engine.results import success
 from lsp_server.engine.text import Snapshot, absent, decode_file, describe_eol
 from lsp_server.engine.undo import plan_rollback
@@ -34,7 +34,7 @@ from lsp_server.lsp.apply import Location, Outcome, Verifier, apply_and_verify, 
 from lsp_server.lsp.diagnostics import document_changed, document_opened, publish_after_edit
 from lsp_server.lsp.documents import DocumentStore
 from lsp_server.lsp.session import Session
-from lsp_server.lsp.settings import Settings
+from lsp_server.lsp.settings import Settings, initial_policy, reconfigured
 from lsp_server.lsp.workspace_paths import Resolved, WorkspacePaths, real_path_of_uri
 
 log = logging.getLogger(__name__)
@@ -414,13 +414,9 @@ def create_server() -> AgentEditServer:
         if not roots and params.root_path:
             roots.append(params.root_path)
         ls.settings = ls.settings.updated(params.initialization_options)
-        try:
-            policy = PathPolicy.from_settings(
-                roots, params.initialization_options, other_keys=Settings._NAMES
-            )
-        except SettingsError as exc:
-            log.error("%s; the default path policy applies", exc.message)
-            policy = PathPolicy.from_settings(roots)
+        policy, problems = initial_policy(roots, params.initialization_options)
+        for problem in problems:
+            log.error("%s; that setting is ignored", problem)
         ls.paths = WorkspacePaths(policy)
         ls.open_history()
 
@@ -438,14 +434,12 @@ def create_server() -> AgentEditServer:
     def did_change_configuration(
         ls: AgentEditServer, params: t.DidChangeConfigurationParams
     ) -> None:
-        ls.settings = ls.settings.updated(params.settings)
-        try:
-            ls.paths = WorkspacePaths(
-                ls.paths.policy.reconfigure(params.settings, other_keys=Settings._NAMES)
-            )
-        except SettingsError as exc:
+        ls.settings = ls.settings.updated(params.settings, running=True)
+        policy, problems = reconfigured(ls.paths.policy, params.settings)
+        ls.paths = WorkspacePaths(policy)
+        if problems:
             ls.window_show_message(
-                t.ShowMessageParams(type=t.MessageType.Warning, message=exc.message)
+                t.ShowMessageParams(type=t.MessageType.Warning, message="; ".join(problems))
             )
 
     @server.feature(t.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)

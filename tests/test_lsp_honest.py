@@ -1,0 +1,82 @@
+"""Honest outcomes on the editor path (issue 14): settings, tokens across reopen, input hygiene,
+resource operations by capability, and results that never claim more than the server saw."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import pytest
+from lsprotocol import types as t
+from pytest_lsp import LanguageClient
+
+from tests.editor_client import Editor, start_session
+
+
+def sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+# What VS Code's extension sends: its whole `agentEdit` section, client-only keys included.
+VSCODE_SECTION: dict[str, Any] = {
+    "server": {"python": "python3", "args": []},
+    "trace": {"server": "off"},
+    "requireRead": True,
+    "saveAfterEdit": False,
+    "deny": [],
+    "allow": [],
+}
+
+
+# -- settings -------------------------------------------------------------------------------
+
+
+@pytest.mark.asyncio
+async def test_vscode_payload_with_client_only_keys_keeps_the_deny_rules(
+    client: LanguageClient, tmp_path
+):
+    start = {"agentEdit": {**VSCODE_SECTION, "deny": ["private/**"], "verifyTimeoutMs": 1000}}
+    ed = await start_session(client, "visual-studio-code", tmp_path, options=start)
+    ed.write_file("private/a.txt", "p\n")
+    ed.write_file("notes/b.txt", "n\n")
+    first = await ed.command("agentEdit.read", {"path": "private/a.txt"})
+    assert first["code"] == "DENIED", first  # the start payload's deny rule holds
+    ok = await ed.command("agentEdit.read", {"path": "notes/b.txt"})
+    assert ok["ok"], ok
+    # The user adds a deny rule at run time; the payload still carries the client-only keys.
+    ed.client.workspace_did_change_configuration(
+        t.DidChangeConfigurationParams(
+            settings={"agentEdit": {**VSCODE_SECTION, "deny": ["private/**", "notes/**"]}}
+        )
+    )
+    edit = await ed.command(
+        "agentEdit.replace", {"path": "notes/b.txt", "oldText": "n", "newText": "x"}
+    )
+    assert edit["code"] == "DENIED" and edit["details"]["rule"] == "notes/**", edit
+    assert (tmp_path / "notes/b.txt").read_text() == "n\n"
+    assert ed.apply_requests == []
+
+
+@pytest.mark.asyncio
+async def test_runtime_settings_only_tighten_each_key_on_its_own(
+    client: LanguageClient, tmp_path
+):
+    ed = await start_session(
+        client, "visual-studio-code", tmp_path, options={"agentEdit": {"deny": ["a/**"]}}
+    )
+    ed.write_file("a/x.txt", "a\n")
+    ed.write_file("b/y.txt", "b\n")
+    # Dropping a/** (a widening) is refused, but the b/** added beside it applies at once; a
+    # bad value of another key does not block either.
+    ed.client.workspace_did_change_configuration(
+        t.DidChangeConfigurationParams(
+            settings={"agentEdit": {"deny": ["b/**"], "maxFileBytes": "big", "requireRead": False}}
+        )
+    )
+    for path in ("a/x.txt", "b/y.txt"):
+        r = await ed.command("agentEdit.read", {"path": path})
+        assert r["code"] == "DENIED", (path, r)
+    # requireRead cannot be switched off while running either.
+    ed.write_file("c.txt", "c\n")
+    w = await ed.command("agentEdit.write", {"path": "c.txt", "text": "d\n"})
+    assert w["code"] == "STALE", w
