@@ -58,9 +58,7 @@ async def test_vscode_payload_with_client_only_keys_keeps_the_deny_rules(
 
 
 @pytest.mark.asyncio
-async def test_runtime_settings_only_tighten_each_key_on_its_own(
-    client: LanguageClient, tmp_path
-):
+async def test_runtime_settings_only_tighten_each_key_on_its_own(client: LanguageClient, tmp_path):
     ed = await start_session(
         client, "visual-studio-code", tmp_path, options={"agentEdit": {"deny": ["a/**"]}}
     )
@@ -80,3 +78,40 @@ async def test_runtime_settings_only_tighten_each_key_on_its_own(
     ed.write_file("c.txt", "c\n")
     w = await ed.command("agentEdit.write", {"path": "c.txt", "text": "d\n"})
     assert w["code"] == "STALE", w
+
+
+# -- tokens across a close and reopen ---------------------------------------------------------
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("explicit", [False, True])
+async def test_version_token_does_not_survive_close_and_reopen(editor: Editor, explicit: bool):
+    editor.write_file("r.txt", "one\ntwo\n")
+    doc = editor.open("r.txt")
+    read = await editor.command("agentEdit.read", {"path": "r.txt"})
+    assert read["version"] == doc.version
+    editor._close(doc.uri)
+    # The file changes on disk while closed, then opens again at the very same version number.
+    editor.write_file("r.txt", "one\nnew line\ntwo\n")
+    again = editor.open("r.txt")
+    assert again.version == read["version"]
+    args: dict[str, Any] = {"path": "r.txt", "text": "one\ntwo\nthree\n"}
+    if explicit:
+        args["expect"] = {"version": read["version"]}
+    result = await editor.command("agentEdit.write", args)
+    assert result["code"] == "STALE", result
+    assert editor.text("r.txt") == "one\nnew line\ntwo\n"
+    assert editor.apply_requests == []
+    # The sha256 still proves it: a token whose text is unchanged after a reopen is fine.
+    fresh = await editor.command("agentEdit.read", {"path": "r.txt"})
+    editor._close(again.uri)
+    editor.open("r.txt")
+    ok = await editor.command(
+        "agentEdit.write",
+        {
+            "path": "r.txt",
+            "text": "1\n",
+            "expect": {"version": fresh["version"], "sha256": fresh["sha256"]},
+        },
+    )
+    assert ok["ok"], ok

@@ -33,7 +33,7 @@ from lsp_server.lsp import arguments
 from lsp_server.lsp.apply import Location, Outcome, Verifier, apply_and_verify, uri_of
 from lsp_server.lsp.diagnostics import document_changed, document_opened, publish_after_edit
 from lsp_server.lsp.documents import DocumentStore
-from lsp_server.lsp.session import Session
+from lsp_server.lsp.session import Session, for_open
 from lsp_server.lsp.settings import Settings, initial_policy, reconfigured
 from lsp_server.lsp.workspace_paths import Resolved, WorkspacePaths, real_path_of_uri
 
@@ -148,6 +148,29 @@ class AgentEditServer(LanguageServer):
                 {"path": where.rel},
             ) from None
         return decode_file(where.rel, data, self.paths.policy.max_file_bytes)
+
+    def token_now(self, where: Resolved, token: dict[str, Any] | None) -> dict[str, Any] | None:
+        """`token` as it may be checked now: a version from another open of the file is dropped
+        (`session.for_open`); a token left with nothing to prove is STALE, saying why."""
+        doc = self.store.by_path(where.abs_path)
+        fitted = for_open(token, doc.open_id if doc is not None else None)
+        if fitted is not None and fitted.get("reopened") and fitted.get("sha256") is None:
+            raise EditError(
+                Code.STALE,
+                f"{where.rel} was closed (or opened) in the editor since version "
+                f"{token.get('version') if token else None} was read, and editors count versions "
+                "again after a reopen, so that version proves nothing now.",
+                "Read the file again with agentEdit.read, or pass expect: {sha256} from a read.",
+                {
+                    "expected": {
+                        "version": token.get("version") if token else None,
+                        "sha256": None,
+                    },
+                    "path": where.rel,
+                    "reason": "REOPENED",
+                },
+            )
+        return fitted
 
     def location(self, where: Resolved) -> Location:
         doc = self.store.by_path(where.abs_path)
@@ -266,7 +289,12 @@ class AgentEditServer(LanguageServer):
                 doc.set_known_text(c.new_text, c.new_sha256, c.__dict__.get("hash_marks"))
             if c.change == "move":
                 self.session.forget(c.path)
-            self.session.saw(c.target_path, versions.get(c.target_path), c.new_sha256)
+            self.session.saw(
+                c.target_path,
+                versions.get(c.target_path),
+                c.new_sha256,
+                doc.open_id if doc is not None else None,
+            )
         self.history.finish(edit_id, "applied", versions=versions)
         diagnostics = await publish_after_edit(self, changes, locations, versions)
         result = success(edit_id, "applied", changes, versions, diagnostics, diff=diff)
@@ -495,7 +523,12 @@ def create_server() -> AgentEditServer:
             )
         else:
             text = snap.text if not ranged else "".join(chosen)
-        ls.session.saw(where.rel, snap.version if snap.source == "buffer" else None, snap.sha256)
+        ls.session.saw(
+            where.rel,
+            snap.version if snap.source == "buffer" else None,
+            snap.sha256,
+            doc.open_id if doc is not None else None,
+        )
         return {
             "ok": True,
             "path": where.rel,
@@ -517,10 +550,11 @@ def create_server() -> AgentEditServer:
         where = ls.paths.resolve(a["path"])
         # What the agent knew when it sent this request: a racing edit must not inherit the
         # token refreshed by the edit it raced with.
-        known = a.get("expect") or ls.session.reads.get(where.rel)
+        known = ls.session.known(where.rel, a.get("expect"))
         async with ls.edit_lock:
             snap = ls.snapshot(where)
             require_exists(snap)
+            known = ls.token_now(where, known)
             # oldText is itself checked against the buffer as it is now, so without a read or
             # `expect` the replace still cannot land on text the agent did not name.
             check_precondition(snap, known, None, required=False)
@@ -540,9 +574,10 @@ def create_server() -> AgentEditServer:
     async def write(ls: AgentEditServer, *args: Any) -> dict[str, Any]:
         a = arguments.parse("agentEdit.write", args)
         where = ls.paths.resolve(a["path"])
-        known = a.get("expect") or ls.session.reads.get(where.rel)
+        known = ls.session.known(where.rel, a.get("expect"))
         async with ls.edit_lock:
             snap = ls.snapshot(where)
+            known = ls.token_now(where, known)
             if snap.exists:
                 # Overwriting replaces text the agent may never have seen: it needs a read or
                 # `expect` (unless the requireRead setting is off).
@@ -570,8 +605,12 @@ def create_server() -> AgentEditServer:
     @_result
     async def apply_patch(ls: AgentEditServer, *args: Any) -> dict[str, Any]:
         a = arguments.parse("agentEdit.applyPatch", args)
-        expect = {ls.paths.resolve(k).rel: v for k, v in (a.get("expect") or {}).items()}
-        known = dict(ls.session.reads)  # what the agent knew when it sent the patch
+        expect = {
+            r.rel: ls.session.known(r.rel, v)
+            for k, v in (a.get("expect") or {}).items()
+            if (r := ls.paths.resolve(k))
+        }
+        known = {p: ls.session.known(p, None) for p in ls.session.reads}  # when it was sent
         async with ls.edit_lock:
             where: dict[str, Resolved] = {}
 
@@ -588,8 +627,8 @@ def create_server() -> AgentEditServer:
                 if c.before.exists:
                     check_precondition(
                         c.before,
-                        expect.get(c.path),
-                        known.get(c.path),
+                        ls.token_now(where[c.path], expect.get(c.path)),
+                        ls.token_now(where[c.path], known.get(c.path)),
                         required=False,  # context and removed lines are checked as they are now
                     )
             return await ls.carry_out(
