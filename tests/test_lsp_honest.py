@@ -115,3 +115,61 @@ async def test_version_token_does_not_survive_close_and_reopen(editor: Editor, e
         },
     )
     assert ok["ok"], ok
+
+
+# -- input hygiene --------------------------------------------------------------------------
+
+
+@pytest.mark.asyncio
+async def test_lone_surrogates_and_nul_are_refused_before_the_editor(vscode: Editor):
+    vscode.write_file("h.txt", "alpha\nbeta\n")
+    vscode.open("h.txt")
+    await vscode.command("agentEdit.read", {"path": "h.txt"})
+    patch = "*** Begin Patch\n*** Update File: h.txt\n@@\n-beta\n+b\udc80ta\n*** End Patch\n"
+    cases = [
+        (
+            "agentEdit.replace",
+            {"path": "h.txt", "oldText": "beta", "newText": "x\ud83dy"},
+            "newText",
+            1,
+        ),
+        (
+            "agentEdit.replace",
+            {"path": "h.txt", "oldText": "be\udfffta", "newText": "x"},
+            "oldText",
+            2,
+        ),
+        ("agentEdit.write", {"path": "h.txt", "text": "ok\nno\ud800\n"}, "text", 5),
+        ("agentEdit.applyPatch", {"patch": patch}, "patch", patch.index("\udc80")),
+        ("agentEdit.read", {"path": "h\ud800.txt"}, "path", 1),
+    ]
+    for command, args, argument, position in cases:
+        r = await vscode.command(command, args)
+        assert r["ok"] is False and r["code"] == "INVALID_ARGUMENT", (command, r)
+        assert r["details"]["argument"] == argument, r
+        assert r["details"]["reason"] == "LONE_SURROGATE" and r["details"]["position"] == position
+    # A full pair (an emoji) is fine.
+    emoji = await vscode.command(
+        "agentEdit.replace", {"path": "h.txt", "oldText": "beta", "newText": "b\U0001f600"}
+    )
+    assert emoji["ok"], emoji
+    for command, args, argument in [
+        ("agentEdit.replace", {"path": "h.txt", "oldText": "alpha", "newText": "a\0b"}, "newText"),
+        ("agentEdit.write", {"path": "n.txt", "text": "x\0"}, "text"),
+    ]:
+        r = await vscode.command(command, args)
+        assert r["code"] == "INVALID_ARGUMENT" and r["details"]["reason"] == "NUL", r
+        assert r["details"]["argument"] == argument and "binary" in r["message"]
+    assert len(vscode.apply_requests) == 1  # only the emoji edit reached the editor
+    assert vscode.text("h.txt") == "alpha\nb\U0001f600\n"
+
+
+@pytest.mark.asyncio
+async def test_too_large_reports_the_real_size(client: LanguageClient, tmp_path):
+    ed = await start_session(
+        client, "visual-studio-code", tmp_path, options={"agentEdit": {"maxFileBytes": 1000}}
+    )
+    ed.write_file("big.txt", "x" * 5000)
+    r = await ed.command("agentEdit.read", {"path": "big.txt"})
+    assert r["code"] == "TOO_LARGE" and r["details"]["size"] == 5000, r
+    assert "5,000 bytes" in r["message"]

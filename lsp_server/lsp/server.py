@@ -137,7 +137,18 @@ class AgentEditServer(LanguageServer):
             )
         try:
             with open(where.abs_path, "rb") as f:
-                data = f.read(self.paths.policy.max_file_bytes + 1)
+                cap = self.paths.policy.max_file_bytes
+                data = f.read(cap + 1)
+                if len(data) > cap:
+                    # Only cap + 1 bytes were read: say the file's real size, not that.
+                    size = max(os.fstat(f.fileno()).st_size, len(data))
+                    raise EditError(
+                        Code.TOO_LARGE,
+                        f"{where.rel} is {size:,} bytes, over the {cap:,}-byte cap for edits.",
+                        "Edit a smaller file, or raise the agentEdit.maxFileBytes setting if "
+                        "this is intended.",
+                        {"path": where.rel, "size": size, "cap": cap},
+                    )
         except FileNotFoundError:
             return absent(where.rel)
         except OSError as exc:
