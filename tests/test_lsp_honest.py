@@ -3,6 +3,7 @@ resource operations by capability, and results that never claim more than the se
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from typing import Any
 
@@ -173,3 +174,175 @@ async def test_too_large_reports_the_real_size(client: LanguageClient, tmp_path)
     r = await ed.command("agentEdit.read", {"path": "big.txt"})
     assert r["code"] == "TOO_LARGE" and r["details"]["size"] == 5000, r
     assert "5,000 bytes" in r["message"]
+
+
+# -- outcomes that never lie ------------------------------------------------------------------
+
+
+async def _settled(ed: Editor, edit_id: int, timeout: float = 10.0) -> dict[str, Any]:
+    """The agentEdit/historyChanged notification that finishes edit `edit_id`."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        for change in ed.history_changes:
+            got = {k: getattr(change, k, None) for k in ("editId", "action", "outcome")}
+            if got["editId"] == edit_id and got["outcome"] != "pending":
+                return got
+        assert loop.time() < deadline, ed.history_changes
+        await ed.client.wait_for_notification("agentEdit/historyChanged")
+
+
+def _no_false_nothing(result: dict[str, Any]) -> None:
+    assert "nothing was changed" not in (result.get("hint", "") + result["message"]).lower()
+
+
+async def _entry(ed: Editor, edit_id: int) -> dict[str, Any]:
+    # Straight through the client: Editor.command would send eglot's held changes first.
+    hist = await ed.client.workspace_execute_command_async(
+        t.ExecuteCommandParams(command="agentEdit.history", arguments=[{"format": "json"}])
+    )
+    (entry,) = [e for e in hist["entries"] if e["id"] == edit_id]
+    return entry
+
+
+@pytest.mark.asyncio
+async def test_late_didchange_is_unverified_then_settled_applied(client: LanguageClient, tmp_path):
+    ed = await start_session(client, "emacs", tmp_path)
+    ed.write_file("e.txt", "one\ntwo\n")
+    ed.open("e.txt")
+    await ed.command("agentEdit.read", {"path": "e.txt"})
+    ed.defer_changes = True  # eglot: the edit's didChange leaves after the command's answer
+    result = await ed.client.workspace_execute_command_async(
+        t.ExecuteCommandParams(
+            command="agentEdit.replace",
+            arguments=[{"path": "e.txt", "oldText": "two", "newText": "2"}],
+        )
+    )
+    assert result["code"] == "UNVERIFIED", result
+    _no_false_nothing(result)
+    assert result["details"]["unconfirmed"] == ["e.txt"] and result["committed"] == []
+    assert ed.text("e.txt") == "one\n2\n"  # it did land, unseen
+    edit_id = result["details"]["editId"]
+    assert (await _entry(ed, edit_id))["outcome"] == "pending"
+    ed.flush()  # the idle timer fires
+    assert (await _settled(ed, edit_id))["outcome"] == "applied"
+    entry = await _entry(ed, edit_id)
+    assert entry["outcome"] == "applied" and "+2" in entry["diff"]
+    ed.defer_changes = False  # from here an eglot whose idle timer fires in time
+    undo = await ed.command("agentEdit.undo", {"editId": edit_id})
+    assert undo["ok"], undo
+    assert ed.text("e.txt") == "one\ntwo\n"
+
+
+@pytest.mark.asyncio
+async def test_lagging_version_lands_off_and_is_reported(client: LanguageClient, tmp_path):
+    ed = await start_session(client, "emacs", tmp_path)
+    ed.write_file("l.txt", "one\ntwo\nthree\n")
+    ed.open("l.txt")
+    await ed.command("agentEdit.read", {"path": "l.txt"})
+    ed.defer_changes = True
+    ed.type("l.txt", 0, 0, "typed\n")  # not sent, and eglot's version does not move
+    result = await ed.client.workspace_execute_command_async(
+        t.ExecuteCommandParams(
+            command="agentEdit.replace",
+            arguments=[{"path": "l.txt", "oldText": "two\n", "newText": "2\n"}],
+        )
+    )
+    # eglot applied the "versioned" edit one line off, over the typing it had not sent.
+    assert (
+        ed.text("l.txt") == "typed\none\n2\nthree\n" or ed.text("l.txt") == "typed\n2\ntwo\nthree\n"
+    )
+    assert result["code"] == "UNVERIFIED", result
+    _no_false_nothing(result)
+    edit_id = result["details"]["editId"]
+    ed.flush()
+    settled = await _settled(ed, edit_id)
+    assert settled["outcome"] == "PARTIAL", settled
+    entry = await _entry(ed, edit_id)
+    assert [c["state"] for c in entry["committed"]] == ["unknown"], entry
+    assert "agentEdit.undo" in entry["error"]["hint"]
+
+
+@pytest.mark.asyncio
+async def test_first_file_applied_second_refused_is_said(client: LanguageClient, tmp_path):
+    ed = await start_session(client, "emacs", tmp_path)
+    ed.write_file("a.txt", "a\n")
+    ed.write_file("b.txt", "b\n")
+    ed.open("a.txt")
+    ed.open("b.txt")
+    patch = (
+        "*** Begin Patch\n*** Update File: a.txt\n@@\n-a\n+A\n"
+        "*** Update File: b.txt\n@@\n-b\n+B\n*** End Patch\n"
+    )
+    ed.defer_changes = True
+    ed.fail_at, ed.fail_mode = 1, "error"
+    result = await ed.client.workspace_execute_command_async(
+        t.ExecuteCommandParams(command="agentEdit.applyPatch", arguments=[{"patch": patch}])
+    )
+    assert ed.text("a.txt") == "A\n" and ed.text("b.txt") == "b\n"
+    assert result["code"] == "UNVERIFIED", result
+    _no_false_nothing(result)
+    assert result["committed"] == []  # nothing seen land yet, and it says so
+    edit_id = result["details"]["editId"]
+    ed.flush()
+    settled = await _settled(ed, edit_id)
+    assert settled["outcome"] == "PARTIAL", settled
+    entry = await _entry(ed, edit_id)
+    states = {c["path"]: c["state"] for c in entry["committed"]}
+    assert states == {"a.txt": "applied", "b.txt": "not-applied"}, entry
+    # The way back is offered for what landed.
+    ed.defer_changes = False
+    undo = await ed.command("agentEdit.undo", {"editId": edit_id})
+    assert undo["ok"], undo
+    assert ed.text("a.txt") == "a\n"
+
+
+@pytest.mark.asyncio
+async def test_prompt_client_first_applied_second_refused(client: LanguageClient, tmp_path):
+    ed = await start_session(client, "emacs", tmp_path)
+    ed.write_file("a.txt", "a\n")
+    ed.write_file("b.txt", "b\n")
+    ed.open("a.txt")
+    ed.open("b.txt")
+    patch = (
+        "*** Begin Patch\n*** Update File: a.txt\n@@\n-a\n+A\n"
+        "*** Update File: b.txt\n@@\n-b\n+B\n*** End Patch\n"
+    )
+    ed.fail_at, ed.fail_mode = 1, "error"
+    result = await ed.command("agentEdit.applyPatch", {"patch": patch})
+    # It saw a.txt land, so it rolled it back and says what it did.
+    assert result["code"] == "PARTIAL_ROLLED_BACK", result
+    assert "a.txt" in result["message"]
+    assert ed.text("a.txt") == "a\n" and ed.text("b.txt") == "b\n"
+
+
+@pytest.mark.asyncio
+async def test_typing_into_a_file_mid_patch_is_never_rolled_back_as_if_untouched(
+    client: LanguageClient, tmp_path
+):
+    ed = await start_session(client, "neovim", tmp_path)
+    for name in ("a", "b", "c"):
+        ed.write_file(f"{name}.txt", f"{name}1\n{name}2\n")
+        ed.open(f"{name}.txt")
+    patch = (
+        "*** Begin Patch\n"
+        + "".join(
+            f"*** Update File: {n}.txt\n@@\n {n}1\n-{n}2\n+{n.upper()}2\n" for n in ("a", "b", "c")
+        )
+        + "*** End Patch\n"
+    )
+
+    def typing(index: int) -> None:
+        if index == 1:  # the user types into b.txt just before Neovim applies its edit
+            ed.type("b.txt", 0, 0, "user ")
+
+    ed.before_change = typing
+    ed.fail_at, ed.fail_mode = 2, "reject"
+    result = await ed.command("agentEdit.applyPatch", {"patch": patch})
+    ed.before_change = None
+    assert ed.text("b.txt") == "user b1\nB2\n"  # overwritten on top of the typing
+    assert result["code"] == "PARTIAL", result
+    _no_false_nothing(result)
+    assert "b.txt" in result["message"] and "as it was" not in result["message"]
+    states = {f["path"]: f["state"] for f in result["details"]["files"]}
+    assert states["b.txt"] == "unknown", states

@@ -30,6 +30,7 @@ class Code(StrEnum):
     PARTIAL = "PARTIAL"
     CONFLICT = "CONFLICT"
     TIMEOUT = "TIMEOUT"
+    UNVERIFIED = "UNVERIFIED"
     IO_ERROR = "IO_ERROR"
 
 

@@ -79,6 +79,9 @@ class Document:
     _marks: list[HashMark] = field(default_factory=list, repr=False)
     # Which open of the store this is (didOpen to didClose): versions count only within one.
     open_id: int = 0
+    # How many didChange notifications this open has had: tells whether the editor has shown
+    # the buffer since some moment (an unverified edit is settled only by a fresh report).
+    reports: int = 0
 
     def watch(self) -> ChangeWatch:
         w = ChangeWatch()

@@ -10,6 +10,7 @@ import asyncio
 import logging
 import os
 import sys
+from dataclasses import dataclass
 from typing import Any
 
 from lsprotocol import types as t
@@ -28,9 +29,19 @@ from lsp_server.engine.planner import check_precondition, plan_replace, plan_wri
 from lsp_server.engine.policy import PathPolicy
 from lsp_server.engine.results import success
 from lsp_server.engine.text import Snapshot, absent, decode_file, describe_eol
-from lsp_server.engine.undo import plan_rollback
+from lsp_server.engine.undo import plan_rollback, rollback_records
 from lsp_server.lsp import arguments
-from lsp_server.lsp.apply import Location, Outcome, Verifier, apply_and_verify, uri_of
+from lsp_server.lsp.apply import (
+    Location,
+    Mark,
+    Outcome,
+    Verifier,
+    apply_and_verify,
+    report_mark,
+    reports_late_by_name,
+    transactional,
+    uri_of,
+)
 from lsp_server.lsp.diagnostics import document_changed, document_opened, publish_after_edit
 from lsp_server.lsp.documents import DocumentStore
 from lsp_server.lsp.session import Session, for_open
@@ -65,6 +76,8 @@ class AgentEditProtocol(LanguageServerProtocol):
         td = params.text_document
         server.store.open(td.uri, td.language_id, td.version, td.text)
         server.verifier.notify()
+        if server.pending:
+            server.settle_pending()
         document_opened(server, td.uri)
         trim_memory_soon()  # the message's copy of a big text is garbage now
         yield from ()
@@ -87,7 +100,10 @@ class AgentEditProtocol(LanguageServerProtocol):
                 else:
                     doc.replace_all(change.text)
             doc.version = params.text_document.version
+            doc.reports += 1
             server.verifier.notify()
+            if server.pending:
+                server.settle_pending()
             document_changed(server, params.text_document.uri)
         else:
             log.warning("didChange for a document that is not open: %s", params.text_document.uri)
@@ -98,8 +114,19 @@ class AgentEditProtocol(LanguageServerProtocol):
         server: AgentEditServer = self._server  # type: ignore[assignment]
         server.store.close(params.text_document.uri)
         server.verifier.notify()
+        if server.pending:
+            server.settle_pending()
         trim_memory_soon()
         yield from ()
+
+
+@dataclass
+class Pending:
+    """An UNVERIFIED edit: the editor said it applied it but has not shown every file yet."""
+
+    where: dict[str, Resolved]
+    # Per unconfirmed plan path: its real path and where the editor's reports stood at the result.
+    marks: dict[str, tuple[str, Mark]]
 
 
 class AgentEditServer(LanguageServer):
@@ -113,6 +140,7 @@ class AgentEditServer(LanguageServer):
         self.paths = WorkspacePaths(PathPolicy())
         self.edit_lock = asyncio.Lock()
         self.history = History()  # replaced by the workspace's journal-backed one at initialize
+        self.pending: dict[int, Pending] = {}
 
     @property
     def encoding(self) -> str:
@@ -225,8 +253,12 @@ class AgentEditServer(LanguageServer):
                     type=t.MessageType.Warning,
                     message=f"agent-edit: edit #{done.id} ({done.action} of "
                     f"{', '.join(done.paths)}) was interrupted; it ended {done.outcome}. "
-                    f"Review it with agentEdit.history, undo it with agentEdit.undo "
-                    f"{{editId: {done.id}}}.",
+                    + (
+                        "Nothing of it landed, so there is nothing to undo."
+                        if done.outcome == str(Code.NOT_APPLIED)
+                        else f"Review it with agentEdit.history, undo it with agentEdit.undo "
+                        f"{{editId: {done.id}}}."
+                    ),
                 )
             )
 
@@ -283,6 +315,12 @@ class AgentEditServer(LanguageServer):
         outcome = await self._apply(plan, locations, action)
         if outcome.error is not None:
             error = outcome.error
+            if error.code == Code.UNVERIFIED:
+                # Not finished: settled when the editor shows the files (settle_pending).
+                error.details["editId"] = edit_id
+                self.hold_pending(edit_id, where, locations, outcome.unconfirmed)
+                error.recorded = True  # type: ignore[attr-defined]
+                raise error
             if error.code == Code.PARTIAL:
                 error = await self._roll_back(plan, where, locations, error)
             error.details["editId"] = edit_id
@@ -324,6 +362,103 @@ class AgentEditServer(LanguageServer):
             f"agent-edit: {action}",
             self.settings.apply_timeout_ms / 1000,
             self.settings.verify_timeout_ms / 1000,
+            transactional(self.client_capabilities, list(plan.changes)),
+        )
+
+    # -- unverified edits --------------------------------------------------------------------
+
+    def hold_pending(
+        self,
+        edit_id: int,
+        where: dict[str, Resolved],
+        locations: dict[str, Location],
+        unconfirmed: list[str],
+    ) -> None:
+        marks = {
+            p: (locations[p].abs_path, report_mark(locations[p].abs_path, self.store))
+            for p in unconfirmed
+        }
+        self.pending[edit_id] = Pending(dict(where), marks)
+        # A client that reports late still reports within a few idle timers (eglot: 0.5 s);
+        # after that, what the server sees is the answer.
+        grace = max(2 * self.settings.verify_timeout_ms / 1000, PENDING_GRACE_MIN_S)
+        asyncio.get_running_loop().call_later(grace, self.settle_pending, edit_id)
+
+    def settle_pending(self, final_id: int | None = None) -> None:
+        """Finish pending edits whose files the editor has now shown (all of them, or one that
+        shows neither old nor new text); `final_id` is settled from what is seen now."""
+        for edit_id, p in list(self.pending.items()):
+            final = edit_id == final_id
+            fresh = [
+                path
+                for path, (abs_path, mark) in p.marks.items()
+                if report_mark(abs_path, self.store) != mark
+            ]
+            if not final and not fresh:
+                continue
+            observed = {path: s for path, r in p.where.items() if (s := self.live_at(r))}
+            try:
+                entry = self.history.entry(edit_id)
+            except EditError:
+                self.pending.pop(edit_id, None)
+                continue
+            committed, _ = rollback_records(entry.changes, observed)
+            states = {c["path"]: c["state"] for c in committed}
+            if not final and len(fresh) < len(p.marks):
+                if not any(states.get(path) == "unknown" for path in fresh):
+                    continue  # wait for the other files (or the grace timer)
+            del self.pending[edit_id]
+            self._settle(edit_id, entry.paths, p.where, committed)
+
+    def live_at(self, where: Resolved) -> Snapshot | None:
+        try:
+            return self.snapshot(where)
+        except EditError:
+            return None
+
+    def _settle(
+        self,
+        edit_id: int,
+        paths: list[str],
+        where: dict[str, Resolved],
+        committed: list[dict[str, Any]],
+    ) -> None:
+        kinds = {c["state"] for c in committed}
+        if kinds == {"applied"}:
+            versions: dict[str, int | None] = {}
+            for path in paths:
+                doc = self.store.by_path(where[path].abs_path) if path in where else None
+                versions[path] = doc.version if doc is not None else None
+            self.history.finish(edit_id, "applied", versions=versions)
+            return
+        if kinds <= {"not-applied"}:
+            error = EditError(
+                Code.NOT_APPLIED,
+                f"Edit #{edit_id} (unverified) did not land: the editor shows the old text.",
+                "Read the files again and redo the edit if it is still wanted.",
+                {"files": committed, "editId": edit_id},
+                committed,
+            )
+            self.history.finish(edit_id, str(Code.NOT_APPLIED), error=error, committed=committed)
+            return
+        landed = [c["path"] for c in committed if c["state"] == "applied"]
+        otherwise = [c["path"] for c in committed if c["state"] == "unknown"]
+        error = EditError(
+            Code.PARTIAL,
+            f"Edit #{edit_id} (unverified) settled: landed {', '.join(landed) or 'nowhere'}"
+            + (f"; changed otherwise: {', '.join(otherwise)}" if otherwise else "")
+            + ".",
+            f"Inspect it with agentEdit.history {{editId: {edit_id}}}; undo it with "
+            f"agentEdit.undo {{editId: {edit_id}}} (CONFLICT shows the lines where the text has "
+            "moved on), or fix the files by hand after reading them.",
+            {"files": committed, "editId": edit_id},
+            committed,
+        )
+        self.history.finish(edit_id, str(Code.PARTIAL), error=error, committed=committed)
+        self.window_show_message(
+            t.ShowMessageParams(
+                type=t.MessageType.Warning, message=f"agent-edit: {error.message} {error.hint}"
+            )
         )
 
     async def _roll_back(
@@ -343,7 +478,10 @@ class AgentEditServer(LanguageServer):
             return error
         outcome = await self._apply(back, locations, "rollback")
         landed = [c for c in committed if c.get("state") == "applied"]
-        if outcome.error is None and all(c.get("revertible", True) for c in landed):
+        # Every file that is not as it was (landed, or changed otherwise) must be reverted by the
+        # rollback: one the rollback cannot touch (typed into meanwhile) is not "as it was".
+        touched = [c for c in committed if c.get("state") != "not-applied"]
+        if outcome.error is None and all(c.get("revertible", True) for c in touched):
             return EditError(
                 Code.PARTIAL_ROLLED_BACK,
                 f"{error.message} What landed ({', '.join(c['path'] for c in landed)}) was "
@@ -399,6 +537,7 @@ class AgentEditServer(LanguageServer):
 
 
 RECOVERY_DELAY_S = 0.5
+PENDING_GRACE_MIN_S = 1.0
 
 EDIT_ACTIONS = {
     "replace": "replace",
@@ -453,6 +592,9 @@ def create_server() -> AgentEditServer:
         if not roots and params.root_path:
             roots.append(params.root_path)
         ls.settings = ls.settings.updated(params.initialization_options)
+        ls.verifier.reports_late = reports_late_by_name(
+            params.client_info.name if params.client_info else None
+        )
         policy, problems = initial_policy(roots, params.initialization_options)
         for problem in problems:
             log.error("%s; that setting is ignored", problem)
