@@ -346,3 +346,92 @@ async def test_typing_into_a_file_mid_patch_is_never_rolled_back_as_if_untouched
     assert "b.txt" in result["message"] and "as it was" not in result["message"]
     states = {f["path"]: f["state"] for f in result["details"]["files"]}
     assert states["b.txt"] == "unknown", states
+
+
+# -- resource operations by capability ------------------------------------------------------
+
+
+MIXED = """*** Begin Patch
+*** Add File: pkg/new.py
++x = 1
+*** Delete File: gone.txt
+*** Update File: old.txt
+*** Move to: moved/new.txt
+@@
+-old
++moved
+*** Update File: open.txt
+@@
+-open
++OPEN
+*** End Patch
+"""
+
+
+def _seed_mixed(ed: Editor) -> None:
+    ed.write_file("gone.txt", "bye\n")
+    ed.write_file("old.txt", "old\n")
+    ed.write_file("open.txt", "open\n")
+    ed.open("open.txt")
+
+
+@pytest.mark.asyncio
+async def test_no_resource_operations_means_disk_for_files_not_open(
+    client: LanguageClient, tmp_path
+):
+    ed = await start_session(client, "emacs", tmp_path)  # eglot advertises none
+    _seed_mixed(ed)
+    result = await ed.command("agentEdit.applyPatch", {"patch": MIXED})
+    assert result["ok"], result
+    sent = [type(c).__name__ for r in ed.apply_requests for c in r.edit.document_changes]
+    assert sent == ["TextDocumentEdit"], sent  # only the open buffer went to the editor
+    assert ed.text("open.txt") == "OPEN\n"
+    assert (tmp_path / "pkg/new.py").read_text() == "x = 1\n"
+    assert not (tmp_path / "gone.txt").exists() and not (tmp_path / "old.txt").exists()
+    assert (tmp_path / "moved/new.txt").read_text() == "moved\n"
+    # One history entry, undoable as a whole.
+    undo = await ed.command("agentEdit.undo", {"editId": result["editId"]})
+    assert undo["ok"], undo
+    assert (tmp_path / "gone.txt").read_text() == "bye\n"
+    assert (tmp_path / "old.txt").read_text() == "old\n"
+    assert not (tmp_path / "pkg/new.py").exists() and ed.text("open.txt") == "open\n"
+
+
+@pytest.mark.asyncio
+async def test_resource_operation_on_an_open_buffer_is_refused_up_front(
+    client: LanguageClient, tmp_path
+):
+    ed = await start_session(client, "emacs", tmp_path)
+    ed.write_file("keep.txt", "k\n")
+    ed.open("keep.txt")
+    for patch in [
+        "*** Begin Patch\n*** Delete File: keep.txt\n*** End Patch\n",
+        "*** Begin Patch\n*** Update File: keep.txt\n*** Move to: k2.txt\n@@\n-k\n+K\n"
+        "*** End Patch\n",
+    ]:
+        result = await ed.command("agentEdit.applyPatch", {"patch": patch})
+        assert result["code"] == "UNSUPPORTED", result
+        assert result["details"]["paths"] == ["keep.txt"] and "close" in result["hint"]
+    assert ed.apply_requests == [] and ed.text("keep.txt") == "k\n"
+    assert (tmp_path / "keep.txt").read_text() == "k\n" and not (tmp_path / "k2.txt").exists()
+
+
+@pytest.mark.asyncio
+async def test_disk_changed_at_the_moment_of_apply_rolls_the_editor_back(
+    client: LanguageClient, tmp_path
+):
+    ed = await start_session(client, "emacs", tmp_path)
+    _seed_mixed(ed)
+
+    def someone_writes(index: int) -> None:
+        ed.write_file("gone.txt", "changed meanwhile\n")  # while the editor applies its part
+
+    ed.before_change = someone_writes
+    result = await ed.command("agentEdit.applyPatch", {"patch": MIXED})
+    ed.before_change = None
+    assert result["code"] == "PARTIAL_ROLLED_BACK", result
+    assert "gone.txt" in result["message"]
+    # Nothing of the plan is left: the stranger's change is kept, the buffer is as it was.
+    assert (tmp_path / "gone.txt").read_text() == "changed meanwhile\n"
+    assert ed.text("open.txt") == "open\n"
+    assert not (tmp_path / "pkg/new.py").exists() and (tmp_path / "old.txt").exists()

@@ -30,7 +30,7 @@ from lsp_server.engine.policy import PathPolicy
 from lsp_server.engine.results import success
 from lsp_server.engine.text import Snapshot, absent, decode_file, describe_eol
 from lsp_server.engine.undo import plan_rollback, rollback_records
-from lsp_server.lsp import arguments
+from lsp_server.lsp import arguments, disk_side
 from lsp_server.lsp.apply import (
     Location,
     Mark,
@@ -302,17 +302,26 @@ class AgentEditServer(LanguageServer):
     ) -> dict[str, Any]:
         """Journal, send, verify and record one plan; roll back what landed of a failed one."""
         plan = Plan(action, tuple(changes))
+        for r in list(where.values()):
+            where.setdefault(r.rel, r)
+        locations = {p: self.location(r) for p, r in where.items()}
+        # Resource operations the editor cannot do: on disk, or refused now for an open buffer.
+        to_editor, to_disk = disk_side.split(
+            changes, locations, self.store, disk_side.resource_operations(self.client_capabilities)
+        )
         # The diff is made now, from the lent line lists, before anything awaits the editor.
         diff = plan_diff(changes)
         if dry_run:
             entry = self.history.record(action, args, plan=plan, outcome="dry-run")
             return success(entry.id, "dry-run", changes, diff=diff)
+        if to_disk:
+            disk_side.check_unchanged(to_disk, locations)
         # The plan and its pre-images are on disk before the editor sees anything.
         edit_id = self.history.begin(plan, args, undoes=undoes)
-        for r in list(where.values()):
-            where.setdefault(r.rel, r)
-        locations = {p: self.location(r) for p, r in where.items()}
-        outcome = await self._apply(plan, locations, action)
+        if to_disk:
+            outcome = await self._apply_mixed(plan, to_editor, to_disk, where, locations)
+        else:
+            outcome = await self._apply(plan, locations, action)
         if outcome.error is not None:
             error = outcome.error
             if error.code == Code.UNVERIFIED:
@@ -321,7 +330,7 @@ class AgentEditServer(LanguageServer):
                 self.hold_pending(edit_id, where, locations, outcome.unconfirmed)
                 error.recorded = True  # type: ignore[attr-defined]
                 raise error
-            if error.code == Code.PARTIAL:
+            if error.code == Code.PARTIAL and not getattr(error, "rolled_back", False):
                 error = await self._roll_back(plan, where, locations, error)
             error.details["editId"] = edit_id
             self.history.finish(edit_id, str(error.code), error=error, committed=error.committed)
@@ -350,6 +359,44 @@ class AgentEditServer(LanguageServer):
         if self.settings.save_after_edit:
             await self.save_touched(changes, locations, result)
         return result
+
+    async def _apply_mixed(
+        self,
+        plan: Plan,
+        to_editor: list[FileChange],
+        to_disk: list[FileChange],
+        where: dict[str, Resolved],
+        locations: dict[str, Location],
+    ) -> Outcome:
+        """The editor's part first (verified), then the disk side; if the disk side fails, what
+        landed in the editor is rolled back, so the plan lands whole or not at all."""
+        states: dict[str, str] = {}
+        editor_plan = Plan(plan.action, tuple(to_editor))
+        if to_editor:
+            outcome = await self._apply(editor_plan, locations, plan.action)
+            if outcome.error is not None:
+                return outcome
+            states.update(outcome.states)
+        for c in to_disk:
+            c.before.release_lines()
+        try:
+            disk_side.commit(self.paths.roots[0], plan.action, to_disk, locations)
+        except EditError as exc:
+            if not to_editor:
+                return Outcome({c.path: "old" for c in to_disk}, exc)
+            error = EditError(
+                Code.PARTIAL,
+                f"The editor applied its part, but the disk side failed: {exc.message}",
+                exc.hint,
+                {"files": [{"path": p, "state": "applied"} for p in states]},
+                committed=[{"path": p, "state": "applied"} for p in states],
+            )
+            back = await self._roll_back(editor_plan, where, locations, error)
+            back.rolled_back = True  # type: ignore[attr-defined]
+            return Outcome(states, back)
+        for c in to_disk:
+            states[c.path] = states[c.target_path] = "new"
+        return Outcome(states)
 
     async def _apply(self, plan: Plan, locations: dict[str, Location], action: str) -> Outcome:
         return await apply_and_verify(
