@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 from typing import Any
 
 import pytest
 from lsprotocol import types as t
 from pytest_lsp import LanguageClient
 
-from tests.editor_client import Editor, start_session
+from tests.editor_client import Editor, server_config, start_session
 
 
 def sha(text: str) -> str:
@@ -435,3 +436,106 @@ async def test_disk_changed_at_the_moment_of_apply_rolls_the_editor_back(
     assert (tmp_path / "gone.txt").read_text() == "changed meanwhile\n"
     assert ed.text("open.txt") == "open\n"
     assert not (tmp_path / "pkg/new.py").exists() and (tmp_path / "old.txt").exists()
+
+
+# -- hostile JSON-RPC bytes over stdio --------------------------------------------------------
+
+
+class _Wire:
+    """Raw bytes to a real server process over stdio, framed replies back."""
+
+    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+        self.proc = proc
+
+    def send(self, body: bytes, length: int | None = None) -> None:
+        assert self.proc.stdin is not None
+        n = len(body) if length is None else length
+        self.proc.stdin.write(b"Content-Length: %d\r\n\r\n" % n + body)
+
+    def send_json(self, obj: dict[str, Any]) -> None:
+        self.send(json.dumps(obj).encode())
+
+    async def reply(self) -> dict[str, Any]:
+        """The next response (notifications and requests from the server are skipped)."""
+        assert self.proc.stdout is not None
+        while True:
+            length = 0
+            while True:
+                line = await asyncio.wait_for(self.proc.stdout.readline(), 20)
+                assert line, "the server closed its output"
+                if line.lower().startswith(b"content-length:"):
+                    length = int(line.split(b":")[1])
+                elif line in (b"\r\n", b"\n"):
+                    break
+            msg = json.loads(await self.proc.stdout.readexactly(length))
+            if "method" not in msg:
+                return dict(msg)
+
+
+@pytest.mark.asyncio
+async def test_hostile_jsonrpc_bytes_get_error_replies_and_the_server_keeps_serving(tmp_path):
+    (tmp_path / "a.txt").write_text("alpha\n")
+    config = server_config()
+    proc = await asyncio.create_subprocess_exec(
+        *config.server_command,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+        env=config.server_env,
+    )
+    wire = _Wire(proc)
+
+    def read_request(msg_id: int) -> dict[str, Any]:
+        return {
+            "jsonrpc": "2.0",
+            "id": msg_id,
+            "method": "workspace/executeCommand",
+            "params": {"command": "agentEdit.read", "arguments": [{"path": "a.txt"}]},
+        }
+
+    try:
+        wire.send_json(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {"capabilities": {}, "rootUri": tmp_path.as_uri()},
+            }
+        )
+        assert (await wire.reply())["id"] == 1
+        wire.send_json({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+        hostile: list[tuple[bytes, int, Any]] = [
+            (b"[" * 100_000 + b"]" * 100_000, -32700, None),
+            (
+                b'{"jsonrpc": "2.0", "id": 3, "method": "workspace/executeCommand", "params": '
+                b'{"command": "agentEdit.read", "arguments": [{"path": "a.txt", "startLine": '
+                + b"9" * 5000
+                + b"}]}}",
+                -32700,
+                None,
+            ),
+            (b'{"jsonrpc": "2.0", "id": 4, "method": "x", "params": "\xff\xfe"}', -32700, None),
+            (b"[1, 2]", -32600, None),
+            (b'{"jsonrpc": "2.0", "id": 6, "method": 5}', -32600, 6),
+            (b'{"jsonrpc": "1.0", "id": 7, "method": "shutdown"}', -32600, 7),
+        ]
+        for body, code, msg_id in hostile:
+            wire.send(body)
+            answer = await wire.reply()
+            assert answer["error"]["code"] == code and answer["id"] == msg_id, (body[:40], answer)
+            wire.send_json(read_request(100))
+            ok = await wire.reply()
+            assert ok["id"] == 100 and ok["result"]["text"] == "alpha\n", ok
+        # A body shorter than its Content-Length eats the start of the next message: that one
+        # is lost, but the reply says why and the one after is served.
+        wire.send(b'{"jsonrpc": "2.0", "id": 8', length=60)
+        wire.send_json(read_request(9))
+        wire.send_json(read_request(10))
+        first = await wire.reply()
+        assert first["error"]["code"] == -32700 and first["id"] is None, first
+        served = await wire.reply()
+        assert served["id"] == 10 and served["result"]["ok"], served
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+        await proc.wait()

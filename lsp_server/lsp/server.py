@@ -10,10 +10,12 @@ import asyncio
 import logging
 import os
 import sys
+import threading
 from dataclasses import dataclass
 from typing import Any
 
 from lsprotocol import types as t
+from pygls.io_ import StdinAsyncReader, StdoutWriter
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
@@ -30,7 +32,7 @@ from lsp_server.engine.policy import PathPolicy
 from lsp_server.engine.results import success
 from lsp_server.engine.text import Snapshot, absent, decode_file, describe_eol
 from lsp_server.engine.undo import plan_rollback, rollback_records
-from lsp_server.lsp import arguments, disk_side
+from lsp_server.lsp import arguments, disk_side, protocol_reader
 from lsp_server.lsp.apply import (
     Location,
     Mark,
@@ -141,6 +143,20 @@ class AgentEditServer(LanguageServer):
         self.edit_lock = asyncio.Lock()
         self.history = History()  # replaced by the workspace's journal-backed one at initialize
         self.pending: dict[int, Pending] = {}
+
+    def _start_io_async(self, stdin: Any = None, stdout: Any = None) -> None:
+        """pygls's stdio server with a reader that answers malformed messages (protocol_reader)."""
+        self._stop_event = threading.Event()
+        reader = StdinAsyncReader(stdin or sys.stdin.buffer, self.thread_pool)
+        self.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
+        try:
+            asyncio.run(protocol_reader.run_async(self._stop_event, reader, self.protocol))
+        except BrokenPipeError:
+            log.error("Connection to the client is lost! Shutting down the server.")
+        except (KeyboardInterrupt, SystemExit):
+            pass
+        finally:
+            self.shutdown()
 
     @property
     def encoding(self) -> str:
