@@ -469,7 +469,7 @@ async def _await_outcome(
         message = f"The editor refused the edit ({reason})."
         return await _refused(message, states, verifier, verify_timeout_s, poll, all_or_nothing)
     shown_at_answer = all_new()
-    if await verifier.wait(all_new, verify_timeout_s, poll):
+    if shown_at_answer or await verifier.wait(all_new, verify_timeout_s, poll):
         if not shown_at_answer:
             verifier.reports_late = True
         for c, h in zip([c for c in changes if c.change != "delete"], hashes, strict=True):
