@@ -75,7 +75,7 @@ def policy_values(payload: Any) -> dict[str, Any]:
     values = section(payload)
     unknown = sorted(str(k)[:80] for k in values if k not in SETTING_KEYS and k not in _OWN)
     if unknown:
-        log.info("agent-edit: ignoring settings the server does not use: %s", ", ".join(unknown))
+        log.warning("agent-edit: ignoring settings the server does not use: %s", ", ".join(unknown))
     return {k: v for k, v in values.items() if k in SETTING_KEYS}
 
 
