@@ -539,3 +539,27 @@ async def test_hostile_jsonrpc_bytes_get_error_replies_and_the_server_keeps_serv
         if proc.returncode is None:
             proc.kill()
         await proc.wait()
+
+
+@pytest.mark.asyncio
+async def test_skipped_edit_is_unverified_then_settled_not_applied_by_a_reopen(
+    client: LanguageClient, tmp_path
+):
+    ed = await start_session(client, "neovim", tmp_path)
+    ed.write_file("s.txt", "one\ntwo\n")
+    ed.open("s.txt")
+    ed.type("s.txt", 0, 0, "zero\n")  # Neovim's version check is off at version 0
+    await ed.command("agentEdit.read", {"path": "s.txt"})
+    ed.docs[ed.uri("s.txt")].version += 1  # a change the server has not seen yet: skipped
+    result = await ed.command(
+        "agentEdit.replace", {"path": "s.txt", "oldText": "two", "newText": "2"}
+    )
+    assert result["code"] == "UNVERIFIED", result
+    _no_false_nothing(result)
+    edit_id = result["details"]["editId"]
+    ed._close(ed.uri("s.txt"))
+    ed.open("s.txt", "zero\none\ntwo\n")  # the buffer as it is: the old text
+    settled = await _settled(ed, edit_id)
+    assert settled["outcome"] == "NOT_APPLIED", settled
+    undo = await ed.command("agentEdit.undo", {"editId": edit_id})
+    assert undo["code"] == "INVALID_ARGUMENT" and "nothing to undo" in undo["message"], undo

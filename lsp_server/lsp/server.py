@@ -116,8 +116,6 @@ class AgentEditProtocol(LanguageServerProtocol):
         server: AgentEditServer = self._server  # type: ignore[assignment]
         server.store.close(params.text_document.uri)
         server.verifier.notify()
-        if server.pending:
-            server.settle_pending()
         trim_memory_soon()
         yield from ()
 
@@ -452,10 +450,12 @@ class AgentEditServer(LanguageServer):
         shows neither old nor new text); `final_id` is settled from what is seen now."""
         for edit_id, p in list(self.pending.items()):
             final = edit_id == final_id
+            # Shown since: a didChange or didOpen (a didClose shows nothing; unsaved typing
+            # is gone from the disk then, and only the grace timer settles from that).
             fresh = [
                 path
                 for path, (abs_path, mark) in p.marks.items()
-                if report_mark(abs_path, self.store) != mark
+                if (now := report_mark(abs_path, self.store)) is not None and now != mark
             ]
             if not final and not fresh:
                 continue
