@@ -11,7 +11,6 @@ import logging
 import os
 import sys
 import threading
-from dataclasses import dataclass
 from typing import Any
 
 from lsprotocol import types as t
@@ -31,21 +30,20 @@ from lsp_server.engine.planner import check_precondition, plan_replace, plan_wri
 from lsp_server.engine.policy import PathPolicy
 from lsp_server.engine.results import success
 from lsp_server.engine.text import Snapshot, absent, decode_file, describe_eol
-from lsp_server.engine.undo import plan_rollback, rollback_records
+from lsp_server.engine.undo import plan_rollback
 from lsp_server.lsp import arguments, disk_side, protocol_reader
 from lsp_server.lsp.apply import (
     Location,
-    Mark,
     Outcome,
     Verifier,
     apply_and_verify,
-    report_mark,
     reports_late_by_name,
     transactional,
     uri_of,
 )
 from lsp_server.lsp.diagnostics import document_changed, document_opened, publish_after_edit
 from lsp_server.lsp.documents import DocumentStore
+from lsp_server.lsp.pending import PendingEdits
 from lsp_server.lsp.session import Session, for_open
 from lsp_server.lsp.settings import Settings, initial_policy, reconfigured
 from lsp_server.lsp.workspace_paths import Resolved, WorkspacePaths, real_path_of_uri
@@ -79,7 +77,7 @@ class AgentEditProtocol(LanguageServerProtocol):
         server.store.open(td.uri, td.language_id, td.version, td.text)
         server.verifier.notify()
         if server.pending:
-            server.settle_pending()
+            server.pending.settle()
         document_opened(server, td.uri)
         trim_memory_soon()  # the message's copy of a big text is garbage now
         yield from ()
@@ -105,7 +103,7 @@ class AgentEditProtocol(LanguageServerProtocol):
             doc.reports += 1
             server.verifier.notify()
             if server.pending:
-                server.settle_pending()
+                server.pending.settle()
             document_changed(server, params.text_document.uri)
         else:
             log.warning("didChange for a document that is not open: %s", params.text_document.uri)
@@ -120,15 +118,6 @@ class AgentEditProtocol(LanguageServerProtocol):
         yield from ()
 
 
-@dataclass
-class Pending:
-    """An UNVERIFIED edit: the editor said it applied it but has not shown every file yet."""
-
-    where: dict[str, Resolved]
-    # Per unconfirmed plan path: its real path and where the editor's reports stood at the result.
-    marks: dict[str, tuple[str, Mark]]
-
-
 class AgentEditServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__("agent-edit", __version__, protocol_cls=AgentEditProtocol)
@@ -140,7 +129,9 @@ class AgentEditServer(LanguageServer):
         self.paths = WorkspacePaths(PathPolicy())
         self.edit_lock = asyncio.Lock()
         self.history = History()  # replaced by the workspace's journal-backed one at initialize
-        self.pending: dict[int, Pending] = {}
+        self.pending = PendingEdits(
+            self.store, lambda: self.history, self.snapshot, self._warn_user
+        )
 
     def _start_io_async(self, stdin: Any = None, stdout: Any = None) -> None:
         """pygls's stdio server with a reader that answers malformed messages (protocol_reader)."""
@@ -155,6 +146,9 @@ class AgentEditServer(LanguageServer):
             pass
         finally:
             self.shutdown()
+
+    def _warn_user(self, message: str) -> None:
+        self.window_show_message(t.ShowMessageParams(type=t.MessageType.Warning, message=message))
 
     @property
     def encoding(self) -> str:
@@ -339,9 +333,11 @@ class AgentEditServer(LanguageServer):
         if outcome.error is not None:
             error = outcome.error
             if error.code == Code.UNVERIFIED:
-                # Not finished: settled when the editor shows the files (settle_pending).
+                # Not finished: settled when the editor shows the files (lsp/pending.py).
                 error.details["editId"] = edit_id
-                self.hold_pending(edit_id, where, locations, outcome.unconfirmed)
+                # A late reporter still reports within a few idle timers (eglot: 0.5 s).
+                grace = max(2 * self.settings.verify_timeout_ms / 1000, PENDING_GRACE_MIN_S)
+                self.pending.hold(edit_id, where, locations, outcome.unconfirmed, grace)
                 error.recorded = True  # type: ignore[attr-defined]
                 raise error
             if error.code == Code.PARTIAL and not getattr(error, "rolled_back", False):
@@ -424,104 +420,6 @@ class AgentEditServer(LanguageServer):
             self.settings.apply_timeout_ms / 1000,
             self.settings.verify_timeout_ms / 1000,
             transactional(self.client_capabilities, list(plan.changes)),
-        )
-
-    # -- unverified edits --------------------------------------------------------------------
-
-    def hold_pending(
-        self,
-        edit_id: int,
-        where: dict[str, Resolved],
-        locations: dict[str, Location],
-        unconfirmed: list[str],
-    ) -> None:
-        marks = {
-            p: (locations[p].abs_path, report_mark(locations[p].abs_path, self.store))
-            for p in unconfirmed
-        }
-        self.pending[edit_id] = Pending(dict(where), marks)
-        # A client that reports late still reports within a few idle timers (eglot: 0.5 s);
-        # after that, what the server sees is the answer.
-        grace = max(2 * self.settings.verify_timeout_ms / 1000, PENDING_GRACE_MIN_S)
-        asyncio.get_running_loop().call_later(grace, self.settle_pending, edit_id)
-
-    def settle_pending(self, final_id: int | None = None) -> None:
-        """Finish pending edits whose files the editor has now shown (all of them, or one that
-        shows neither old nor new text); `final_id` is settled from what is seen now."""
-        for edit_id, p in list(self.pending.items()):
-            final = edit_id == final_id
-            # Shown since: a didChange or didOpen (a didClose shows nothing; unsaved typing
-            # is gone from the disk then, and only the grace timer settles from that).
-            fresh = [
-                path
-                for path, (abs_path, mark) in p.marks.items()
-                if (now := report_mark(abs_path, self.store)) is not None and now != mark
-            ]
-            if not final and not fresh:
-                continue
-            observed = {path: s for path, r in p.where.items() if (s := self.live_at(r))}
-            try:
-                entry = self.history.entry(edit_id)
-            except EditError:
-                self.pending.pop(edit_id, None)
-                continue
-            committed, _ = rollback_records(entry.changes, observed)
-            states = {c["path"]: c["state"] for c in committed}
-            if not final and len(fresh) < len(p.marks):
-                if not any(states.get(path) == "unknown" for path in fresh):
-                    continue  # wait for the other files (or the grace timer)
-            del self.pending[edit_id]
-            self._settle(edit_id, entry.paths, p.where, committed)
-
-    def live_at(self, where: Resolved) -> Snapshot | None:
-        try:
-            return self.snapshot(where)
-        except EditError:
-            return None
-
-    def _settle(
-        self,
-        edit_id: int,
-        paths: list[str],
-        where: dict[str, Resolved],
-        committed: list[dict[str, Any]],
-    ) -> None:
-        kinds = {c["state"] for c in committed}
-        if kinds == {"applied"}:
-            versions: dict[str, int | None] = {}
-            for path in paths:
-                doc = self.store.by_path(where[path].abs_path) if path in where else None
-                versions[path] = doc.version if doc is not None else None
-            self.history.finish(edit_id, "applied", versions=versions)
-            return
-        if kinds <= {"not-applied"}:
-            error = EditError(
-                Code.NOT_APPLIED,
-                f"Edit #{edit_id} (unverified) did not land: the editor shows the old text.",
-                "Read the files again and redo the edit if it is still wanted.",
-                {"files": committed, "editId": edit_id},
-                committed,
-            )
-            self.history.finish(edit_id, str(Code.NOT_APPLIED), error=error, committed=committed)
-            return
-        landed = [c["path"] for c in committed if c["state"] == "applied"]
-        otherwise = [c["path"] for c in committed if c["state"] == "unknown"]
-        error = EditError(
-            Code.PARTIAL,
-            f"Edit #{edit_id} (unverified) settled: landed {', '.join(landed) or 'nowhere'}"
-            + (f"; changed otherwise: {', '.join(otherwise)}" if otherwise else "")
-            + ".",
-            f"Inspect it with agentEdit.history {{editId: {edit_id}}}; undo it with "
-            f"agentEdit.undo {{editId: {edit_id}}} (CONFLICT shows the lines where the text has "
-            "moved on), or fix the files by hand after reading them.",
-            {"files": committed, "editId": edit_id},
-            committed,
-        )
-        self.history.finish(edit_id, str(Code.PARTIAL), error=error, committed=committed)
-        self.window_show_message(
-            t.ShowMessageParams(
-                type=t.MessageType.Warning, message=f"agent-edit: {error.message} {error.hint}"
-            )
         )
 
     async def _roll_back(
