@@ -5,7 +5,8 @@ It models how real editors answer a stale versioned edit (editors.md): VS Code a
 `applied: true`; Emacs/eglot answers with a JSON-RPC error. Positions are converted here with an
 implementation independent of the server's, so a conversion bug on either side shows up.
 
-Fault injection for tests: `reject_all`, `never_answer`.
+Fault injection for tests: `reject_all`, `never_answer`, `defer_changes` (eglot: didChange
+notifications wait, and the version stays, until `flush()` or the next command).
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ from pytest_lsp import ClientServerConfig, LanguageClient
 REPO = Path(__file__).resolve().parents[1]
 EDITORS = ["visual-studio-code", "neovim", "emacs"]
 _CAPS = {"visual-studio-code": "visual-studio-code", "neovim": "neovim@0.11.0", "emacs": "emacs"}
+# The clientInfo each editor sends in initialize.
+_NAMES = {"visual-studio-code": "Visual Studio Code", "neovim": "Neovim", "emacs": "Eglot"}
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n|$)")
 
 
@@ -104,6 +107,12 @@ class Editor:
         self.fail_at: int | None = None
         self.fail_mode = "reject"
         self.apply_requests: list[t.ApplyWorkspaceEditParams] = []
+        # eglot: changes are sent from an idle timer or before the next request, never while a
+        # synchronous request waits; its version counter only moves when they are sent.
+        self.defer_changes = False
+        self._unsent: dict[str, list[t.TextDocumentContentChangePartial]] = {}
+        # Called with each change's index before the editor applies it (the user types meanwhile).
+        self.before_change: Any = None
         self._held = asyncio.Event()
 
         # pytest-lsp fails a test on any exception in a client handler; a deliberate error answer
@@ -201,6 +210,9 @@ class Editor:
             b = offset_of(doc.text, rng.end.line, rng.end.character, self.encoding)
             doc.text = doc.text[:a] + new + doc.text[b:]
             changes.append(t.TextDocumentContentChangePartial(range=rng, text=new))
+        if self.defer_changes:
+            self._unsent.setdefault(doc.uri, []).extend(changes)
+            return
         doc.version += 1
         self.client.text_document_did_change(
             t.DidChangeTextDocumentParams(
@@ -209,7 +221,23 @@ class Editor:
             )
         )
 
+    def flush(self) -> None:
+        """Send the changes held back (eglot's idle timer firing), one didChange per document."""
+        unsent, self._unsent = self._unsent, {}
+        for uri, changes in unsent.items():
+            doc = self.docs.get(uri)
+            if doc is None:
+                continue
+            doc.version += 1
+            self.client.text_document_did_change(
+                t.DidChangeTextDocumentParams(
+                    text_document=t.VersionedTextDocumentIdentifier(uri=uri, version=doc.version),
+                    content_changes=list(changes),
+                )
+            )
+
     async def command(self, name: str, *args: Any) -> Any:
+        self.flush()  # eglot sends pending changes before its next request
         return await self.client.workspace_execute_command_async(
             t.ExecuteCommandParams(command=name, arguments=list(args))
         )
@@ -251,6 +279,8 @@ class Editor:
         skip, self.skip_changes = self.skip_changes, set()
         fail_at, self.fail_at = self.fail_at, None
         for index, c in enumerate(changes):
+            if self.before_change is not None:
+                self.before_change(index)
             if index == fail_at:
                 return await self._fail(index)
             if index in skip:
@@ -343,6 +373,7 @@ async def start_session(
     result = await client.initialize_session(
         t.InitializeParams(
             capabilities=caps,
+            client_info=t.ClientInfo(name=_NAMES[kind]),
             root_uri=from_fs_path(str(root)),
             workspace_folders=[t.WorkspaceFolder(uri=from_fs_path(str(root)) or "", name="ws")],
             initialization_options=options or {"verifyTimeoutMs": 1000},

@@ -161,6 +161,10 @@ class Verifier:
 
     store: DocumentStore
     _waiters: list[tuple[Callable[[], bool], asyncio.Future[None]]] = field(default_factory=list)
+    # Whether this editor may show an edit only after answering applyEdit (eglot's idle timer,
+    # Neovim's debounce): then a buffer that does not show an edit yet proves nothing. Set from
+    # the client's name at initialize (`reports_late_by_name`), and for good once it is seen.
+    reports_late: bool = True
 
     def notify(self) -> None:
         if not self._waiters:
@@ -311,6 +315,45 @@ def _shows(abs_path: str, text: str, store: DocumentStore) -> bool:
 class Outcome:
     states: dict[str, FileState]
     error: EditError | None = None
+    # Paths the editor may have changed but has not shown (UNVERIFIED): the entry stays pending.
+    unconfirmed: list[str] = field(default_factory=list)
+
+
+Mark = tuple[int, int] | None
+
+
+def report_mark(abs_path: str, store: DocumentStore) -> Mark:
+    """Where the editor's reports of a file stand now: (open, didChange count), None if closed."""
+    doc = store.by_path(abs_path)
+    return None if doc is None else (doc.open_id, doc.reports)
+
+
+# Clients known to send the didChange of an applied edit before their applyEdit answer.
+_PROMPT_CLIENTS = ("visual studio code", "code - oss", "vscodium", "code-server")
+
+
+def reports_late_by_name(client_name: str | None) -> bool:
+    """Unless the client is known to report its edits before answering, assume it may not."""
+    name = (client_name or "").lower()
+    return not any(known in name for known in _PROMPT_CLIENTS)
+
+
+def transactional(capabilities: Any, changes: list[FileChange]) -> bool:
+    """Whether a refusal by this client means none of `changes` was applied.
+
+    Only `transactional` clients promise that for any edit, `textOnlyTransactional` ones (VS
+    Code) for edits without resource operations; and an edit of one file is refused whole.
+    Others (eglot, Neovim) apply file by file and stop at the first they refuse.
+    """
+    if len(changes) == 1 and changes[0].change == "update":
+        return True
+    ws = getattr(capabilities, "workspace", None)
+    we = getattr(ws, "workspace_edit", None)
+    kind = getattr(we, "failure_handling", None)
+    kind = getattr(kind, "value", kind)
+    if kind == "transactional":
+        return True
+    return kind == "textOnlyTransactional" and all(c.change == "update" for c in changes)
 
 
 async def apply_and_verify(
@@ -323,8 +366,12 @@ async def apply_and_verify(
     label: str,
     apply_timeout_s: float,
     verify_timeout_s: float,
+    all_or_nothing: bool = True,
 ) -> Outcome:
-    """Send the plan as one WorkspaceEdit and find out what really happened."""
+    """Send the plan as one WorkspaceEdit and find out what really happened.
+
+    `all_or_nothing`: a refusal by this client means nothing was applied (`transactional`).
+    """
     edit = to_workspace_edit(changes, where, encoding)
 
     def states() -> dict[str, FileState]:
@@ -378,6 +425,7 @@ async def apply_and_verify(
             apply_timeout_s,
             verify_timeout_s,
             poll,
+            all_or_nothing,
         )
     finally:
         for f in fast:
@@ -395,6 +443,7 @@ async def _await_outcome(
     apply_timeout_s: float,
     verify_timeout_s: float,
     poll: bool,
+    all_or_nothing: bool,
 ) -> Outcome:
     try:
         answer = await asyncio.wait_for(asyncio.wrap_future(request), apply_timeout_s)
@@ -407,29 +456,40 @@ async def _await_outcome(
                     Code.TIMEOUT,
                     f"The editor did not answer workspace/applyEdit within {apply_timeout_s:g} s.",
                     st,
+                    ours=False,
                 ),
             )
         # Silent, but every file shows the edit: verification, not the answer, decides.
         answer = t.ApplyWorkspaceEditResult(applied=True)
     except JsonRpcException as exc:
-        st = await _settle(states)
-        return Outcome(
-            st,
-            _failure(Code.CLIENT_REJECTED, f"The editor refused the edit with an error: {exc}", st),
-        )
+        message = f"The editor refused the edit with an error: {exc}"
+        return await _refused(message, states, verifier, verify_timeout_s, poll, all_or_nothing)
     if not answer.applied:
-        st = await _settle(states)
         reason = answer.failure_reason or "no reason given"
-        return Outcome(
-            st, _failure(Code.CLIENT_REJECTED, f"The editor refused the edit ({reason}).", st)
-        )
-    if await verifier.wait(all_new, verify_timeout_s, poll):
+        message = f"The editor refused the edit ({reason})."
+        return await _refused(message, states, verifier, verify_timeout_s, poll, all_or_nothing)
+    shown_at_answer = all_new()
+    if shown_at_answer or await verifier.wait(all_new, verify_timeout_s, poll):
+        if not shown_at_answer:
+            verifier.reports_late = True
         for c, h in zip([c for c in changes if c.change != "delete"], hashes, strict=True):
             c.__dict__["new_sha256"], c.__dict__["hash_marks"] = await h
         landed = {c.target_path: "new" for c in changes}
         landed.update({c.path: "new" for c in changes})
         return Outcome(landed)
     st = states()
+    if (
+        verifier.reports_late
+        and any(v == "old" for v in st.values())
+        and not any(v == "other" for v in st.values())
+    ):
+        # It said applied and has not shown otherwise: a late didChange (eglot sends it from an
+        # idle timer) or a skipped edit (Neovim) look alike until the buffers report.
+        return _unverified(
+            "The editor answered that it applied the edit, but has not shown it in time "
+            f"({verify_timeout_s:g} s).",
+            st,
+        )
     return Outcome(
         st,
         _failure(
@@ -440,15 +500,67 @@ async def _await_outcome(
     )
 
 
+async def _refused(
+    message: str,
+    states: Callable[[], dict[str, FileState]],
+    verifier: Verifier,
+    verify_timeout_s: float,
+    poll: bool,
+    all_or_nothing: bool,
+) -> Outcome:
+    """A refusal. From a client that applies file by file and reports late (eglot), files before
+    the refused one may have changed unseen: "nothing was changed" only once it is seen."""
+    st = await _settle(states)
+    if all_or_nothing:
+        return Outcome(st, _failure(Code.CLIENT_REJECTED, message, st, ours=False))
+    if not verifier.reports_late:
+        return Outcome(st, _failure(Code.CLIENT_REJECTED, message, st))
+    if any(v != "old" for v in st.values()):
+        # The editor has reported what it changed: the rest did not change.
+        return Outcome(st, _failure(Code.CLIENT_REJECTED, message, st))
+    await verifier.wait(lambda: any(v != "old" for v in states().values()), verify_timeout_s, poll)
+    st = states()
+    if any(v != "old" for v in st.values()):
+        return Outcome(st, _failure(Code.CLIENT_REJECTED, message, st))
+    return _unverified(
+        f"{message} This editor applies files one by one and reports changes late, and it has "
+        "not shown any file since, so some may have changed.",
+        st,
+    )
+
+
+def _unverified(message: str, st: dict[str, FileState]) -> Outcome:
+    unconfirmed = [p for p, v in st.items() if v == "old"]
+    files = [
+        {"path": p, "state": "applied" if v == "new" else "unconfirmed"} for p, v in st.items()
+    ]
+    error = EditError(
+        Code.UNVERIFIED,
+        f"{message} Unconfirmed: {', '.join(unconfirmed)}.",
+        "Do not assume either way: the edit stays pending in agentEdit.history and is settled "
+        "(agentEdit/historyChanged) when the editor shows these files. Read them again "
+        "(agentEdit.read) before any new edit of them.",
+        {"files": files, "unconfirmed": unconfirmed},
+        committed=[f for f in files if f["state"] == "applied"],
+    )
+    return Outcome(st, error, unconfirmed)
+
+
 async def _settle(states: Callable[[], dict[str, FileState]]) -> dict[str, FileState]:
     # Let any didChange already in flight arrive before judging what the editor did.
     await asyncio.sleep(0)
     return states()
 
 
-def _failure(code: Code, message: str, states: dict[str, FileState]) -> EditError:
+def _failure(
+    code: Code, message: str, states: dict[str, FileState], ours: bool = True
+) -> EditError:
+    """The error for an edit that did not fully land. `ours`: a file showing neither the old nor
+    the new text may hold some of this edit (false only after a transactional refusal, where
+    it is the user's typing alone)."""
     landed = [p for p, s in states.items() if s == "new"]
     differ = [p for p, s in states.items() if s != "new"]
+    otherwise = [p for p, s in states.items() if s == "other"]
     files = [
         {
             "path": p,
@@ -456,6 +568,19 @@ def _failure(code: Code, message: str, states: dict[str, FileState]) -> EditErro
         }
         for p, s in states.items()
     ]
+    if otherwise and ours:
+        # Neither the old nor the new text: typed into meanwhile, or the edit landed elsewhere
+        # (eglot applies a "versioned" edit over typing it has not sent). Never "nothing".
+        return EditError(
+            Code.PARTIAL,
+            f"{message} {', '.join(otherwise)} show(s) neither the old nor the new text (changed "
+            f"otherwise); seen applied: {', '.join(landed) or 'none'}.",
+            "Read the files listed in details.files (agentEdit.read) and fix them by hand, or "
+            "undo the edit with agentEdit.undo {editId} (it refuses with CONFLICT, showing the "
+            "lines, where the text has moved on); do not resend the whole edit.",
+            {"files": files},
+            committed=[f for f in files if f["state"] == "applied"],
+        )
     if landed:
         return EditError(
             Code.PARTIAL,

@@ -3,14 +3,19 @@
 Each command takes one JSON object. Types are checked strictly (a number is not a path, `true` is
 not a number) and unknown fields are refused, so an agent's typo is reported instead of ignored.
 These are protocol errors (JSON-RPC -32602), unlike domain failures, which are result objects.
+Text no file can hold (a lone surrogate anywhere, a NUL in content) is such a domain failure:
+INVALID_ARGUMENT naming the argument and the position.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
 from pygls.exceptions import JsonRpcInvalidParams
+
+from lsp_server.engine.errors import Code, EditError
 
 # A generous cap: whole-file writes of the largest editable file (10 MiB) plus JSON overhead.
 MAX_STRING = 64 * 1024 * 1024
@@ -74,6 +79,51 @@ CHOICES: dict[tuple[str, str], tuple[str, ...]] = {
 }
 
 
+# Text that may become file content: a NUL in it would make the file binary (refused for reading,
+# editing and undo alike), so the agent's own edit could no longer be read or undone.
+CONTENT_FIELDS = frozenset({"oldText", "newText", "text", "patch"})
+# JSON turns an escaped surrogate pair into one character, so any surrogate left is a lone one:
+# it has no UTF-8 form, and editors would save it as U+FFFD while the result said ok.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _position(value: str, index: int) -> dict[str, int]:
+    line = value.count("\n", 0, index)
+    column = index - (value.rfind("\n", 0, index) + 1)
+    # position: 0-based character index; line and column: 1-based, as an editor shows them.
+    return {"position": index, "line": line + 1, "column": column + 1}
+
+
+def check_text(where: str, value: str, content: bool) -> None:
+    """Refuse text no file can hold: a lone surrogate anywhere, a NUL in file content."""
+    if value.isascii():
+        bad = value.find("\0") if content else -1
+    else:
+        m = _SURROGATE.search(value)
+        if m is not None:
+            at = _position(value, m.start())
+            raise EditError(
+                Code.INVALID_ARGUMENT,
+                f"{where} holds a lone UTF-16 surrogate (U+{ord(m.group()):04X}) at character "
+                f"{at['position']} (line {at['line']}, column {at['column']}); it has no UTF-8 "
+                "form and no file can hold it.",
+                f"Send {where} as valid Unicode: encode astral characters (emoji) as a full "
+                "surrogate pair or as UTF-8.",
+                {"argument": where, "reason": "LONE_SURROGATE", **at},
+            )
+        bad = value.find("\0") if content else -1
+    if bad >= 0:
+        at = _position(value, bad)
+        raise EditError(
+            Code.INVALID_ARGUMENT,
+            f"{where} holds a NUL character at character {at['position']} (line {at['line']}, "
+            f"column {at['column']}); a file with a NUL is binary, and agent-edit refuses to "
+            "read, edit or undo binary files, so this edit could never be checked or undone.",
+            f"Remove the NUL from {where}; write binary data with other tools.",
+            {"argument": where, "reason": "NUL", **at},
+        )
+
+
 def invalid(message: str) -> JsonRpcInvalidParams:
     return JsonRpcInvalidParams(message=f"Invalid Params: {message}")
 
@@ -114,6 +164,8 @@ def parse(command: str, args: tuple[Any, ...]) -> dict[str, Any]:
                 raise invalid(f"{command} needs the field {name!r}")
             continue
         _check_value(name, obj[name], spec)
+        if isinstance(obj[name], str):
+            check_text(name, obj[name], name in CONTENT_FIELDS)
         choices = CHOICES.get((command, name))
         if choices and obj[name] not in choices:
             raise invalid(f"{name} must be one of {', '.join(choices)}, got {obj[name]!r}")
@@ -122,6 +174,7 @@ def parse(command: str, args: tuple[Any, ...]) -> dict[str, Any]:
         _check_expect("expect", expect)
     elif expect is not None:
         for path, token in expect.items():
+            check_text("expect", path, False)
             if not isinstance(token, dict):
                 raise invalid(f"expect[{path!r}] must be an object with version or sha256")
             _check_expect(f"expect[{path!r}]", token)
@@ -139,3 +192,5 @@ def _check_expect(where: str, expect: dict[str, Any]) -> None:
     for name, spec in EXPECT_FIELDS.items():
         if expect.get(name) is not None:
             _check_value(f"{where}.{name}", expect[name], spec)
+            if isinstance(expect[name], str):
+                check_text(f"{where}.{name}", expect[name], False)

@@ -77,6 +77,11 @@ class Document:
     _blocks: list[int] = field(default_factory=list, repr=False)
     # sha256 states part-way through the text (valid prefix): see text.hash_with_marks.
     _marks: list[HashMark] = field(default_factory=list, repr=False)
+    # Which open of the store this is (didOpen to didClose): versions count only within one.
+    open_id: int = 0
+    # How many didChange notifications this open has had: tells whether the editor has shown
+    # the buffer since some moment (an unverified edit is settled only by a fresh report).
+    reports: int = 0
 
     def watch(self) -> ChangeWatch:
         w = ChangeWatch()
@@ -249,12 +254,15 @@ class DocumentStore:
         self._by_uri: dict[str, Document] = {}
         self._by_path: dict[str, Document] = {}
         self._uri_to_path = uri_to_path
+        self._opens = 0
 
     def open(self, uri: str, language_id: str, version: int, text: str) -> Document:
         path = self._uri_to_path(uri) or uri
         doc = Document(uri, path, language_id, version, split_lines(text))
         doc.may_have_cr = "\r" in text
         doc.set_known_text(text)  # the first read (and the parse on open) need no join
+        self._opens += 1
+        doc.open_id = self._opens
         self.close(uri)
         self._by_uri[uri] = doc
         self._by_path[path] = doc

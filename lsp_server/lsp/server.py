@@ -11,11 +11,13 @@ import gc
 import logging
 import os
 import sys
+import threading
 import time
 from collections.abc import Generator
 from typing import Any, TypeVar
 
 from lsprotocol import types as t
+from pygls.io_ import StdinAsyncReader, StdoutWriter
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
@@ -29,16 +31,25 @@ from lsp_server.engine.history import NET_FILES, History, open_history
 from lsp_server.engine.model import FileChange, Plan
 from lsp_server.engine.patching import plan_patch
 from lsp_server.engine.planner import check_precondition, plan_replace, plan_write, require_exists
-from lsp_server.engine.policy import PathPolicy, SettingsError
+from lsp_server.engine.policy import PathPolicy
 from lsp_server.engine.results import success
 from lsp_server.engine.text import Snapshot, absent, decode_file, describe_eol
 from lsp_server.engine.undo import plan_rollback
-from lsp_server.lsp import arguments
-from lsp_server.lsp.apply import Location, Outcome, Verifier, apply_and_verify, uri_of
+from lsp_server.lsp import arguments, disk_side, protocol_reader
+from lsp_server.lsp.apply import (
+    Location,
+    Outcome,
+    Verifier,
+    apply_and_verify,
+    reports_late_by_name,
+    transactional,
+    uri_of,
+)
 from lsp_server.lsp.diagnostics import document_changed, document_opened, publish_after_edit
 from lsp_server.lsp.documents import DocumentStore
-from lsp_server.lsp.session import Session
-from lsp_server.lsp.settings import Settings
+from lsp_server.lsp.pending import PendingEdits
+from lsp_server.lsp.session import Session, for_open
+from lsp_server.lsp.settings import Settings, initial_policy, reconfigured
 from lsp_server.lsp.workspace_paths import Resolved, WorkspacePaths, real_path_of_uri
 
 log = logging.getLogger(__name__)
@@ -69,6 +80,8 @@ class AgentEditProtocol(LanguageServerProtocol):
         td = params.text_document
         server.store.open(td.uri, td.language_id, td.version, td.text)
         server.verifier.notify()
+        if server.pending:
+            server.pending.settle()
         document_opened(server, td.uri)
         trim_memory_soon()  # the message's copy of a big text is garbage now
         yield from ()
@@ -91,7 +104,10 @@ class AgentEditProtocol(LanguageServerProtocol):
                 else:
                     doc.replace_all(change.text)
             doc.version = params.text_document.version
+            doc.reports += 1
             server.verifier.notify()
+            if server.pending:
+                server.pending.settle()
             document_changed(server, params.text_document.uri)
         else:
             log.warning("didChange for a document that is not open: %s", params.text_document.uri)
@@ -118,6 +134,26 @@ class AgentEditServer(LanguageServer):
         self.edit_lock = asyncio.Lock()
         self.history = History()  # replaced by the workspace's journal-backed one at initialize
         self.start_messages: list[str] = []  # shown at `initialized`
+        self.pending = PendingEdits(
+            self.store, lambda: self.history, self.snapshot, self._warn_user
+        )
+
+    def _start_io_async(self, stdin: Any = None, stdout: Any = None) -> None:
+        """pygls's stdio server with a reader that answers malformed messages (protocol_reader)."""
+        self._stop_event = threading.Event()
+        reader = StdinAsyncReader(stdin or sys.stdin.buffer, self.thread_pool)
+        self.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
+        try:
+            asyncio.run(protocol_reader.run_async(self._stop_event, reader, self.protocol))
+        except BrokenPipeError:
+            log.error("Connection to the client is lost! Shutting down the server.")
+        except (KeyboardInterrupt, SystemExit):
+            pass
+        finally:
+            self.shutdown()
+
+    def _warn_user(self, message: str) -> None:
+        self.window_show_message(t.ShowMessageParams(type=t.MessageType.Warning, message=message))
 
     @property
     def encoding(self) -> str:
@@ -142,7 +178,18 @@ class AgentEditServer(LanguageServer):
             )
         try:
             with open(where.abs_path, "rb") as f:
-                data = f.read(self.paths.policy.max_file_bytes + 1)
+                cap = self.paths.policy.max_file_bytes
+                data = f.read(cap + 1)
+                if len(data) > cap:
+                    # Only cap + 1 bytes were read: say the file's real size, not that.
+                    size = max(os.fstat(f.fileno()).st_size, len(data))
+                    raise EditError(
+                        Code.TOO_LARGE,
+                        f"{where.rel} is {size:,} bytes, over the {cap:,}-byte cap for edits.",
+                        "Edit a smaller file, or raise the agentEdit.maxFileBytes setting if "
+                        "this is intended.",
+                        {"path": where.rel, "size": size, "cap": cap},
+                    )
         except FileNotFoundError:
             return absent(where.rel)
         except OSError as exc:
@@ -153,6 +200,29 @@ class AgentEditServer(LanguageServer):
                 {"path": where.rel},
             ) from None
         return decode_file(where.rel, data, self.paths.policy.max_file_bytes)
+
+    def token_now(self, where: Resolved, token: dict[str, Any] | None) -> dict[str, Any] | None:
+        """`token` as it may be checked now: a version from another open of the file is dropped
+        (`session.for_open`); a token left with nothing to prove is STALE, saying why."""
+        doc = self.store.by_path(where.abs_path)
+        fitted = for_open(token, doc.open_id if doc is not None else None)
+        if fitted is not None and fitted.get("reopened") and fitted.get("sha256") is None:
+            raise EditError(
+                Code.STALE,
+                f"{where.rel} was closed (or opened) in the editor since version "
+                f"{token.get('version') if token else None} was read, and editors count versions "
+                "again after a reopen, so that version proves nothing now.",
+                "Read the file again with agentEdit.read, or pass expect: {sha256} from a read.",
+                {
+                    "expected": {
+                        "version": token.get("version") if token else None,
+                        "sha256": None,
+                    },
+                    "path": where.rel,
+                    "reason": "REOPENED",
+                },
+            )
+        return fitted
 
     def location(self, where: Resolved) -> Location:
         doc = self.store.by_path(where.abs_path)
@@ -221,8 +291,12 @@ class AgentEditServer(LanguageServer):
                     type=t.MessageType.Warning,
                     message=f"agent-edit: edit #{done.id} ({done.action} of "
                     f"{', '.join(done.paths)}) was interrupted; it ended {done.outcome}. "
-                    f"Review it with agentEdit.history, undo it with agentEdit.undo "
-                    f"{{editId: {done.id}}}.",
+                    + (
+                        "Nothing of it landed, so there is nothing to undo."
+                        if done.outcome == str(Code.NOT_APPLIED)
+                        else f"Review it with agentEdit.history, undo it with agentEdit.undo "
+                        f"{{editId: {done.id}}}."
+                    ),
                 )
             )
 
@@ -266,20 +340,37 @@ class AgentEditServer(LanguageServer):
     ) -> dict[str, Any]:
         """Journal, send, verify and record one plan; roll back what landed of a failed one."""
         plan = Plan(action, tuple(changes))
+        for r in list(where.values()):
+            where.setdefault(r.rel, r)
+        locations = {p: self.location(r) for p, r in where.items()}
+        # Resource operations the editor cannot do: on disk, or refused now for an open buffer.
+        to_editor, to_disk = disk_side.split(
+            changes, locations, self.store, disk_side.resource_operations(self.client_capabilities)
+        )
         # The diff is made now, from the lent line lists, before anything awaits the editor.
         diff = plan_diff(changes)
         if dry_run:
             entry = self.history.record(action, args, plan=plan, outcome="dry-run")
             return success(entry.id, "dry-run", changes, diff=diff)
+        if to_disk:
+            disk_side.check_unchanged(to_disk, locations)
         # The plan and its pre-images are on disk before the editor sees anything.
         edit_id = self.history.begin(plan, args, undoes=undoes)
-        for r in list(where.values()):
-            where.setdefault(r.rel, r)
-        locations = {p: self.location(r) for p, r in where.items()}
-        outcome = await self._apply(plan, locations, action)
+        if to_disk:
+            outcome = await self._apply_mixed(plan, to_editor, to_disk, where, locations)
+        else:
+            outcome = await self._apply(plan, locations, action)
         if outcome.error is not None:
             error = outcome.error
-            if error.code == Code.PARTIAL:
+            if error.code == Code.UNVERIFIED:
+                # Not finished: settled when the editor shows the files (lsp/pending.py).
+                error.details["editId"] = edit_id
+                # A late reporter still reports within a few idle timers (eglot: 0.5 s).
+                grace = max(2 * self.settings.verify_timeout_ms / 1000, PENDING_GRACE_MIN_S)
+                self.pending.hold(edit_id, where, locations, outcome.unconfirmed, grace)
+                error.recorded = True  # type: ignore[attr-defined]
+                raise error
+            if error.code == Code.PARTIAL and not getattr(error, "rolled_back", False):
                 error = await self._roll_back(plan, where, locations, error)
             error.details["editId"] = edit_id
             self.history.finish(edit_id, str(error.code), error=error, committed=error.committed)
@@ -296,7 +387,12 @@ class AgentEditServer(LanguageServer):
                 doc.set_known_text(c.new_text, c.new_sha256, c.__dict__.get("hash_marks"))
             if c.change == "move":
                 self.session.forget(c.path)
-            self.session.saw(c.target_path, versions.get(c.target_path), c.new_sha256)
+            self.session.saw(
+                c.target_path,
+                versions.get(c.target_path),
+                c.new_sha256,
+                doc.open_id if doc is not None else None,
+            )
         self.history.finish(edit_id, "applied", versions=versions)
         diagnostics = await publish_after_edit(self, changes, locations, versions)
         result = success(edit_id, "applied", changes, versions, diagnostics, diff=diff)
@@ -306,6 +402,44 @@ class AgentEditServer(LanguageServer):
         if self.settings.save_after_edit:
             await self.save_touched(changes, locations, result)
         return result
+
+    async def _apply_mixed(
+        self,
+        plan: Plan,
+        to_editor: list[FileChange],
+        to_disk: list[FileChange],
+        where: dict[str, Resolved],
+        locations: dict[str, Location],
+    ) -> Outcome:
+        """The editor's part first (verified), then the disk side; if the disk side fails, what
+        landed in the editor is rolled back, so the plan lands whole or not at all."""
+        states: dict[str, str] = {}
+        editor_plan = Plan(plan.action, tuple(to_editor))
+        if to_editor:
+            outcome = await self._apply(editor_plan, locations, plan.action)
+            if outcome.error is not None:
+                return outcome
+            states.update(outcome.states)
+        for c in to_disk:
+            c.before.release_lines()
+        try:
+            disk_side.commit(self.paths.roots[0], plan.action, to_disk, locations)
+        except EditError as exc:
+            if not to_editor:
+                return Outcome({c.path: "old" for c in to_disk}, exc)
+            error = EditError(
+                Code.PARTIAL,
+                f"The editor applied its part, but the disk side failed: {exc.message}",
+                exc.hint,
+                {"files": [{"path": p, "state": "applied"} for p in states]},
+                committed=[{"path": p, "state": "applied"} for p in states],
+            )
+            back = await self._roll_back(editor_plan, where, locations, error)
+            back.rolled_back = True  # type: ignore[attr-defined]
+            return Outcome(states, back)
+        for c in to_disk:
+            states[c.path] = states[c.target_path] = "new"
+        return Outcome(states)
 
     async def _apply(self, plan: Plan, locations: dict[str, Location], action: str) -> Outcome:
         return await apply_and_verify(
@@ -318,6 +452,7 @@ class AgentEditServer(LanguageServer):
             f"agent-edit: {action}",
             self.settings.apply_timeout_ms / 1000,
             self.settings.verify_timeout_ms / 1000,
+            transactional(self.client_capabilities, list(plan.changes)),
         )
 
     async def _roll_back(
@@ -337,7 +472,10 @@ class AgentEditServer(LanguageServer):
             return error
         outcome = await self._apply(back, locations, "rollback")
         landed = [c for c in committed if c.get("state") == "applied"]
-        if outcome.error is None and all(c.get("revertible", True) for c in landed):
+        # Every file that is not as it was (landed, or changed otherwise) must be reverted by the
+        # rollback: one the rollback cannot touch (typed into meanwhile) is not "as it was".
+        touched = [c for c in committed if c.get("state") != "not-applied"]
+        if outcome.error is None and all(c.get("revertible", True) for c in touched):
             return EditError(
                 Code.PARTIAL_ROLLED_BACK,
                 f"{error.message} What landed ({', '.join(c['path'] for c in landed)}) was "
@@ -393,6 +531,7 @@ class AgentEditServer(LanguageServer):
 
 
 RECOVERY_DELAY_S = 0.5
+PENDING_GRACE_MIN_S = 1.0
 
 EDIT_ACTIONS = {
     "replace": "replace",
@@ -447,13 +586,12 @@ def create_server() -> AgentEditServer:
         if not roots and params.root_path:
             roots.append(params.root_path)
         ls.settings = ls.settings.updated(params.initialization_options)
-        try:
-            policy = PathPolicy.from_settings(
-                roots, params.initialization_options, other_keys=Settings._NAMES
-            )
-        except SettingsError as exc:
-            log.error("%s; the default path policy applies", exc.message)
-            policy = PathPolicy.from_settings(roots)
+        ls.verifier.reports_late = reports_late_by_name(
+            params.client_info.name if params.client_info else None
+        )
+        policy, problems = initial_policy(roots, params.initialization_options)
+        for problem in problems:
+            log.error("%s; that setting is ignored", problem)
         ls.paths = WorkspacePaths(policy)
         ls.open_history()
 
@@ -472,14 +610,12 @@ def create_server() -> AgentEditServer:
     def did_change_configuration(
         ls: AgentEditServer, params: t.DidChangeConfigurationParams
     ) -> None:
-        ls.settings = ls.settings.updated(params.settings)
-        try:
-            ls.paths = WorkspacePaths(
-                ls.paths.policy.reconfigure(params.settings, other_keys=Settings._NAMES)
-            )
-        except SettingsError as exc:
+        ls.settings = ls.settings.updated(params.settings, running=True)
+        policy, problems = reconfigured(ls.paths.policy, params.settings)
+        ls.paths = WorkspacePaths(policy)
+        if problems:
             ls.window_show_message(
-                t.ShowMessageParams(type=t.MessageType.Warning, message=exc.message)
+                t.ShowMessageParams(type=t.MessageType.Warning, message="; ".join(problems))
             )
 
     @server.feature(t.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
@@ -535,7 +671,12 @@ def create_server() -> AgentEditServer:
             )
         else:
             text = snap.text if not ranged else "".join(chosen)
-        ls.session.saw(where.rel, snap.version if snap.source == "buffer" else None, snap.sha256)
+        ls.session.saw(
+            where.rel,
+            snap.version if snap.source == "buffer" else None,
+            snap.sha256,
+            doc.open_id if doc is not None else None,
+        )
         return {
             "ok": True,
             "path": where.rel,
@@ -557,10 +698,11 @@ def create_server() -> AgentEditServer:
         where = ls.paths.resolve(a["path"])
         # What the agent knew when it sent this request: a racing edit must not inherit the
         # token refreshed by the edit it raced with.
-        known = a.get("expect") or ls.session.reads.get(where.rel)
+        known = ls.session.known(where.rel, a.get("expect"))
         async with ls.edit_lock:
             snap = ls.snapshot(where)
             require_exists(snap)
+            known = ls.token_now(where, known)
             # oldText is itself checked against the buffer as it is now, so without a read or
             # `expect` the replace still cannot land on text the agent did not name.
             check_precondition(snap, known, None, required=False)
@@ -580,9 +722,10 @@ def create_server() -> AgentEditServer:
     async def write(ls: AgentEditServer, *args: Any) -> dict[str, Any]:
         a = arguments.parse("agentEdit.write", args)
         where = ls.paths.resolve(a["path"])
-        known = a.get("expect") or ls.session.reads.get(where.rel)
+        known = ls.session.known(where.rel, a.get("expect"))
         async with ls.edit_lock:
             snap = ls.snapshot(where)
+            known = ls.token_now(where, known)
             if snap.exists:
                 # Overwriting replaces text the agent may never have seen: it needs a read or
                 # `expect` (unless the requireRead setting is off).
@@ -610,8 +753,12 @@ def create_server() -> AgentEditServer:
     @_result
     async def apply_patch(ls: AgentEditServer, *args: Any) -> dict[str, Any]:
         a = arguments.parse("agentEdit.applyPatch", args)
-        expect = {ls.paths.resolve(k).rel: v for k, v in (a.get("expect") or {}).items()}
-        known = dict(ls.session.reads)  # what the agent knew when it sent the patch
+        expect = {
+            r.rel: ls.session.known(r.rel, v)
+            for k, v in (a.get("expect") or {}).items()
+            if (r := ls.paths.resolve(k))
+        }
+        known = {p: ls.session.known(p, None) for p in ls.session.reads}  # when it was sent
         async with ls.edit_lock:
             where: dict[str, Resolved] = {}
 
@@ -628,8 +775,8 @@ def create_server() -> AgentEditServer:
                 if c.before.exists:
                     check_precondition(
                         c.before,
-                        expect.get(c.path),
-                        known.get(c.path),
+                        ls.token_now(where[c.path], expect.get(c.path)),
+                        ls.token_now(where[c.path], known.get(c.path)),
                         required=False,  # context and removed lines are checked as they are now
                     )
             return await ls.carry_out(

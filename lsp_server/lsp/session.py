@@ -1,5 +1,10 @@
 """One editor connection's session: what the agent last saw of each file (read-before-edit).
 
+A read token is a buffer version and a sha256. The version only means something within the open
+(didOpen to didClose) it came from: editors count again after a reopen (VS Code from 1, Neovim
+from 0), so across a reopen only the sha256 proves the agent saw the text. Each token remembers
+its open (`DocumentStore` numbers them); `for_open` drops the version of a token from another.
+
 Edit ids come from the workspace history (engine/history.py).
 """
 
@@ -14,8 +19,37 @@ class Session:
     # Last content the agent is known to have seen per path: from agentEdit.read, or its own edit.
     reads: dict[str, dict[str, Any]] = field(default_factory=dict)
 
-    def saw(self, path: str, version: int | None, sha256: str) -> None:
-        self.reads[path] = {"version": version, "sha256": sha256}
+    def saw(self, path: str, version: int | None, sha256: str, opened: int | None = None) -> None:
+        self.reads[path] = {"version": version, "sha256": sha256, "open": opened}
 
     def forget(self, path: str) -> None:
         self.reads.pop(path, None)
+
+    def known(self, path: str, expect: dict[str, Any] | None) -> dict[str, Any] | None:
+        """What the agent knew of `path` when it sent a request: its `expect`, else its last read.
+
+        An `expect` version is tied to the open of the session's last read of the path when
+        there is one (the agent most likely took it from that read).
+        """
+        seen = self.reads.get(path)
+        if not expect:
+            return dict(seen) if seen else None
+        token = dict(expect)
+        if seen is not None and token.get("version") is not None:
+            token["open"] = seen.get("open")
+        return token
+
+
+def for_open(token: dict[str, Any] | None, opened: int | None) -> dict[str, Any] | None:
+    """`token` as it may be checked against the buffer of open `opened` (None: not open).
+
+    A version handed out in another open (or while the file was not open) proves nothing now:
+    it is dropped, and the sha256, if any, decides.
+    """
+    if not token or token.get("version") is None or "open" not in token:
+        return token
+    if token["open"] == opened and opened is not None:
+        return token
+    out = {k: v for k, v in token.items() if k != "version"}
+    out["reopened"] = True
+    return out
