@@ -216,6 +216,10 @@ def _run_edit(args: argparse.Namespace) -> int:
             assert history is not None
             current = {p: _snapshot(root, p) for p in history.undo_paths(args.edit_id)}
             plan = history.plan_undo(args.edit_id, current)
+        if args.dry_run:
+            # The folders' writability, as the apply checks it: a dry run and the apply refuse
+            # alike (a read-only mount, an immutable folder).
+            files.check_writable(root, plan)
         if history is not None and args.dry_run:
             edit_id = history.record(action, summary, plan=plan, outcome="dry-run").id
         elif history is not None:

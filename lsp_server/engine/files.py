@@ -1427,7 +1427,7 @@ class PreparedApply:
                 {"files": unknown, "rolledBack": report},
                 committed=[{"path": p, "state": "unknown"} for p in unknown],
             ) from None
-        said = _rollback_said(report, renamed)
+        said = _rollback_said(report, exc.path if isinstance(exc, _Changed) else "")
         if isinstance(exc, _Refused):
             err = exc.error
             err.message += f"; {said}"
@@ -1436,7 +1436,7 @@ class PreparedApply:
         if isinstance(exc, _Changed):
             raise EditError(
                 Code.STALE,
-                f"{exc.path} {exc.why} during the apply; {said}",
+                f"{exc.path} {exc.why} during the apply (its content is kept); {said}",
                 "Look at that file as it is now, then apply again: the patch will be checked "
                 "against it.",
                 {"path": exc.path, "reason": "CHANGED_ON_DISK", "rolledBack": report},
@@ -1473,17 +1473,17 @@ def _cause(exc: BaseException) -> str:
     return f"Writing the patch failed ({_strerror(exc)})"
 
 
-def _rollback_said(report: dict[str, Any], renamed: bool) -> str:
-    """What the rollback did, for the result's message: only what it did."""
-    parts = []
-    if not renamed and not report["restored"] and not report["removed"]:
-        parts.append("nothing was changed")
+def _rollback_said(report: dict[str, Any], stale: str = "") -> str:
+    """What the rollback did, for the result's message: only what it did. `stale` is the file
+    the message already names as changed by someone else."""
+    if not report["restored"] and not report["removed"]:
+        said = "nothing was changed"
     else:
-        parts.append("every file was put back as it was")
-    kept = [c["path"] for c in report["conflicts"]]
+        said = "every file was put back as it was"
+    kept = [c["path"] for c in report["conflicts"] if c["path"] != stale]
     if kept:
-        parts.append("left as another program saved it: " + ", ".join(kept))
-    return ", ".join(parts) + "." + _leftovers(report)
+        said += ", except what another program saved meanwhile: " + ", ".join(kept)
+    return said + "." + _leftovers(report)
 
 
 def _leftovers(report: dict[str, Any] | None) -> str:
