@@ -178,7 +178,8 @@ def test_folder_swapped_for_a_symlink_at_each_step(ws: tuple[Path, Path], index:
             "folder d was replaced by a symbolic link; nothing was written through it"
             in err.message
             or "d is a symbolic link, not a folder (for d/a.txt) since the patch was planned; "
-            "nothing was written." == err.message
+            "nothing was written."
+            == err.message
         )
         # What it says it put back is old; top.txt (outside the swapped folder) is old.
         assert (root / "top.txt").read_bytes() == OLD["top.txt"]
