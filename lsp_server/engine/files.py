@@ -104,6 +104,25 @@ _READ_STATS: dict[str, tuple[int, int, int, int]] = {}
 # The snapshot read last for each full path, with the bytes it was decoded from: the journal's
 # pre-images, without encoding every text again.
 _READ_BYTES: dict[str, tuple[Snapshot, bytes]] = {}
+# Symbolic links a plan may remove as links (a Delete File, or a Move's source, named by the
+# link's own path): full path -> (inode, mtime, target) when `note_link` looked at them.
+_READ_LINKS: dict[str, tuple[int, int, str]] = {}
+
+
+def note_link(root: str, rel: str) -> bool:
+    """Record the symbolic link at workspace-relative `rel` (its folder resolved, the link
+    itself not followed), so that a plan deleting or moving `rel` removes the link, never its
+    target, and is refused STALE if the link changes meanwhile. False if `rel` is no link."""
+    full = _under(root, rel)
+    try:
+        st = os.lstat(full)
+        if not stat.S_ISLNK(st.st_mode):
+            return False
+        target = os.readlink(full)
+    except OSError:
+        return False
+    _READ_LINKS[full] = (st.st_ino, st.st_mtime_ns, target)
+    return True
 
 
 # O_NONBLOCK: opening a FIFO for reading would otherwise block until a writer appears, before
@@ -202,7 +221,7 @@ def _is_directory(rel: str) -> EditError:
 class _Step:
     """One file's part of an apply, as the journal records it."""
 
-    __slots__ = ("path", "op", "pre", "new_sha256", "tmp", "data", "st", "suspect")
+    __slots__ = ("path", "op", "pre", "new_sha256", "tmp", "data", "st", "suspect", "link")
 
     def __init__(
         self,
@@ -225,6 +244,8 @@ class _Step:
         # Whether a same-size save since the read could have kept its size and mtime (see
         # `_could_hide_a_save`): its content is compared too before it is replaced.
         self.suspect = True
+        # A symbolic link removed as a link (`note_link`): `pre` is its target.
+        self.link = False
 
     @property
     def existed(self) -> bool:
@@ -238,8 +259,10 @@ class _Step:
             "newSha256": self.new_sha256,
             "tmp": self.tmp,
         }
+        if self.link:
+            out["link"] = True
         st = self.st
-        if st is not None:  # what a restored pre-image gets back
+        if st is not None and not self.link:  # what a restored pre-image gets back
             out["mode"], out["uid"], out["gid"] = st.st_mode & 0o7777, st.st_uid, st.st_gid
         return out
 
@@ -670,6 +693,10 @@ def _check_unchanged(root: str, folders: Folders, plan: Plan) -> dict[str, os.st
     to keep its owner and mode and for the re-check right before its rename.
     """
     out: dict[str, os.stat_result] = {}
+    try:
+        folders.check_all()  # those opened already (a reservation's) are still the same
+    except FolderChanged as exc:
+        raise _folder_stale(exc, exc.folder or ".", "nothing was written") from None
     for change in plan.changes:
         paths: list[tuple[Snapshot | None, str]] = [(change.before, change.path)]
         if change.change == "move" and change.moved_to:
@@ -692,9 +719,15 @@ def _check_unchanged(root: str, folders: Folders, plan: Plan) -> dict[str, os.st
             else:
                 now = None
             if before is not None and before.exists:
-                seen = _READ_STATS.get(_under(root, rel))
-                if seen is None or now == seen[:3]:
-                    continue  # not read here (a buffer snapshot), or unchanged
+                link = _READ_LINKS.get(_under(root, rel))
+                if link is not None:
+                    if st is not None and stat.S_ISLNK(st.st_mode):
+                        if (st.st_ino, st.st_mtime_ns) == link[:2]:
+                            continue  # the link removed as a link, unchanged
+                else:
+                    seen = _READ_STATS.get(_under(root, rel))
+                    if seen is None or now == seen[:3]:
+                        continue  # not read here (a buffer snapshot), or unchanged
             elif now is None:
                 continue  # still absent, as planned
             raise EditError(
@@ -780,6 +813,12 @@ def _steps(
 
 
 def _removal(root: str, rel: str, pre: bytes | None, stats: dict[str, os.stat_result]) -> _Step:
+    link = _READ_LINKS.get(_under(root, rel))
+    if link is not None:
+        # The link itself goes (unlink never follows it); what rollback puts back is the link.
+        step = _Step(rel, "remove", os.fsencode(link[2]), None, None)
+        step.link, step.st, step.suspect = True, stats.get(rel), False
+        return step
     step = _Step(rel, "remove", pre, None, None)
     _seen(root, step, stats)
     return step
@@ -1333,6 +1372,8 @@ class PreparedApply:
         self.crash = _Crasher()
         self.flusher: _Flusher | None = None
         self.done = not steps
+        # The files renamed into place or removed so far (what a failed rollback may leave new).
+        self.applied: set[str] = set()
 
     def commit(self) -> None:
         """Re-check and rename every file into place (deletes last), make it durable, and
@@ -1381,12 +1422,14 @@ class PreparedApply:
         _confirm(fd, name, step)
         # Nothing between the check above and this rename but this call.
         os.replace(split(step.tmp)[1], name, src_dir_fd=fd, dst_dir_fd=fd)
+        self.applied.add(step.path)
 
     def _remove(self, step: _Step) -> None:
         head, name = split(step.path)
         fd = self.folders.check(head)
         _confirm(fd, name, step)
         os.unlink(name, dir_fd=fd)
+        self.applied.add(step.path)
 
     def fail(self, exc: BaseException, *, renamed: bool) -> NoReturn:
         """Roll back after `exc` stopped the apply, and raise the result saying what happened
@@ -1396,7 +1439,7 @@ class PreparedApply:
         failure: BaseException | None = None
         try:
             report: dict[str, Any] | None = _rollback(
-                self.root, journal_path, self.folders, "rollback"
+                self.root, journal_path, self.folders, "rollback", self.applied
             )
         except (OSError, ValueError, KeyError, TypeError) as again:
             report = None
@@ -1653,6 +1696,8 @@ def _check_journal(journal: dict[str, Any]) -> None:
         for key in ("mode", "uid", "gid"):
             if key in entry and type(entry[key]) is not int:
                 raise ValueError(f"bad {key}")
+        if type(entry.get("link", False)) is not bool:
+            raise ValueError("bad link")
         if entry["op"] not in ("write", "remove"):
             raise ValueError("bad op")
     for d in journal.get("dirs", []):
@@ -1734,6 +1779,41 @@ def _restore_at(folders: Folders, head: str, name: str, pre: bytes, entry: dict[
         raise
 
 
+def _put_link_back(
+    folders: Folders,
+    fd: int,
+    head: str,
+    name: str,
+    path: str,
+    target: bytes,
+    restored: list[str],
+    conflicts: list[dict[str, str]],
+    failed: list[dict[str, str]],
+) -> None:
+    """Rollback of a removed symbolic link: made again, pointing where it pointed."""
+    try:
+        if fd < 0:
+            fd = _reach(folders, head, create=True)
+        try:
+            now: str | None = os.readlink(name, dir_fd=fd)
+        except FileNotFoundError:
+            now = None
+        except OSError:
+            now = "\0"  # not a link any more
+        if now == os.fsdecode(target):
+            return  # untouched
+        if now is not None:
+            conflicts.append({"path": path, "why": "changed by someone else since the apply"})
+            return
+        folders.check(head)
+        os.symlink(os.fsdecode(target), name, dir_fd=fd)
+        restored.append(path)
+    except FolderChanged as exc:
+        failed.append({"path": path, "why": exc.why})
+    except OSError as exc:
+        failed.append({"path": path, "why": exc.strerror or str(exc)})
+
+
 def _reach(folders: Folders, head: str, create: bool) -> int:
     """Folder `head`'s descriptor, checked; created (with its missing parents) if asked."""
     try:
@@ -1774,9 +1854,17 @@ def _report(
     }
 
 
-def _rollback(root: str, journal_path: str, folders: Folders, point: str) -> dict[str, Any]:
+def _rollback(
+    root: str,
+    journal_path: str,
+    folders: Folders,
+    point: str,
+    applied: set[str] | None = None,
+) -> dict[str, Any]:
     """Put every file of the journalled apply back to its pre-image, through `folders` and its
-    checks; the report of exactly what was done (see `_report`)."""
+    checks; the report of exactly what was done (see `_report`). `applied`, in the process
+    that was applying, names the files it had renamed or removed: any other is as it was,
+    even in a folder that cannot be reached any more (only its temporary file is left)."""
     journal, blob = _read_journal(journal_path)
     _check_journal(journal)
     restored: list[str] = []
@@ -1802,12 +1890,17 @@ def _rollback(root: str, journal_path: str, folders: Folders, point: str) -> dic
                 continue  # a file this apply added, in a folder that is gone: nothing to undo
             fd = -1
         except FolderChanged as exc:
-            unreached.append({"path": path, "why": f"not put back: {exc.why}"})
+            if applied is None or path in applied:
+                unreached.append({"path": path, "why": f"not put back: {exc.why}"})
             if tmp:
                 left.append(tmp)
             continue
         except OSError as exc:
             failed.append({"path": path, "why": exc.strerror or str(exc)})
+            continue
+        if entry.get("link") and pre is not None:
+            _put_link_back(folders, fd, head, name, path, pre, restored, conflicts, failed)
+            touched.add(head)
             continue
         try:
             if tmp and fd >= 0:
