@@ -176,9 +176,11 @@ def test_folder_swapped_for_a_symlink_at_each_step(ws: tuple[Path, Path], index:
     if err.code == Code.STALE:
         assert (
             "folder d was replaced by a symbolic link during the apply; nothing was written "
-            "through it" in err.message
+            "through it"
+            in err.message
             or "d is a symbolic link, not a folder (for d/a.txt) since the patch was planned; "
-            "nothing was written." == err.message
+            "nothing was written."
+            == err.message
         )
         # What it says it put back is old; top.txt (outside the swapped folder) is old.
         assert (root / "top.txt").read_bytes() == OLD["top.txt"]
