@@ -497,6 +497,19 @@ def _report_recovery(recovered: list[dict[str, Any]]) -> None:
             parts.append(
                 "left alone (changed since): " + ", ".join(c["path"] for c in r["conflicts"])
             )
+        # Older reports (another version's) lack these.
+        if r.get("unreached"):
+            parts.append(
+                "NOT put back (their folder was replaced; the journal is kept): "
+                + ", ".join(f"{u['path']} ({u['why']})" for u in r["unreached"])
+            )
+        if r.get("failed"):
+            parts.append(
+                "NOT put back yet (retried next run): "
+                + ", ".join(f"{f['path']} ({f['why']})" for f in r["failed"])
+            )
+        if r.get("leftBehind"):
+            parts.append("temporary files left: " + ", ".join(r["leftBehind"]))
         print(
             f"agent-edit: rolled back an interrupted apply (pid {r['pid']}): "
             + ("; ".join(parts) or "nothing had changed yet"),

@@ -481,3 +481,45 @@ def test_many_files_through_reserved_temporaries_still_check_folders(
     os.rename(tmp_path / "d1-moved", root / "d1")
     leftovers = [p for p in tree(root) if ".agent-edit-" in p]
     assert tree(root) == old or leftovers  # temporaries in d1 are named in the report
+
+
+def test_prepare_then_commit_or_abort(tmp_path: Path, state: Path) -> None:
+    """The writer's two halves, for a mixed editor+disk edit: after `prepare_plan` nothing the
+    user sees has changed (only temporary files exist); `commit()` puts everything in place,
+    `abort()` removes every trace."""
+    root = tmp_path / "ws"
+    old, patch = _many(root, 3)
+    ws = str(root)
+    for finish in ("abort", "commit"):
+        plan = plan_patch(patch, lambda p: files.read_snapshot(ws, p))
+        with files.workspace_lock(ws) as sdir:
+            prepared = files.prepare_plan(ws, sdir, plan)
+            now = tree(root)
+            assert {k: v for k, v in now.items() if ".agent-edit-" not in k} == old
+            assert sum(".agent-edit-" in k for k in now) == 3
+            if finish == "abort":
+                report = prepared.abort()
+                assert report["restored"] == [] and report["leftBehind"] == []
+                assert tree(root) == old
+            else:
+                prepared.commit()
+                assert tree(root) == {rel: data.upper() for rel, data in old.items()}
+        assert not list(state.rglob(files.JOURNAL + "*"))
+
+
+def test_recovery_in_a_workspace_folder_made_again_touches_nothing(
+    tmp_path: Path, state: Path
+) -> None:
+    """Killed mid-apply; the workspace folder is then moved away and made again (a fresh clone
+    at the same path): its files are not the apply's, so nothing is put back into it and the
+    journal is kept for a human."""
+    root = tmp_path / "ws"
+    make(root, {"a.txt": b"old\n", "b.txt": b"old\n"})
+    proc = apply_killed_after(3, root, _update("a.txt", "b.txt"), state)  # a.txt renamed
+    assert proc.returncode == -signal.SIGKILL
+    os.rename(root, tmp_path / "old-ws")  # kept: the new folder cannot reuse its inode
+    make(root, {"a.txt": b"clone\n", "b.txt": b"clone\n"})
+    (report,) = files.recover(str(root))
+    assert report["restored"] == [] and report["unreached"]
+    assert tree(root) == {"a.txt": b"clone\n", "b.txt": b"clone\n"}
+    assert list(state.rglob(files.JOURNAL + ".unreached-*"))

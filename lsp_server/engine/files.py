@@ -1,26 +1,39 @@
 """The only code that writes workspace files: an atomic, journalled apply of a `Plan` on disk.
 
 `apply_plan(root, plan)` carries out a plan so that every file ends up all-old or all-new, even if
-the process is killed at any moment:
+the process is killed at any moment (`prepare_plan` then `PreparedApply.commit()` are its two
+halves, for a caller that must do something in between, such as a mixed editor+disk edit):
 
-1. a journal with every touched file's pre-image (and the temp names about to be used) is written
-   to the per-workspace state directory, never inside the workspace;
-2. each new content goes to a temporary file in the target's own folder (for a large CLI patch
+1. every folder involved is opened once, component by component from the root, never through
+   a symlink (`folders.Folders`); each target is checked against what `read_snapshot` saw
+   (STALE otherwise) and its owner, group and mode taken;
+2. a journal with every touched file's pre-image (and the temp names about to be used, and
+   each folder's device and inode) is written to the per-workspace state directory, never
+   inside the workspace;
+3. each new content goes to a temporary file in the target's own folder (for a large CLI patch
    the files it updates get theirs created ahead, by a child process, while the patch is parsed
-   and planned: `reserve`, after a first journal with those files' pre-images and temp names);
-3. the journal and every temporary file are made durable: for 16 files or more on Linux one
+   and planned: `reserve`, after a first journal with those files' pre-images and temp names),
+   with the replaced file's mode, owner and group (refused DENIED if they cannot be kept);
+4. the journal and every temporary file are made durable: for 16 files or more on Linux one
    `syncfs` per file system involved (one fsync per file cost half a second for 1,000 files),
    else an fsync per file (in a few threads: fsync waits on the disk) and per folder;
-4. only then are they renamed over their targets (in a few threads: freeing the replaced files'
-   blocks can wait on the disk); deletes and the sources of moves come last; the renames are
-   made durable the same way;
-5. the journal is removed: that is the commit point.
+5. only then are they renamed over their targets (in a few threads: freeing the replaced files'
+   blocks can wait on the disk); deletes and the sources of moves come last; right before each
+   rename or delete, the folder is checked to be the one opened and the target to be the file
+   planned against (inode, size, mtime, and its bytes when a same-size save could have kept
+   those): any change stops the apply, the renames done are rolled back, STALE names the file;
+   the renames are made durable the same way;
+6. the journal is removed: that is the commit point.
 
 If the journal is still there on the next run (`recover`, called by the CLI before any command
 and by `apply_plan` itself), the apply was interrupted: every file is put back to its pre-image,
 temporaries and created folders are removed, and the rollback is reported. A file that was
 changed by someone else since the crash (neither its old nor its new content) is left alone and
-reported as a conflict. An apply that fails with an OS error rolls back the same way at once.
+reported as a conflict; one whose folder is no longer the folder the apply used (swapped for a
+symlink, say) is not touched and is reported as unreached (the journal is then set aside for a
+human). An apply that fails rolls back the same way at once, through the same folder checks,
+and its result says only what the rollback did. A symbolic link named by a Delete File (or a
+Move's source) is removed as the link (`note_link`), and put back as the link.
 
 State directory: `$AGENT_EDIT_STATE_DIR/workspaces/<name>-<hash>/` if that variable is set
 (tests use temporary folders), else the same under platformdirs' user state dir for
@@ -30,11 +43,17 @@ an apply that is still running.
 
 Crash testing hook: `AGENT_EDIT_CRASH_AFTER=N` makes the process SIGKILL itself right after its
 N-th step (a temporary file written, a rename, or a delete), so tests can interrupt an apply at
-every point between the first write and the last rename.
+every point between the first write and the last rename. In-process races: `TEST_HOOK(point,
+path)` is called at "resolved" (the apply starts), "checked" (targets checked), "written"
+(temporary files durable), "renamed" (after each rename or delete), and "rollback" or
+"recovery" (before each file is put back).
 
 `read_snapshot(root, rel)` is the matching reader: a workspace file's bytes decoded into a
 `Snapshot` (BOM kept as a flag; binary, oversized and non-UTF-8 files refused), `absent` when it
-does not exist, refused when it is a directory.
+does not exist, refused when it is a directory or one of its folders is a file.
+
+Every OS error is an `EditError` (NOT_FOUND, DENIED, IO_ERROR, or PARTIAL when files may hold
+new content) saying what happened to each file and what to do, never a traceback.
 """
 
 from __future__ import annotations
@@ -642,7 +661,10 @@ def _apply_locked(
     try:
         _prepare_locked(root, sdir, plan, folders, reservation, meanwhile).commit()
     finally:
-        folders.close()
+        if reservation is None or reservation.handed_over:
+            folders.close()
+        # else: refused before the plan took the reserved files over; the caller's
+        # `reservation.discard()` removes them through these folders, then closes them.
 
 
 def _prepare_locked(
@@ -1347,7 +1369,7 @@ def _prepare(
             os.fsync(journal_fd)
         _flush_while(flusher, meanwhile)
     except (OSError, _Refused, _Changed) as exc:
-        prepared.fail(exc, renamed=False)
+        prepared.fail(exc)
     finally:
         os.close(journal_fd)
         for fd in fds.values():  # reserved files never written (an error stopped the writes)
@@ -1382,6 +1404,12 @@ class PreparedApply:
         if self.done:
             self.folders.close()
             return
+        try:
+            self._commit()
+        finally:
+            self.folders.close()
+
+    def _commit(self) -> None:
         writes = [s for s in self.steps if s.op == "write"]
         removes = [s for s in self.steps if s.op == "remove"]
         try:
@@ -1397,11 +1425,10 @@ class PreparedApply:
             # 3. in `_prepare`: the renames are durable before the journal goes.
             self.flusher.flush()
         except (OSError, _Refused, _Changed) as exc:
-            self.fail(exc, renamed=True)
+            self.fail(exc)
         self.done = True
         os.unlink(os.path.join(self.sdir, JOURNAL))
         _fsync_dir(self.sdir)
-        self.folders.close()
 
     def abort(self) -> dict[str, Any]:
         """Undo `prepare_plan`: the temporary files, created folders and journal removed;
@@ -1431,7 +1458,7 @@ class PreparedApply:
         os.unlink(name, dir_fd=fd)
         self.applied.add(step.path)
 
-    def fail(self, exc: BaseException, *, renamed: bool) -> NoReturn:
+    def fail(self, exc: BaseException) -> NoReturn:
         """Roll back after `exc` stopped the apply, and raise the result saying what happened
         and what the rollback did."""
         self.done = True
@@ -1658,6 +1685,28 @@ def recover_locked(root: str, sdir: str) -> list[dict[str, Any]]:
     expect = {k: (int(v[0]), int(v[1])) for k, v in journal.get("folders", {}).items()}
     try:
         folders = Folders(root, expect=expect)
+    except FolderChanged:
+        # The workspace folder itself is another one now (removed and made again, restored
+        # from a backup): none of the journal's files are reachable as the apply left them.
+        kept = f"{journal_path}.unreached-{int(time.time())}"
+        os.replace(journal_path, kept)
+        return [
+            _report(
+                journal,
+                [],
+                [],
+                [],
+                [],
+                [],
+                [
+                    {
+                        "path": kept,
+                        "why": "the workspace folder is not the one the interrupted "
+                        "apply used; nothing was put back, its journal is kept for a human",
+                    }
+                ],
+            )
+        ]
     except OSError as exc:
         raise _recovery_error(journal_path, exc) from None
     try:

@@ -29,6 +29,8 @@ import stat
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _DIR_FLAGS = os.O_RDONLY | _CLOEXEC | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
 
+_ROOT_FLAGS = os.O_RDONLY | _CLOEXEC | getattr(os, "O_DIRECTORY", 0)
+
 Identity = tuple[int, int]  # (st_dev, st_ino)
 
 
@@ -58,7 +60,9 @@ class Folders:
         self.fds: dict[str, int] = {}
         self.ids: dict[str, Identity] = {}
         self.stats: dict[str, os.stat_result] = {}  # as opened (owner, group, setgid bit)
-        fd = os.open(root, _DIR_FLAGS)
+        # The root itself may be reached through a symlink: the caller resolved it; only what
+        # is below it is opened without following any.
+        fd = os.open(root, _ROOT_FLAGS)
         self._keep("", fd)
 
     def _keep(self, rel: str, fd: int) -> None:
