@@ -365,3 +365,68 @@ def test_folder_swapped_during_the_recovery(ws: tuple[Path, Path]) -> None:
     assert {u["path"] for u in report["unreached"]} == {"d/b.txt", "d/new.txt", "d/gone.txt"}
     assert (root / "d.moved/a.txt").read_bytes() == OLD["d/a.txt"]
     assert (root / "d.moved/b.txt").read_bytes() == NEW["d/b.txt"]
+
+
+@pytest.mark.parametrize("at", ["resolved", "checked", "written", "renamed-1", "renamed-10"])
+@pytest.mark.parametrize("attack", ["swap", "save"])
+def test_a_large_cli_apply_with_reserved_files_under_attack(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, at: str, attack: str
+) -> None:
+    """The CLI's large-patch path (temporary files reserved by a child while planning): a
+    folder swapped or a file saved at each step is never written through or lost, and a
+    refusal leaves no reserved file behind."""
+    from lsp_server import cli as cli_module
+    from tests.test_cli_atomic import _many
+
+    monkeypatch.setenv(files.STATE_DIR_ENV, str(tmp_path / "state"))
+    monkeypatch.setattr(files, "_FINE_WINDOW_NS", 10**18)
+    root = tmp_path / "many"
+    old, patch = _many(root, 20)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "f1.txt").write_bytes(b"decoy\n")
+    point, _, nth = at.partition("-")
+    count = {"n": 0}
+    victim = "d1/f1.txt"
+    mine = b"mine 1\n"
+    assert len(mine) == len(old[victim])
+
+    def hook(p: str, path: str) -> None:
+        if p != point:
+            return
+        count["n"] += 1
+        if count["n"] != int(nth or 1):
+            return
+        if attack == "swap":
+            os.rename(root / "d1", tmp_path / "d1-moved")
+            os.symlink(outside, root / "d1")
+        else:
+            _same_size_save(root, victim, mine)()
+
+    files.TEST_HOOK = hook
+    try:
+        cli_module._apply_patch(str(root), patch, [])
+        err = None
+    except EditError as e:
+        err = e
+    finally:
+        files.TEST_HOOK = None
+    assert tree(outside) == {"f1.txt": b"decoy\n"}
+    if attack == "swap":
+        os.unlink(root / "d1")
+        os.rename(tmp_path / "d1-moved", root / "d1")
+    now = tree(root)
+    for rel, data in old.items():
+        assert now[rel] in (data, data.upper(), mine if rel == victim else None), rel
+    if attack == "save":
+        assert now[victim] == mine  # never lost
+        if at == "renamed-10":
+            assert err is None  # saved onto the new file, after its rename
+        else:
+            assert err is not None and err.code == Code.STALE and err.details["path"] == victim
+    if err is not None:
+        left = [p for p in now if ".agent-edit-" in p]
+        report = err.details.get("rolledBack") or {}
+        assert sorted(left) == sorted(report.get("leftBehind", [])), (left, err)
+        if "every file was put back" in err.message or "nothing was" in err.message:
+            assert all(now[r] in (d, mine) for r, d in old.items())

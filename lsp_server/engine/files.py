@@ -1941,8 +1941,8 @@ def _rollback(
         except FolderChanged as exc:
             if applied is None or path in applied:
                 unreached.append({"path": path, "why": f"not put back: {exc.why}"})
-            if tmp:
-                left.append(tmp)
+            if tmp and (applied is None or path not in applied):
+                left.append(tmp)  # (a temporary file renamed into place is gone)
             continue
         except OSError as exc:
             failed.append({"path": path, "why": exc.strerror or str(exc)})
