@@ -148,9 +148,10 @@ def test_an_owner_that_cannot_be_kept_is_refused(
     os.chmod(open_dir / "state", 0o777)
     monkeypatch.setenv(files.STATE_DIR_ENV, str(open_dir / "state"))
     (open_dir / "p").write_text(_update("mine.txt", "shared.txt"))
-    rc, result = _as_nobody(
-        _cli_json("apply-patch", "--root", str(root), "--json", str(open_dir / "p"))
-    )
+    args = ("apply-patch", "--root", str(root), "--json")
+    dry = _as_nobody(_cli_json(*args, "--dry-run", str(open_dir / "p")))
+    rc, result = _as_nobody(_cli_json(*args, str(open_dir / "p")))
+    assert dry == (rc, result)
     assert rc == 1, result
     assert result["code"] == "DENIED" and result["details"]["reason"] == "OWNER", result
     assert result["details"]["path"] == "shared.txt"

@@ -796,6 +796,11 @@ def _check_writable(root: str, folders: Folders, steps: list[_Step], dirs: list[
                 "Make the folder writable for this user (or edit elsewhere), then apply again.",
                 {"path": s.path, "folder": head or ".", "reason": "READ_ONLY"},
             )
+    for s in steps:
+        st = s.st
+        if st is not None and not s.link and s.op == "write":
+            if not _owner_kept(st, folders.stats[split(s.path)[0]]):
+                raise _owner_refusal(s.path, st, "; nothing was changed.")
 
 
 def recover(root: str) -> list[dict[str, Any]]:
@@ -1084,27 +1089,41 @@ def _keep_owner(
     file would not get them anyway; whether it changed them. Refused (DENIED) when this
     process may not (not root, or a group it is not in): replacing the file would change
     who owns it."""
-    euid, egid = ids
-    # A new file gets this process's user, and its group, or the folder's when the folder
-    # has the setgid bit.
-    new_gid = folder.st_gid if folder.st_mode & stat.S_ISGID else egid
-    if st.st_uid == euid and st.st_gid == new_gid:
+    new_gid = _new_file_gid(folder, ids[1])
+    if st.st_uid == ids[0] and st.st_gid == new_gid:
         return False
     try:
-        uid = -1 if st.st_uid == euid else st.st_uid
+        uid = -1 if st.st_uid == ids[0] else st.st_uid
         os.fchown(fd, uid, -1 if st.st_gid == new_gid else st.st_gid)
     except PermissionError:
-        raise _Refused(
-            EditError(
-                Code.DENIED,
-                f"{step.path} is owned by user {st.st_uid}, group {st.st_gid}; replacing it "
-                "would give it another owner or group, which this process may not keep",
-                "Apply as the file's owner (or as root), or change the file's owner, then "
-                "apply again.",
-                {"path": step.path, "reason": "OWNER", "uid": st.st_uid, "gid": st.st_gid},
-            )
-        ) from None
+        raise _Refused(_owner_refusal(step.path, st, "")) from None
     return True
+
+
+def _new_file_gid(folder: os.stat_result, egid: int) -> int:
+    # A new file gets this process's group, or the folder's when the folder has the setgid bit.
+    return folder.st_gid if folder.st_mode & stat.S_ISGID else egid
+
+
+def _owner_refusal(path: str, st: os.stat_result, changed: str) -> EditError:
+    return EditError(
+        Code.DENIED,
+        f"{path} is owned by user {st.st_uid}, group {st.st_gid}; replacing it would give it "
+        f"another owner or group, which this process may not keep{changed}",
+        "Apply as the file's owner (or as root), or change the file's owner, then apply again.",
+        {"path": path, "reason": "OWNER", "uid": st.st_uid, "gid": st.st_gid},
+    )
+
+
+def _owner_kept(st: os.stat_result, folder: os.stat_result) -> bool:
+    """Whether this process may give a replacement of `st` its owner and group (as fchown
+    would allow: root may; anyone else only keeps their own files, in a group they are in)."""
+    if not hasattr(os, "geteuid") or os.geteuid() == 0:
+        return True
+    egid = os.getegid()
+    if st.st_uid != os.geteuid():
+        return False
+    return st.st_gid == _new_file_gid(folder, egid) or st.st_gid in (egid, *os.getgroups())
 
 
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)

@@ -100,7 +100,10 @@ class Folders:
         """Create folder `rel` (its parent must exist here) and open it."""
         parent, name = split(rel)
         pfd = self.open(parent)
-        os.mkdir(name, 0o777, dir_fd=pfd)
+        try:
+            os.mkdir(name, 0o777, dir_fd=pfd)
+        except FileExistsError:
+            pass  # made meanwhile: used if it is a folder (`open` refuses anything else)
         return self.open(rel)
 
     def check(self, rel: str) -> int:
