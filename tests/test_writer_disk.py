@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from lsp_server import cli as cli_module
 from lsp_server.engine import files
@@ -524,3 +526,56 @@ def test_recovery_in_a_workspace_folder_made_again_touches_nothing(
     assert report["restored"] == [] and report["unreached"]
     assert tree(root) == {"a.txt": b"clone\n", "b.txt": b"clone\n"}
     assert list(state.rglob(files.JOURNAL + ".unreached-*"))
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+_ENTRY_KEYS = st.sampled_from(
+    ["path", "op", "pre", "newSha256", "tmp", "mode", "uid", "gid", "link"]
+)
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    raw=st.binary(max_size=200),
+    header=st.dictionaries(
+        st.sampled_from(["version", "files", "dirs", "folders", "blobSize", "time", "pid"]),
+        _JSON
+        | st.lists(
+            st.dictionaries(
+                _ENTRY_KEYS, _JSON | st.sampled_from(["a.txt", "write", "remove", "../x"])
+            ),
+            max_size=3,
+        ),
+    ),
+    as_json=st.booleans(),
+)
+def test_any_journal_never_crashes_a_recovery_or_touches_a_file(
+    tmp_path: Path, state: Path, raw: bytes, header: dict[str, Any], as_json: bool
+) -> None:
+    """Whatever the journal holds (any bytes, any JSON header), a recovery answers (a report
+    or a clean IO_ERROR) and never changes a file it cannot prove the apply wrote."""
+    root = tmp_path / "fuzz-ws"
+    make(root, {"a.txt": b"old\n", "d/b.txt": b"old\n"})
+    sdir = Path(files.state_dir(str(root)))
+    data = (json.dumps(header).encode() + b"\n" + raw) if as_json else raw
+    (sdir / files.JOURNAL).write_bytes(data)
+    try:
+        files.recover(str(root))
+    except EditError as err:
+        assert err.code == Code.IO_ERROR
+    now = tree(root)
+    # The existing files: never proven written by the apply (no journal names their current
+    # sha256), so never touched. (A journal may name a file that does not exist: putting its
+    # pre-image back is what recovery is for.)
+    assert now["a.txt"] == b"old\n" and now["d/b.txt"] == b"old\n"
+    assert not (tmp_path / "x").exists()  # "../x" is refused, never created
+    for p in sdir.glob(files.JOURNAL + "*"):
+        p.unlink()

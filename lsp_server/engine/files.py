@@ -1443,10 +1443,12 @@ class PreparedApply:
             assert self.flusher is not None
             # 3. in `_prepare`: the renames are durable before the journal goes.
             self.flusher.flush()
+            # The commit point. A journal that cannot be removed would have the next run roll
+            # this apply back: it is rolled back now instead, and the result says so.
+            os.unlink(os.path.join(self.sdir, JOURNAL))
         except (OSError, _Refused, _Changed) as exc:
             self.fail(exc)
         self.done = True
-        os.unlink(os.path.join(self.sdir, JOURNAL))
         _fsync_dir(self.sdir)
 
     def abort(self) -> dict[str, Any]:
@@ -1671,9 +1673,16 @@ def recover_locked(root: str, sdir: str) -> list[dict[str, Any]]:
 
     Goes through the same folder checks as the apply (`Folders`, against the folders the
     journal recorded) and reports exactly what it did; a journal it cannot use is set aside
-    for a human, never acted on half-way.
+    for a human, never acted on half-way. An OS error is `EditError(IO_ERROR)`.
     """
     journal_path = os.path.join(sdir, JOURNAL)
+    try:
+        return _recover(root, journal_path)
+    except OSError as exc:
+        raise _recovery_error(journal_path, exc) from None
+
+
+def _recover(root: str, journal_path: str) -> list[dict[str, Any]]:
     if not os.path.exists(journal_path):
         # A journal that never finished being written means nothing was touched yet.
         tmp = journal_path + ".tmp"
@@ -1699,8 +1708,6 @@ def recover_locked(root: str, sdir: str) -> list[dict[str, Any]]:
                 "leftBehind": [],
             }
         ]
-    except OSError as exc:
-        raise _recovery_error(journal_path, exc) from None
     expect = {k: (int(v[0]), int(v[1])) for k, v in journal.get("folders", {}).items()}
     try:
         folders = Folders(root, expect=expect)
@@ -1726,12 +1733,8 @@ def recover_locked(root: str, sdir: str) -> list[dict[str, Any]]:
                 ],
             )
         ]
-    except OSError as exc:
-        raise _recovery_error(journal_path, exc) from None
     try:
         return [_rollback(root, journal_path, folders, "recovery")]
-    except OSError as exc:
-        raise _recovery_error(journal_path, exc) from None
     finally:
         folders.close()
 
@@ -1752,8 +1755,16 @@ def _check_journal(journal: dict[str, Any]) -> None:
     none of it otherwise, and no path in it leaves the workspace (no `..`, no absolute)."""
     if not isinstance(journal, dict) or not isinstance(journal.get("files"), list):
         raise ValueError("no files")
+    if not isinstance(journal.get("dirs", []), list):
+        raise ValueError("bad dirs")
+    if not isinstance(journal.get("folders", {}), dict):
+        raise ValueError("bad folders")
     for entry in journal["files"]:
+        if not isinstance(entry, dict):
+            raise ValueError("bad entry")
         _safe_rel(entry["path"])
+        if entry.get("newSha256") is not None and not isinstance(entry["newSha256"], str):
+            raise ValueError("bad newSha256")
         if entry.get("tmp") is not None:
             _safe_rel(entry["tmp"])
         pre = entry.get("pre")
