@@ -22,8 +22,8 @@ dir, outside the workspace); AGENT_EDIT_CRASH_AFTER=N is a test hook (engine/fil
 
 Every path must resolve (symlinks followed) inside `--root` (default: the current directory);
 `.git` is never edited. A Delete File, or the source of a Move, named by a symbolic link removes
-the link itself, never the file it points to (`_on_links`). The LSP layer is imported lazily inside `serve`, so headless commands
-start fast and never load pygls.
+the link itself, never the file it points to (`_on_links`). The LSP layer is imported lazily
+inside `serve`, so headless commands start fast and never load pygls.
 """
 
 from __future__ import annotations

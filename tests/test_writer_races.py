@@ -352,7 +352,9 @@ def test_folder_swapped_during_the_recovery(ws: tuple[Path, Path]) -> None:
     calls = {"n": 0}
 
     def hook(point: str, path: str) -> None:
-        assert point == "recovery"
+        assert point in ("recovery", "putting-back")
+        if point != "recovery":
+            return
         calls["n"] += 1
         if calls["n"] == 2:  # d/a.txt put back; d/b.txt next
             _swap(root, outside)()
@@ -430,3 +432,33 @@ def test_a_large_cli_apply_with_reserved_files_under_attack(
         assert sorted(left) == sorted(report.get("leftBehind", [])), (left, err)
         if "every file was put back" in err.message or "nothing was" in err.message:
             assert all(now[r] in (d, mine) for r, d in old.items())
+
+
+def test_a_save_while_the_rollback_puts_a_file_back_is_kept(ws: tuple[Path, Path]) -> None:
+    """The rollback re-checks each file right before it replaces it, as the apply does: a
+    same-size save made while it wrote the pre-image is kept and reported, not overwritten."""
+    root, _ = ws
+    points = _points(root)
+    last = len(points) - 1  # the hook after the 4th rename (top.txt), before the delete
+    assert points[last - 1] == ("renamed", "top.txt")
+    mine = b"mine!\n"
+    calls = {"n": 0}
+
+    def hook(point: str, path: str) -> None:
+        calls["n"] += 1
+        if calls["n"] == last:
+            _same_size_save(root, "d/gone.txt", b"GONE\n")()  # the delete will be STALE
+        if point == "putting-back" and path == "d/a.txt":
+            assert len(mine) == len(NEW["d/a.txt"])
+            _same_size_save(root, "d/a.txt", mine)()
+
+    files.TEST_HOOK = hook
+    err = _apply(root)
+    files.TEST_HOOK = None
+    assert err is not None and err.code == Code.STALE and err.details["path"] == "d/gone.txt"
+    assert (root / "d/a.txt").read_bytes() == mine
+    report = err.details["rolledBack"]
+    assert {"path": "d/a.txt", "why": files._SAVED_MEANWHILE} in report["conflicts"]
+    assert "except what another program saved meanwhile: d/a.txt" in err.message
+    assert (root / "d/b.txt").read_bytes() == OLD["d/b.txt"]
+    assert (root / "top.txt").read_bytes() == OLD["top.txt"]

@@ -45,8 +45,9 @@ Crash testing hook: `AGENT_EDIT_CRASH_AFTER=N` makes the process SIGKILL itself 
 N-th step (a temporary file written, a rename, or a delete), so tests can interrupt an apply at
 every point between the first write and the last rename. In-process races: `TEST_HOOK(point,
 path)` is called at "resolved" (the apply starts), "checked" (targets checked), "written"
-(temporary files durable), "renamed" (after each rename or delete), and "rollback" or
-"recovery" (before each file is put back).
+(temporary files durable), "renamed" (after each rename or delete), "rollback" or
+"recovery" (before each file is looked at to be put back), and "putting-back" (its pre-image
+written, right before the re-check and the rename).
 
 `read_snapshot(root, rel)` is the matching reader: a workspace file's bytes decoded into a
 `Snapshot` (BOM kept as a flag; binary, oversized and non-UTF-8 files refused), `absent` when it
@@ -1795,32 +1796,60 @@ def _safe_rel(rel: object) -> None:
         raise ValueError(f"bad path {rel!r}")
 
 
-def _sha_at(fd: int, name: str) -> str | None:
-    """The sha256 of regular file `name` in folder `fd`; None when absent; a marker for
-    what is not a regular file (never followed if a symlink)."""
+_Ident = tuple[int, int, int, int]  # (st_dev, st_ino, st_size, st_mtime_ns)
+
+
+def _sha_at(fd: int, name: str) -> tuple[str | None, _Ident | None]:
+    """The sha256 of regular file `name` in folder `fd` (None when absent, a marker for what
+    is not a regular file: never followed if a symlink), and the identity of what was read,
+    for `_unchanged_since` right before the rollback replaces or removes it."""
     try:
         f = os.open(name, _READ_ANY, dir_fd=fd)
     except FileNotFoundError:
-        return None
+        return None, None
     except OSError as exc:
         if exc.errno == errno.ELOOP:
-            return "<symlink>"
+            return "<symlink>", None
         raise
     try:
         st = os.fstat(f)
+        ident = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
         if not stat.S_ISREG(st.st_mode):
-            return "<directory>" if stat.S_ISDIR(st.st_mode) else "<special>"
+            return ("<directory>" if stat.S_ISDIR(st.st_mode) else "<special>"), ident
         h = hashlib.sha256()
         while chunk := os.read(f, 1 << 20):
             h.update(chunk)
-        return h.hexdigest()
+        return h.hexdigest(), ident
     finally:
         os.close(f)
 
 
-def _restore_at(folders: Folders, head: str, name: str, pre: bytes, entry: dict[str, Any]) -> None:
+def _unchanged_since(fd: int, name: str, ident: _Ident | None, sha: str | None) -> bool:
+    """Whether `name` in folder `fd` is still what `_sha_at` read (or still absent): the
+    rollback's re-check right before it replaces or removes a file, as the apply's is (its
+    bytes again when a same-size save could have kept the mtime: a file the apply just wrote
+    always could)."""
+    if ident is not None and _could_hide_a_save(ident[3], time.time_ns()):
+        if _sha_at(fd, name)[0] != sha:
+            return False
+    try:
+        st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return ident is None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns) == ident
+
+
+def _restore_at(
+    folders: Folders,
+    head: str,
+    name: str,
+    pre: bytes,
+    entry: dict[str, Any],
+    seen: tuple[str | None, _Ident | None],
+) -> bool:
     """Put `pre` back as `name` in folder `head`, with the owner and mode the journal recorded
-    (else the current file's): a temporary file renamed over it, never through a symlink."""
+    (else the current file's): a temporary file renamed over it, never through a symlink.
+    False (nothing replaced) if `name` changed since `_sha_at` read it (`ident`)."""
     fd = folders.check(head)
     mode, uid, gid = entry.get("mode"), entry.get("uid"), entry.get("gid")
     if mode is None:
@@ -1848,14 +1877,22 @@ def _restore_at(folders: Folders, head: str, name: str, pre: bytes, entry: dict[
         raise
     os.close(f)
     try:
+        _hook("putting-back", f"{head}/{name}" if head else name)
         folders.check(head)
+        if not _unchanged_since(fd, name, seen[1], seen[0]):
+            os.unlink(tmp, dir_fd=fd)
+            return False
         os.replace(tmp, name, src_dir_fd=fd, dst_dir_fd=fd)
+        return True
     except BaseException:
         try:
             os.unlink(tmp, dir_fd=fd)
         except OSError:
             pass  # the folder is not ours any more, or the disk refuses: the report says why
         raise
+
+
+_SAVED_MEANWHILE = "saved by someone else while it was being put back; left as they saved it"
 
 
 def _put_link_back(
@@ -1990,18 +2027,23 @@ def _rollback(
                 except OSError:
                     left.append(tmp)
             pre_sha = hashlib.sha256(pre).hexdigest() if pre is not None else None
-            current = _sha_at(fd, name) if fd >= 0 else None
+            current, ident = _sha_at(fd, name) if fd >= 0 else (None, None)
             if current == pre_sha:
                 continue  # untouched (or already back)
             if current is None or (entry["op"] == "write" and current == entry.get("newSha256")):
                 if pre is not None:
                     if fd < 0:
                         fd = _reach(folders, head, create=True)
-                    _restore_at(folders, head, name, pre, entry)
+                    if not _restore_at(folders, head, name, pre, entry, (current, ident)):
+                        conflicts.append({"path": path, "why": _SAVED_MEANWHILE})
+                        continue
                     restored.append(path)
                     touched.add(head)
                 elif current is not None:
                     folders.check(head)
+                    if not _unchanged_since(fd, name, ident, current):
+                        conflicts.append({"path": path, "why": _SAVED_MEANWHILE})
+                        continue
                     os.unlink(name, dir_fd=fd)
                     removed.append(path)
                     touched.add(head)
