@@ -241,7 +241,20 @@ def _is_directory(rel: str) -> EditError:
 class _Step:
     """One file's part of an apply, as the journal records it."""
 
-    __slots__ = ("path", "op", "pre", "new_sha256", "tmp", "data", "st", "suspect", "link")
+    __slots__ = (
+        "path",
+        "op",
+        "pre",
+        "new_sha256",
+        "tmp",
+        "data",
+        "st",
+        "suspect",
+        "link",
+        "head",
+        "name",
+        "tmp_name",
+    )
 
     def __init__(
         self,
@@ -253,6 +266,8 @@ class _Step:
         data: bytes | None = None,
     ) -> None:
         self.path = path  # workspace-relative
+        self.head, self.name = split(path)  # its folder and its name in it
+        self.tmp_name = split(tmp)[1] if tmp else ""
         self.op = op  # "write" (content to `path`) or "remove"
         self.pre = pre  # the file's bytes before, when it existed
         self.new_sha256 = new_sha256  # of the bytes written, for "write"
@@ -781,7 +796,7 @@ def _check_writable(root: str, folders: Folders, steps: list[_Step], dirs: list[
     made = set(dirs)
     asked: set[str] = set()
     for s in steps:
-        head = split(s.path)[0]
+        head = s.head
         while head in made:
             head = split(head)[0]
         if head in asked:
@@ -800,7 +815,7 @@ def _check_writable(root: str, folders: Folders, steps: list[_Step], dirs: list[
     for s in steps:
         st = s.st
         if st is not None and not s.link and s.op == "write":
-            if not _owner_kept(st, folders.stats[split(s.path)[0]]):
+            if not _owner_kept(st, folders.stats[s.head]):
                 raise _owner_refusal(s.path, st, "; nothing was changed.")
 
 
@@ -894,7 +909,7 @@ def _missing_dirs(folders: Folders, steps: list[_Step]) -> list[str]:
     for s in steps:
         if s.op != "write":
             continue
-        head = split(s.path)[0]
+        head = s.head
         chain: list[str] = []
         while head and head not in seen:
             seen.add(head)
@@ -1055,12 +1070,12 @@ def _write_temp(
     """Write `step`'s temporary file: created here, or the open `fd` a `Reservation` made;
     with the replaced file's mode, owner and group."""
     assert step.tmp is not None and step.data is not None
-    head = split(step.path)[0]
+    head = step.head
     st = step.st
     mode = st.st_mode & 0o7777 if st is not None else 0o666
     if fd is None:
         fd = os.open(
-            split(step.tmp)[1],
+            step.tmp_name,
             os.O_WRONLY | os.O_CREAT | os.O_EXCL | _CLOEXEC,
             mode,
             dir_fd=folders.fds[head],
@@ -1369,7 +1384,7 @@ def _prepare(
             folders.make(d)
         # Every folder is still the one opened, before anything is written in it.
         folders.check_all()
-        heads = list(dict.fromkeys(split(s.path)[0] for s in steps))
+        heads = list(dict.fromkeys(s.head for s in steps))
         flusher = prepared.flusher = _Flusher(sdir, [folders.fds[h] for h in heads], len(writes))
         per_file = flusher.per_file
         # fsync waits on the disk: with it, a few threads overlap the waits. Without it, creating
@@ -1466,18 +1481,16 @@ class PreparedApply:
 
     def _replace(self, step: _Step) -> None:
         assert step.tmp is not None
-        head, name = split(step.path)
-        fd = self.folders.check(head)
-        _confirm(fd, name, step)
+        fd = self.folders.check(step.head)
+        _confirm(fd, step.name, step)
         # Nothing between the check above and this rename but this call.
-        os.replace(split(step.tmp)[1], name, src_dir_fd=fd, dst_dir_fd=fd)
+        os.replace(step.tmp_name, step.name, src_dir_fd=fd, dst_dir_fd=fd)
         self.applied.add(step.path)
 
     def _remove(self, step: _Step) -> None:
-        head, name = split(step.path)
-        fd = self.folders.check(head)
-        _confirm(fd, name, step)
-        os.unlink(name, dir_fd=fd)
+        fd = self.folders.check(step.head)
+        _confirm(fd, step.name, step)
+        os.unlink(step.name, dir_fd=fd)
         self.applied.add(step.path)
 
     def fail(self, exc: BaseException) -> NoReturn:

@@ -60,6 +60,8 @@ class Folders:
         self.fds: dict[str, int] = {}
         self.ids: dict[str, Identity] = {}
         self.stats: dict[str, os.stat_result] = {}  # as opened (owner, group, setgid bit)
+        # For `check`, per folder: (parent's descriptor, name, identity, path) up to the root.
+        self._chains: dict[str, list[tuple[int, str, Identity, str]]] = {}
         # The root itself may be reached through a symlink: the caller resolved it; only what
         # is below it is opened without following any.
         fd = os.open(root, _ROOT_FLAGS)
@@ -110,16 +112,21 @@ class Folders:
         """The descriptor of folder `rel` after confirming that its name (and each parent's)
         still leads to the folder opened; `FolderChanged` if not."""
         fd = self.fds[rel]
-        cur = rel
-        while cur:
-            parent, name = split(cur)
+        chain = self._chains.get(rel)
+        if chain is None:
+            chain = self._chains[rel] = []
+            cur = rel
+            while cur:
+                parent, name = split(cur)
+                chain.append((self.fds[parent], name, self.ids[cur], cur))
+                cur = parent
+        for pfd, name, ident, cur in chain:
             try:
-                st = os.stat(name, dir_fd=self.fds[parent], follow_symlinks=False)
+                st = os.stat(name, dir_fd=pfd, follow_symlinks=False)
             except FileNotFoundError:
                 raise FolderChanged(cur, f"folder {cur} was moved or removed") from None
-            if (st.st_dev, st.st_ino) != self.ids[cur]:
+            if (st.st_dev, st.st_ino) != ident:
                 raise FolderChanged(cur, _changed_why(cur, st))
-            cur = parent
         return fd
 
     def check_all(self) -> None:
@@ -134,6 +141,7 @@ class Folders:
 
     def forget(self, rel: str) -> None:
         """Close and drop folder `rel` (it was removed)."""
+        self._chains.clear()
         fd = self.fds.pop(rel, None)
         self.ids.pop(rel, None)
         self.stats.pop(rel, None)
@@ -145,6 +153,7 @@ class Folders:
             os.close(fd)
         self.fds.clear()
         self.ids.clear()
+        self._chains.clear()
         self.stats.clear()
 
 
