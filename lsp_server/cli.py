@@ -24,8 +24,9 @@ Environment: AGENT_EDIT_STATE_DIR moves the journal's state directory (default: 
 dir, outside the workspace); AGENT_EDIT_CRASH_AFTER=N is a test hook (engine/files.py).
 
 Every path must resolve (symlinks followed) inside `--root` (default: the current directory);
-`.git` is never edited. The LSP layer is imported lazily inside `serve`, so headless commands
-start fast and never load pygls.
+`.git` is never edited. A Delete File, or the source of a Move, named by a symbolic link removes
+the link itself, never the file it points to (`_on_links`). The LSP layer is imported lazily
+inside `serve`, so headless commands start fast and never load pygls.
 """
 
 from __future__ import annotations
@@ -183,6 +184,7 @@ def _run_edit(args: argparse.Namespace) -> int:
     from lsp_server.engine.errors import EditError
 
     _WALK_MEMO.clear()
+    _VIA_LINK.clear()
     root = os.path.realpath(args.root)
     if not os.path.isdir(root):
         raise UsageError(f"--root {args.root} is not a directory")
@@ -218,13 +220,17 @@ def _run_edit(args: argparse.Namespace) -> int:
         if args.command == "apply-patch":
             from lsp_server.engine.patching import plan_patch
 
-            plan = plan_patch(patch_text, lambda p: _snapshot(root, p))
+            plan = _on_links(plan_patch(patch_text, lambda p: _snapshot(root, p)))
         elif args.command == "replace":
             plan = _plan_replace(root, args, old, new)
         else:
             assert history is not None
             current = {p: _snapshot(root, p) for p in history.undo_paths(args.edit_id)}
             plan = history.plan_undo(args.edit_id, current)
+        if args.dry_run:
+            # The folders' writability, as the apply checks it: a dry run and the apply refuse
+            # alike (a read-only mount, an immutable folder).
+            files.check_writable(root, plan)
         if history is not None and args.dry_run:
             edit_id = history.record(action, summary, plan=plan, outcome="dry-run").id
         elif history is not None:
@@ -314,7 +320,7 @@ def _apply_patch(
             reservation = files.reserve(root, sdir, list(updated.values()))
             diffs: list[str] = []
             try:
-                plan = planner.plan(get)
+                plan = _on_links(planner.plan(get))
                 files.apply_plan(
                     root,
                     plan,
@@ -417,11 +423,56 @@ def _snapshot(root: str, path: str) -> Snapshot:
     from lsp_server.engine.files import read_snapshot
 
     policy = _policy(root)
-    rel = policy.resolve(path, memo=_WALK_MEMO).rel_path
-    return read_snapshot(root, rel, policy.max_file_bytes)
+    resolved = policy.resolve(path, memo=_WALK_MEMO)
+    snap = read_snapshot(root, resolved.rel_path, policy.max_file_bytes)
+    if resolved.named_path != resolved.abs_path and snap.exists:
+        # Reached through a symbolic link: if the name itself is one, a Delete File (or the
+        # source of a Move) removes the link, never the file it points to.
+        link = _link_itself(root, resolved.named_path)
+        if link is not None:
+            _VIA_LINK[id(snap)] = (snap, link)
+    return snap
+
+
+def _link_itself(root: str, named: str) -> str | None:
+    """The workspace-relative path of the symbolic link `named` is (its folder resolved), or
+    None if it is not one or that folder is outside the workspace."""
+    import stat
+
+    from lsp_server.engine.files import note_link
+
+    try:
+        if not stat.S_ISLNK(os.lstat(named).st_mode):
+            return None
+    except OSError:
+        return None
+    folder = os.path.realpath(os.path.dirname(named))
+    rel = os.path.relpath(os.path.join(folder, os.path.basename(named)), root)
+    if rel == "." or rel.startswith("../") or rel == ".." or os.path.isabs(rel):
+        return None
+    return rel if note_link(root, rel) else None
+
+
+def _on_links(plan: Plan) -> Plan:
+    """`plan` with each Delete and Move source that was named by a symbolic link acting on
+    that link (its path), not on the file it points to."""
+    if not _VIA_LINK:
+        return plan
+    import dataclasses
+
+    changes = []
+    for c in plan.changes:
+        via = _VIA_LINK.get(id(c.before))
+        if via is not None and via[0] is c.before and c.change in ("delete", "move"):
+            c = dataclasses.replace(c, before=dataclasses.replace(c.before, path=via[1]))
+        changes.append(c)
+    return dataclasses.replace(plan, changes=tuple(changes))
 
 
 _POLICIES: dict[str, Any] = {}
+# Snapshots read through a symbolic link named by the patch: id -> (the snapshot, the link's
+# own workspace-relative path); emptied with _WALK_MEMO.
+_VIA_LINK: dict[int, tuple[Snapshot, str]] = {}
 # How each folder resolved, for the paths of one command (a patch names many files in few
 # folders); emptied at the start of every command, so in-process callers see fresh folders.
 _WALK_MEMO: dict[str, Any] = {}

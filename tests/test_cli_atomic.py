@@ -220,11 +220,11 @@ def test_io_error_mid_apply_rolls_back(
     real_replace = os.replace
     calls = {"n": 0}
 
-    def flaky(src: str, dst: str) -> None:
+    def flaky(src: str, dst: str, **kw: int) -> None:
         calls["n"] += 1
         if calls["n"] == 3:
             raise OSError(28, "No space left on device", dst)
-        real_replace(src, dst)
+        real_replace(src, dst, **kw)
 
     monkeypatch.setattr(os, "replace", flaky)
     with pytest.raises(EditError) as info:
@@ -322,11 +322,11 @@ def test_failed_rollback_is_partial_and_finished_next_run(
     real_replace = os.replace
     calls = {"n": 0}
 
-    def flaky(src: str, dst: str) -> None:
+    def flaky(src: str, dst: str, **kw: int) -> None:
         calls["n"] += 1
         if calls["n"] >= 3:  # the journal rename and the first file succeed, then all fail
             raise OSError(5, "Input/output error", dst)
-        real_replace(src, dst)
+        real_replace(src, dst, **kw)
 
     monkeypatch.setattr(os, "replace", flaky)
     with pytest.raises(EditError) as info:
@@ -596,13 +596,13 @@ def test_io_error_in_a_threaded_many_file_apply_rolls_back(
     lock = threading.Lock()
     calls = {"n": 0}
 
-    def flaky(src: str, dst: str) -> None:
+    def flaky(src: str, dst: str, **kw: int) -> None:
         with lock:
             calls["n"] += 1
             n = calls["n"]
         if n == 12:  # the journal's own rename is call 1
             raise OSError(28, "No space left on device", dst)
-        real_replace(src, dst)
+        real_replace(src, dst, **kw)
 
     monkeypatch.setattr(os, "replace", flaky)
     with pytest.raises(EditError) as info:

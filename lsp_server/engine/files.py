@@ -1,26 +1,39 @@
 """The only code that writes workspace files: an atomic, journalled apply of a `Plan` on disk.
 
 `apply_plan(root, plan)` carries out a plan so that every file ends up all-old or all-new, even if
-the process is killed at any moment:
+the process is killed at any moment (`prepare_plan` then `PreparedApply.commit()` are its two
+halves, for a caller that must do something in between, such as a mixed editor+disk edit):
 
-1. a journal with every touched file's pre-image (and the temp names about to be used) is written
-   to the per-workspace state directory, never inside the workspace;
-2. each new content goes to a temporary file in the target's own folder (for a large CLI patch
+1. every folder involved is opened once, component by component from the root, never through
+   a symlink (`folders.Folders`); each target is checked against what `read_snapshot` saw
+   (STALE otherwise) and its owner, group and mode taken;
+2. a journal with every touched file's pre-image (and the temp names about to be used, and
+   each folder's device and inode) is written to the per-workspace state directory, never
+   inside the workspace;
+3. each new content goes to a temporary file in the target's own folder (for a large CLI patch
    the files it updates get theirs created ahead, by a child process, while the patch is parsed
-   and planned: `reserve`, after a first journal with those files' pre-images and temp names);
-3. the journal and every temporary file are made durable: for 16 files or more on Linux one
+   and planned: `reserve`, after a first journal with those files' pre-images and temp names),
+   with the replaced file's mode, owner and group (refused DENIED if they cannot be kept);
+4. the journal and every temporary file are made durable: for 16 files or more on Linux one
    `syncfs` per file system involved (one fsync per file cost half a second for 1,000 files),
    else an fsync per file (in a few threads: fsync waits on the disk) and per folder;
-4. only then are they renamed over their targets (in a few threads: freeing the replaced files'
-   blocks can wait on the disk); deletes and the sources of moves come last; the renames are
-   made durable the same way;
-5. the journal is removed: that is the commit point.
+5. only then are they renamed over their targets (in a few threads: freeing the replaced files'
+   blocks can wait on the disk); deletes and the sources of moves come last; right before each
+   rename or delete, the folder is checked to be the one opened and the target to be the file
+   planned against (inode, size, mtime, and its bytes when a same-size save could have kept
+   those): any change stops the apply, the renames done are rolled back, STALE names the file;
+   the renames are made durable the same way;
+6. the journal is removed: that is the commit point.
 
 If the journal is still there on the next run (`recover`, called by the CLI before any command
 and by `apply_plan` itself), the apply was interrupted: every file is put back to its pre-image,
 temporaries and created folders are removed, and the rollback is reported. A file that was
 changed by someone else since the crash (neither its old nor its new content) is left alone and
-reported as a conflict. An apply that fails with an OS error rolls back the same way at once.
+reported as a conflict; one whose folder is no longer the folder the apply used (swapped for a
+symlink, say) is not touched and is reported as unreached (the journal is then set aside for a
+human). An apply that fails rolls back the same way at once, through the same folder checks,
+and its result says only what the rollback did. A symbolic link named by a Delete File (or a
+Move's source) is removed as the link (`note_link`), and put back as the link.
 
 State directory: `$AGENT_EDIT_STATE_DIR/workspaces/<name>-<hash>/` if that variable is set
 (tests use temporary folders), else the same under platformdirs' user state dir for
@@ -30,15 +43,23 @@ an apply that is still running.
 
 Crash testing hook: `AGENT_EDIT_CRASH_AFTER=N` makes the process SIGKILL itself right after its
 N-th step (a temporary file written, a rename, or a delete), so tests can interrupt an apply at
-every point between the first write and the last rename.
+every point between the first write and the last rename. In-process races: `TEST_HOOK(point,
+path)` is called at "resolved" (the apply starts), "checked" (targets checked), "written"
+(temporary files durable), "renamed" (after each rename or delete), "rollback" or
+"recovery" (before each file is looked at to be put back), and "putting-back" (its pre-image
+written, right before the re-check and the rename).
 
 `read_snapshot(root, rel)` is the matching reader: a workspace file's bytes decoded into a
 `Snapshot` (BOM kept as a flag; binary, oversized and non-UTF-8 files refused), `absent` when it
-does not exist, refused when it is a directory.
+does not exist, refused when it is a directory or one of its folders is a file.
+
+Every OS error is an `EditError` (NOT_FOUND, DENIED, IO_ERROR, or PARTIAL when files may hold
+new content) saying what happened to each file and what to do, never a traceback.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -48,9 +69,10 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, NoReturn
 
 from lsp_server.engine.errors import Code, EditError
+from lsp_server.engine.folders import FolderChanged, Folders, split
 from lsp_server.engine.model import Plan
 from lsp_server.engine.state import ENV_STATE_DIR, state_dir
 from lsp_server.engine.state import fsync_dir as _fsync_dir
@@ -73,12 +95,32 @@ def _under(root: str, rel: str) -> str:
     return f"{root}/{rel}"
 
 
-# What each file looked like when `read_snapshot` read it (inode, size, mtime), so `apply_plan`
-# can refuse, under the workspace lock, a file that changed between planning and writing.
-_READ_STATS: dict[str, tuple[int, int, int]] = {}
+# What each file looked like when `read_snapshot` read it (inode, size, mtime, and the time of
+# the read), so `apply_plan` can refuse, under the workspace lock, a file that changed between
+# planning and writing, and tell whether a save since could have kept its size and mtime.
+_READ_STATS: dict[str, tuple[int, int, int, int]] = {}
 # The snapshot read last for each full path, with the bytes it was decoded from: the journal's
 # pre-images, without encoding every text again.
 _READ_BYTES: dict[str, tuple[Snapshot, bytes]] = {}
+# Symbolic links a plan may remove as links (a Delete File, or a Move's source, named by the
+# link's own path): full path -> (inode, mtime, target) when `note_link` looked at them.
+_READ_LINKS: dict[str, tuple[int, int, str]] = {}
+
+
+def note_link(root: str, rel: str) -> bool:
+    """Record the symbolic link at workspace-relative `rel` (its folder resolved, the link
+    itself not followed), so that a plan deleting or moving `rel` removes the link, never its
+    target, and is refused STALE if the link changes meanwhile. False if `rel` is no link."""
+    full = _under(root, rel)
+    try:
+        st = os.lstat(full)
+        if not stat.S_ISLNK(st.st_mode):
+            return False
+        target = os.readlink(full)
+    except OSError:
+        return False
+    _READ_LINKS[full] = (st.st_ino, st.st_mtime_ns, target)
+    return True
 
 
 # O_NONBLOCK: opening a FIFO for reading would otherwise block until a writer appears, before
@@ -89,16 +131,19 @@ _READ_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOC
 def read_snapshot(root: str, rel: str, max_bytes: int = DEFAULT_MAX_BYTES) -> Snapshot:
     """The disk snapshot of workspace-relative `rel` (posix separators)."""
     full = _under(root, rel)
+    read_ns = time.time_ns()  # before the read: a save after it is stamped no earlier
     try:
         fd = os.open(full, _READ_FLAGS)
-    except (FileNotFoundError, NotADirectoryError):
+    except FileNotFoundError:
         return absent(rel)
+    except NotADirectoryError:
+        raise _parent_not_a_folder(root, rel) from None
     except OSError as exc:
         raise _read_error(rel, exc) from None
     try:
         st = os.fstat(fd)
         size = st.st_size
-        _READ_STATS[full] = (st.st_ino, size, st.st_mtime_ns)
+        _READ_STATS[full] = (st.st_ino, size, st.st_mtime_ns, read_ns)
         if not stat.S_ISREG(st.st_mode):
             if stat.S_ISDIR(st.st_mode):
                 raise _is_directory(rel)
@@ -140,6 +185,26 @@ def _read_error(rel: str, exc: OSError) -> EditError:
     )
 
 
+def _parent_not_a_folder(root: str, rel: str) -> EditError:
+    """`rel` cannot exist: one of its folders is a file. Refused when planning, so a dry run
+    and the apply refuse it alike (an Add File or Move to under a regular file)."""
+    # The topmost folder on the path that is not one (nothing below it can exist).
+    culprit = ""
+    parent = os.path.dirname(rel)
+    while parent:
+        full = _under(root, parent)
+        if os.path.lexists(full) and not os.path.isdir(full):
+            culprit = parent
+        parent = os.path.dirname(parent)
+    return EditError(
+        Code.NOT_FOUND,
+        f"{rel} cannot be created or read: {culprit or 'a folder on its path'} is a file, "
+        "not a folder.",
+        "Choose a path whose folders are folders (or remove that file first, in a separate patch).",
+        {"path": rel, "parent": culprit, "reason": "PARENT_NOT_A_FOLDER"},
+    )
+
+
 def _is_directory(rel: str) -> EditError:
     # NOT_FOUND, as the language server says it: there is no *file* of that name.
     return EditError(
@@ -154,7 +219,20 @@ def _is_directory(rel: str) -> EditError:
 class _Step:
     """One file's part of an apply, as the journal records it."""
 
-    __slots__ = ("path", "op", "pre", "new_sha256", "tmp", "data", "mode")
+    __slots__ = (
+        "path",
+        "op",
+        "pre",
+        "new_sha256",
+        "tmp",
+        "data",
+        "st",
+        "suspect",
+        "link",
+        "head",
+        "name",
+        "tmp_name",
+    )
 
     def __init__(
         self,
@@ -166,25 +244,40 @@ class _Step:
         data: bytes | None = None,
     ) -> None:
         self.path = path  # workspace-relative
+        self.head, self.name = split(path)  # its folder and its name in it
+        self.tmp_name = split(tmp)[1] if tmp else ""
         self.op = op  # "write" (content to `path`) or "remove"
         self.pre = pre  # the file's bytes before, when it existed
         self.new_sha256 = new_sha256  # of the bytes written, for "write"
         self.tmp = tmp  # temporary file name in the same folder, for "write"
         self.data = data  # the bytes to write (not journalled)
-        self.mode: int | None = None  # the permissions of the file replaced, if known
+        # The file replaced or removed, as `_check_unchanged` saw it under the lock (None: the
+        # path must still be absent when it is renamed onto).
+        self.st: os.stat_result | None = None
+        # Whether a same-size save since the read could have kept its size and mtime (see
+        # `_could_hide_a_save`): its content is compared too before it is replaced.
+        self.suspect = True
+        # A symbolic link removed as a link (`note_link`): `pre` is its target.
+        self.link = False
 
     @property
     def existed(self) -> bool:
         return self.pre is not None
 
     def journal(self, offset: int) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "path": self.path,
             "op": self.op,
             "pre": None if self.pre is None else [offset, len(self.pre)],
             "newSha256": self.new_sha256,
             "tmp": self.tmp,
         }
+        if self.link:
+            out["link"] = True
+        st = self.st
+        if st is not None and not self.link:  # what a restored pre-image gets back
+            out["mode"], out["uid"], out["gid"] = st.st_mode & 0o7777, st.st_uid, st.st_gid
+        return out
 
 
 class _Crasher:
@@ -204,11 +297,30 @@ class _Crasher:
             os._exit(137)  # pragma: no cover - platforms without SIGKILL
 
 
+# The in-process test hook: `TEST_HOOK(point, path)` is called at each point named in the
+# module docstring, so a test can swap a folder or save a file at exactly that moment (no
+# sleeps). While it is set, the renames run in one thread, in order.
+TEST_HOOK: Callable[[str, str], None] | None = None
+
+
+def _hook(point: str, path: str = "") -> None:
+    hook = TEST_HOOK
+    if hook is not None:
+        hook(point, path)
+
+
 @contextmanager
 def workspace_lock(root: str) -> Iterator[str]:
-    """Hold this workspace's apply lock; yields the state directory."""
-    sdir = state_dir(root)
-    fd = os.open(os.path.join(sdir, "lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    """Hold this workspace's apply lock; yields the state directory.
+
+    A state folder that cannot be created or locked (a full disk, an unwritable base) is an
+    `EditError(IO_ERROR)` saying which folder and what to do, before anything is touched.
+    """
+    try:
+        sdir = state_dir(root)
+        fd = os.open(os.path.join(sdir, "lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError as exc:
+        raise _state_error(exc) from None
     try:
         try:
             import fcntl
@@ -219,6 +331,18 @@ def workspace_lock(root: str) -> Iterator[str]:
         yield sdir
     finally:
         os.close(fd)
+
+
+def _state_error(exc: OSError) -> EditError:
+    where = exc.filename or os.environ.get(STATE_DIR_ENV) or "the state folder"
+    return EditError(
+        Code.IO_ERROR,
+        f"Cannot use agent-edit's state folder {where} ({exc.strerror or exc}); nothing was "
+        "changed.",
+        "Free disk space or fix that folder's permissions, or set AGENT_EDIT_STATE_DIR to a "
+        "writable folder outside the workspace, then try again.",
+        {"path": str(where), "reason": "STATE_DIR"},
+    )
 
 
 class Reservation:
@@ -234,15 +358,25 @@ class Reservation:
     child shares the workspace lock, so no recovery can start while it still creates files,
     even if the parent was killed. `apply_plan` then writes into the reserved files (each
     checked to be the empty regular file the child made) instead of creating them. Used with
-    the workspace lock held from `reserve` to the end of `apply_plan`.
+    the workspace lock held from `reserve` to the end of `apply_plan`. The child creates them
+    in the folders the parent opened (`Folders`), never through a path looked up again.
     """
 
-    def __init__(self, root: str, sdir: str, token: str, tmps: list[str], budget: int) -> None:
+    def __init__(
+        self,
+        root: str,
+        sdir: str,
+        token: str,
+        tmps: list[str],
+        budget: int,
+        folders: Folders,
+    ) -> None:
         self.root = root
         self.sdir = sdir
         self.token = token
         self.tmps = tmps  # workspace-relative temporary names, in creation order
         self.budget = budget  # how many may be kept open (the descriptor limit)
+        self.folders = folders  # handed to apply_plan with the files
         self.fds: dict[str, int] = {}  # temporary name -> open descriptor, once created
         self.handed_over = False  # apply_plan's record in the journal names everything now
         self.pid = 0  # the creating child, until it is waited for
@@ -265,9 +399,11 @@ class Reservation:
             try:
                 os.close(read_end)
                 flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _CLOEXEC
+                fds = self.folders.fds
                 for tmp in self.tmps[: self.budget]:
+                    head, name = split(tmp)
                     try:
-                        fd = os.open(_under(self.root, tmp), flags, 0o600)
+                        fd = os.open(name, flags, 0o600, dir_fd=fds[head])
                     except OSError:
                         break  # apply_plan creates the rest itself (and meets the same error)
                     os.close(fd)
@@ -298,9 +434,11 @@ class Reservation:
         """
         uid = os.geteuid()
         flags = os.O_WRONLY | _CLOEXEC | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+        fds = self.folders.fds
         for tmp in self.tmps[: self._wait()]:
+            head, name = split(tmp)
             try:
-                fd = os.open(_under(self.root, tmp), flags)
+                fd = os.open(name, flags, dir_fd=fds[head])
             except OSError:
                 continue
             st = os.fstat(fd)
@@ -327,12 +465,16 @@ class Reservation:
             os.close(fd)
         self.fds.clear()
         if self.handed_over:
+            self.folders.close()
             return  # apply_plan's journal and rollback own them now
+        fds = self.folders.fds
         for tmp in self.tmps[: self.budget]:
+            head, name = split(tmp)
             try:
-                os.unlink(_under(self.root, tmp))
-            except FileNotFoundError:
+                os.unlink(name, dir_fd=fds[head])
+            except (FileNotFoundError, KeyError):
                 pass
+        self.folders.close()
         try:
             os.unlink(os.path.join(self.sdir, JOURNAL))
         except FileNotFoundError:
@@ -350,6 +492,16 @@ def reserve(root: str, sdir: str, snaps: list[Snapshot]) -> Reservation | None:
     budget = _descriptor_budget(len(snaps))
     if budget < _RESERVE_FROM:
         return None
+    try:
+        folders = Folders(root)
+    except OSError:
+        return None  # apply_plan meets the same error and reports it
+    try:
+        for snap in snaps:
+            folders.open(split(snap.path)[0])
+    except OSError:
+        folders.close()
+        return None
     token = os.urandom(4).hex()
     entries = []
     blob: list[bytes] = []
@@ -366,20 +518,22 @@ def reserve(root: str, sdir: str, snaps: list[Snapshot]) -> Reservation | None:
         pre_images[snap.path] = (pre, offset)
         offset += len(pre)
     # The journal holds every pre-image and temporary name before the first temporary file
-    # exists (the same order as `_run`): a run killed from here on is rolled back by the next.
-    header = _journal_header(root, [], entries, offset)
+    # exists (the same order as `_prepare`): a run killed from here on is rolled back by the next.
+    header = _journal_header(root, [], entries, offset, folders)
     try:
         os.close(_write_journal(os.path.join(sdir, JOURNAL), header, blob))
     except OSError:
         # No reservation, then: `apply_plan` writes its own journal and reports the failure
         # (IO_ERROR) if the disk still refuses it.
+        folders.close()
         return None
-    reservation = Reservation(root, sdir, token, tmps, budget)
+    reservation = Reservation(root, sdir, token, tmps, budget, folders)
     reservation.pre_images, reservation.blob_size = pre_images, offset
     try:
         reservation.start()
     except OSError:  # no process or pipe to be had: apply_plan creates the files itself
         os.unlink(os.path.join(sdir, JOURNAL))
+        folders.close()
         return None
     return reservation
 
@@ -410,7 +564,11 @@ def _tmp_name(target: str, token: str) -> str:
 
 
 def _journal_header(
-    root: str, dirs: list[str], entries: list[dict[str, Any]], blob_size: int
+    root: str,
+    dirs: list[str],
+    entries: list[dict[str, Any]],
+    blob_size: int,
+    folders: Folders | None = None,
 ) -> dict[str, Any]:
     return {
         "version": 2,
@@ -420,6 +578,9 @@ def _journal_header(
         "dirs": dirs,
         "files": entries,
         "blobSize": blob_size,
+        # Each folder's (st_dev, st_ino) as the apply opened it: recovery touches a folder
+        # only if it is still that one (a folder swapped for a symlink meanwhile is not).
+        "folders": {} if folders is None else {k: list(v) for k, v in folders.ids.items()},
     }
 
 
@@ -438,7 +599,8 @@ def apply_plan(
     `meanwhile`, if given, is called while the disk flushes the new files (for the caller's
     own work, such as the result's diff, which a `syncfs` of many files would only wait
     for); it must not raise (an exception from it is ignored) and runs whether or not the
-    apply then succeeds. Raises `EditError(IO_ERROR)` (after rolling back) when the disk
+    apply then succeeds. Raises `EditError` (STALE, DENIED, NOT_FOUND, IO_ERROR or PARTIAL,
+    after rolling back, saying what the rollback did) when a file changed or the disk
     refuses a step.
     """
     if locked is not None:
@@ -450,6 +612,38 @@ def apply_plan(
     return recovered
 
 
+def prepare_plan(
+    root: str, sdir: str, plan: Plan, *, meanwhile: Callable[[], None] | None = None
+) -> PreparedApply:
+    """The first half of `apply_plan`: every file checked, every new content written to its
+    temporary file and made durable with the journal; nothing the user sees has changed yet.
+
+    Call with `workspace_lock(root)` held (it yields `sdir`) until the result's `commit()`
+    (the identity re-checks and the renames) or `abort()` (removes the temporary files and
+    the journal). A mixed edit prepares the disk side, applies the editor's buffers, then
+    commits, or aborts if the buffers failed. Raises `EditError` as `apply_plan` does.
+    """
+    folders = _open_root(root)
+    try:
+        return _prepare_locked(root, sdir, plan, folders, None, meanwhile)
+    except BaseException:
+        folders.close()
+        raise
+
+
+def _open_root(root: str) -> Folders:
+    try:
+        return Folders(root)
+    except OSError as exc:
+        raise EditError(
+            _errno_code(exc),
+            f"Cannot open the workspace folder {root} ({exc.strerror or exc}); nothing was "
+            "changed.",
+            "Check that the folder exists and is readable, then try again.",
+            {"path": root},
+        ) from None
+
+
 def _apply_locked(
     root: str,
     sdir: str,
@@ -457,12 +651,32 @@ def _apply_locked(
     reservation: Reservation | None,
     meanwhile: Callable[[], None] | None = None,
 ) -> None:
-    modes = _check_unchanged(root, plan)
-    steps = _steps(root, plan, modes, reservation.token if reservation is not None else None)
+    folders = reservation.folders if reservation is not None else _open_root(root)
+    try:
+        _prepare_locked(root, sdir, plan, folders, reservation, meanwhile).commit()
+    finally:
+        if reservation is None or reservation.handed_over:
+            folders.close()
+        # else: refused before the plan took the reserved files over; the caller's
+        # `reservation.discard()` removes them through these folders, then closes them.
+
+
+def _prepare_locked(
+    root: str,
+    sdir: str,
+    plan: Plan,
+    folders: Folders,
+    reservation: Reservation | None,
+    meanwhile: Callable[[], None] | None,
+) -> PreparedApply:
+    _hook("resolved")
+    stats = _check_unchanged(root, folders, plan)
+    steps = _steps(root, plan, stats, reservation.token if reservation is not None else None)
+    dirs = _missing_dirs(folders, steps)
+    _check_writable(root, folders, steps, dirs)
+    _hook("checked")
     if reservation is None:
-        if steps:
-            _run(root, sdir, steps, meanwhile=meanwhile)
-        return
+        return _prepare(root, sdir, steps, folders, dirs, None, None, meanwhile)
     # Encoding and hashing the new contents, and the journal, overlap the files' creation
     # too: the plan's record can go into the journal before the child is done when it names
     # every reserved file (it always does, unless the plan dropped one); otherwise the files
@@ -470,45 +684,66 @@ def _apply_locked(
     used = {s.tmp for s in steps}
     begun = None
     if steps and all(t in used for t in reservation.tmps):
-        begun = _begin(root, sdir, steps, reservation)
+        begun = _begin(root, sdir, steps, dirs, folders, reservation)
         reservation.handed_over = True
     fds = reservation.finish()
     if begun is None:
         for tmp in [t for t in fds if t not in used]:
             # Reserved for a file the plan does not write after all: no longer needed.
             os.close(fds.pop(tmp))
-            os.unlink(os.path.join(root, tmp))
+            head, name = split(tmp)
+            os.unlink(name, dir_fd=folders.fds[head])
         if not steps:
             reservation.discard()
-            return
-        begun = _begin(root, sdir, steps, reservation)
+            return PreparedApply(root, sdir, [], folders, [])
+        begun = _begin(root, sdir, steps, dirs, folders, reservation)
         reservation.handed_over = True
-    _run(root, sdir, steps, fds, begun, meanwhile)
+    return _prepare(root, sdir, steps, folders, dirs, fds, begun, meanwhile)
 
 
-def _check_unchanged(root: str, plan: Plan) -> dict[str, int]:
+def _check_unchanged(root: str, folders: Folders, plan: Plan) -> dict[str, os.stat_result]:
     """Refuse (STALE) if a planned file changed on disk since `read_snapshot` read it.
 
-    Returns the permission bits of each existing file by full path (taken now, under the lock),
-    for its replacement to keep.
+    Opens every folder involved (`Folders`: no symlink followed) and returns each existing
+    target's stat by workspace-relative path (taken now, under the lock), for its replacement
+    to keep its owner and mode and for the re-check right before its rename.
     """
-    modes: dict[str, int] = {}
+    out: dict[str, os.stat_result] = {}
+    try:
+        folders.check_all()  # those opened already (a reservation's) are still the same
+    except FolderChanged as exc:
+        raise _folder_stale(exc, exc.folder or ".", "nothing was written") from None
     for change in plan.changes:
         paths: list[tuple[Snapshot | None, str]] = [(change.before, change.path)]
         if change.change == "move" and change.moved_to:
             paths.append((None, change.moved_to))
         for before, rel in paths:
-            full = _under(root, rel)
+            head, name = split(rel)
             try:
-                st = os.stat(full)
-                now: tuple[int, int, int] | None = (st.st_ino, st.st_size, st.st_mtime_ns)
-                modes[full] = st.st_mode & 0o7777
+                st: os.stat_result | None = os.stat(
+                    name, dir_fd=folders.open(head), follow_symlinks=False
+                )
             except FileNotFoundError:
+                st = None
+            except FolderChanged as exc:
+                raise _folder_stale(exc, rel, "nothing was written") from None
+            except OSError as exc:
+                raise _refusal(exc, rel, "nothing was written") from None
+            if st is not None:
+                out[rel] = st
+                now: tuple[int, int, int] | None = (st.st_ino, st.st_size, st.st_mtime_ns)
+            else:
                 now = None
             if before is not None and before.exists:
-                seen = _READ_STATS.get(full)
-                if seen is None or now == seen:
-                    continue  # not read here (a buffer snapshot), or unchanged
+                link = _READ_LINKS.get(_under(root, rel))
+                if link is not None:
+                    if st is not None and stat.S_ISLNK(st.st_mode):
+                        if (st.st_ino, st.st_mtime_ns) == link[:2]:
+                            continue  # the link removed as a link, unchanged
+                else:
+                    seen = _READ_STATS.get(_under(root, rel))
+                    if seen is None or now == seen[:3]:
+                        continue  # not read here (a buffer snapshot), or unchanged
             elif now is None:
                 continue  # still absent, as planned
             raise EditError(
@@ -517,7 +752,49 @@ def _check_unchanged(root: str, plan: Plan) -> dict[str, int]:
                 "Apply the patch again: it will be checked against the file as it is now.",
                 {"path": rel, "reason": "CHANGED_ON_DISK"},
             )
-    return modes
+    return out
+
+
+def check_writable(root: str, plan: Plan) -> None:
+    """Refuse (DENIED) a plan whose files sit in a folder this process may not write (a
+    read-only mount, an immutable folder, permissions), as the apply would: what a dry run
+    calls, so that it and the apply agree. Nothing is written."""
+    folders = _open_root(root)
+    try:
+        stats = _check_unchanged(root, folders, plan)
+        steps = _steps(root, plan, stats, "0")
+        _check_writable(root, folders, steps, _missing_dirs(folders, steps))
+    finally:
+        folders.close()
+
+
+def _check_writable(root: str, folders: Folders, steps: list[_Step], dirs: list[str]) -> None:
+    """The dry run's and the apply's one check of the folders the plan writes in (see
+    `check_writable`): the nearest existing folder of each, asked once."""
+    made = set(dirs)
+    asked: set[str] = set()
+    for s in steps:
+        head = s.head
+        while head in made:
+            head = split(head)[0]
+        if head in asked:
+            continue
+        asked.add(head)
+        full = _under(root, head) if head else root
+        if not os.access(full, os.W_OK, effective_ids=os.access in os.supports_effective_ids):
+            raise EditError(
+                Code.DENIED,
+                f"Cannot write in folder {head or '.'} (for {s.path}): it is read-only for "
+                "agent-edit (a read-only mount, an immutable folder, or its permissions); "
+                "nothing was changed.",
+                "Make the folder writable for this user (or edit elsewhere), then apply again.",
+                {"path": s.path, "folder": head or ".", "reason": "READ_ONLY"},
+            )
+    for s in steps:
+        st = s.st
+        if st is not None and not s.link and s.op == "write":
+            if not _owner_kept(st, folders.stats[s.head]):
+                raise _owner_refusal(s.path, st, "; nothing was changed.")
 
 
 def recover(root: str) -> list[dict[str, Any]]:
@@ -526,7 +803,9 @@ def recover(root: str) -> list[dict[str, Any]]:
         return recover_locked(root, sdir)
 
 
-def _steps(root: str, plan: Plan, modes: dict[str, int], token: str | None = None) -> list[_Step]:
+def _steps(
+    root: str, plan: Plan, stats: dict[str, os.stat_result], token: str | None = None
+) -> list[_Step]:
     token = token or os.urandom(4).hex()
     writes: list[_Step] = []
     removes: list[_Step] = []
@@ -534,7 +813,7 @@ def _steps(root: str, plan: Plan, modes: dict[str, int], token: str | None = Non
         before = change.before
         pre = _pre_image(root, before)
         if change.change == "delete":
-            removes.append(_Step(change.path, "remove", pre, None, None))
+            removes.append(_removal(root, change.path, pre, stats))
             continue
         data = encode_file(change.new_text, change.bom)
         sha = hashlib.sha256(data).hexdigest()
@@ -546,12 +825,48 @@ def _steps(root: str, plan: Plan, modes: dict[str, int], token: str | None = Non
         tmp = _tmp_name(target, token)
         if change.change == "move":
             writes.append(_Step(target, "write", None, sha, tmp, data))
-            removes.append(_Step(change.path, "remove", pre, None, None))
+            removes.append(_removal(root, change.path, pre, stats))
         else:
             step = _Step(target, "write", pre, sha, tmp, data)
-            step.mode = modes.get(_under(root, target))
+            _seen(root, step, stats)
             writes.append(step)
     return writes + removes
+
+
+def _removal(root: str, rel: str, pre: bytes | None, stats: dict[str, os.stat_result]) -> _Step:
+    link = _READ_LINKS.get(_under(root, rel))
+    if link is not None:
+        # The link itself goes (unlink never follows it); what rollback puts back is the link.
+        step = _Step(rel, "remove", os.fsencode(link[2]), None, None)
+        step.link, step.st, step.suspect = True, stats.get(rel), False
+        return step
+    step = _Step(rel, "remove", pre, None, None)
+    _seen(root, step, stats)
+    return step
+
+
+def _seen(root: str, step: _Step, stats: dict[str, os.stat_result]) -> None:
+    """Fill `step.st` and `step.suspect` for a file that exists."""
+    st = step.st = stats.get(step.path) if step.pre is not None else None
+    if st is None:
+        return
+    seen = _READ_STATS.get(_under(root, step.path))
+    step.suspect = seen is None or _could_hide_a_save(seen[2], seen[3])
+
+
+# How long after a file's last change a save by another program can leave its mtime as it
+# was: the kernel stamps files from a coarse clock (one tick: 1-10 ms on Linux); a file system
+# that keeps whole seconds (or two: FAT) is recognised by an mtime without milliseconds.
+_FINE_WINDOW_NS = 50_000_000
+_COARSE_WINDOW_NS = 2_000_000_000
+
+
+def _could_hide_a_save(mtime_ns: int, read_ns: int) -> bool:
+    """Whether a same-size save after the read could have kept the size and mtime that were
+    read: only if the file had changed within one timestamp tick before the read. Then its
+    content is compared before the rename (most files were last changed long before)."""
+    window = _COARSE_WINDOW_NS if mtime_ns % 1_000_000 == 0 else _FINE_WINDOW_NS
+    return read_ns - mtime_ns < window
 
 
 def _pre_image(root: str, before: Snapshot) -> bytes | None:
@@ -565,20 +880,28 @@ def _pre_image(root: str, before: Snapshot) -> bytes | None:
     return encode_file(before.text, before.bom)
 
 
-def _missing_dirs(root: str, steps: list[_Step]) -> list[str]:
+def _missing_dirs(folders: Folders, steps: list[_Step]) -> list[str]:
+    """The folders the writes need that do not exist yet, parents first."""
     out: list[str] = []
     seen: set[str] = set()
     for s in steps:
         if s.op != "write":
             continue
-        head = os.path.dirname(s.path)
+        head = s.head
         chain: list[str] = []
         while head and head not in seen:
             seen.add(head)
-            if os.path.isdir(os.path.join(root, head)):
+            try:
+                folders.open(head)
                 break
+            except FileNotFoundError:
+                pass
+            except FolderChanged as exc:
+                raise _folder_stale(exc, s.path, "nothing was written") from None
+            except OSError as exc:
+                raise _refusal(exc, s.path, "nothing was written") from None
             chain.append(head)
-            head = os.path.dirname(head)
+            head = split(head)[0]
         out.extend(reversed(chain))
     return out
 
@@ -682,25 +1005,55 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
-def _write_temp(root: str, step: _Step, sync: bool, umask: int, fd: int | None = None) -> None:
-    """Write `step`'s temporary file: created here, or the open `fd` a `Reservation` made."""
-    assert step.tmp is not None and step.data is not None
-    full = _under(root, step.tmp)
-    mode = 0o666
-    if step.existed:
-        if step.mode is not None:
-            mode = step.mode
-        else:
-            try:
-                mode = os.stat(os.path.join(root, step.path)).st_mode & 0o7777
-            except OSError:
-                pass
-    if fd is None:
-        fd = os.open(full, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _CLOEXEC, mode)
-        narrowed = step.existed and mode & umask
-    else:
-        narrowed = True  # reserved files are created 0o600 until their mode is known
+def _fsync_fd(fd: int) -> None:
     try:
+        os.fsync(fd)
+    except OSError:
+        pass  # some file systems refuse fsync on a folder; the files themselves were synced
+
+
+class _Refused(Exception):
+    """A step that must not be done as asked (an owner that cannot be kept): its result."""
+
+    def __init__(self, error: EditError) -> None:
+        super().__init__(error.message)
+        self.error = error
+
+
+class _Changed(Exception):
+    """A target changed (saved, replaced, created, removed) by someone else during the apply."""
+
+    def __init__(self, path: str, why: str) -> None:
+        super().__init__(f"{path} {why}")
+        self.path = path
+        self.why = why
+
+
+def _write_temp(
+    folders: Folders, step: _Step, sync: bool, umask: int, ids: tuple[int, int], fd: int | None
+) -> None:
+    """Write `step`'s temporary file: created here, or the open `fd` a `Reservation` made;
+    with the replaced file's mode, owner and group."""
+    assert step.tmp is not None and step.data is not None
+    head = step.head
+    st = step.st
+    mode = st.st_mode & 0o7777 if st is not None else 0o666
+    if fd is None:
+        fd = os.open(
+            step.tmp_name,
+            os.O_WRONLY | os.O_CREAT | os.O_EXCL | _CLOEXEC,
+            mode,
+            dir_fd=folders.fds[head],
+        )
+        narrowed = st is not None and mode & umask
+    else:
+        # Reserved files are created 0o600 until their mode is known.
+        narrowed = True
+        if st is None:
+            mode &= ~umask
+    try:
+        if st is not None and _keep_owner(fd, step, st, folders.stats[head], ids):
+            narrowed = True  # chown clears setuid/setgid bits: set the mode after it
         if narrowed:
             os.fchmod(fd, mode)  # the umask must not narrow an existing file's permissions
         _write_all(fd, step.data)
@@ -710,7 +1063,52 @@ def _write_temp(root: str, step: _Step, sync: bool, umask: int, fd: int | None =
         os.close(fd)
 
 
+def _keep_owner(
+    fd: int, step: _Step, st: os.stat_result, folder: os.stat_result, ids: tuple[int, int]
+) -> bool:
+    """Give the temporary file `fd` the owner and group of the file it replaces, when a new
+    file would not get them anyway; whether it changed them. Refused (DENIED) when this
+    process may not (not root, or a group it is not in): replacing the file would change
+    who owns it."""
+    new_gid = _new_file_gid(folder, ids[1])
+    if st.st_uid == ids[0] and st.st_gid == new_gid:
+        return False
+    try:
+        uid = -1 if st.st_uid == ids[0] else st.st_uid
+        os.fchown(fd, uid, -1 if st.st_gid == new_gid else st.st_gid)
+    except PermissionError:
+        raise _Refused(_owner_refusal(step.path, st, "")) from None
+    return True
+
+
+def _new_file_gid(folder: os.stat_result, egid: int) -> int:
+    # A new file gets this process's group, or the folder's when the folder has the setgid bit.
+    return folder.st_gid if folder.st_mode & stat.S_ISGID else egid
+
+
+def _owner_refusal(path: str, st: os.stat_result, changed: str) -> EditError:
+    return EditError(
+        Code.DENIED,
+        f"{path} is owned by user {st.st_uid}, group {st.st_gid}; replacing it would give it "
+        f"another owner or group, which this process may not keep{changed}",
+        "Apply as the file's owner (or as root), or change the file's owner, then apply again.",
+        {"path": path, "reason": "OWNER", "uid": st.st_uid, "gid": st.st_gid},
+    )
+
+
+def _owner_kept(st: os.stat_result, folder: os.stat_result) -> bool:
+    """Whether this process may give a replacement of `st` its owner and group (as fchown
+    would allow: root may; anyone else only keeps their own files, in a group they are in)."""
+    if not hasattr(os, "geteuid") or os.geteuid() == 0:
+        return True
+    egid = os.getegid()
+    if st.st_uid != os.geteuid():
+        return False
+    return st.st_gid == _new_file_gid(folder, egid) or st.st_gid in (egid, *os.getgroups())
+
+
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_READ_ANY = os.O_RDONLY | _CLOEXEC | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
 
 
 def _syncfs_function() -> Callable[[int], int] | None:
@@ -748,18 +1146,15 @@ class _Flusher:
     temporary file as it is written, the journal, and each directory once.
     """
 
-    def __init__(self, dirs: list[str], files: int) -> None:
+    def __init__(self, sdir: str, dir_fds: list[int], files: int) -> None:
         self.syncfs = _syncfs_function() if files >= _SYNCFS_FROM else None
-        # One open directory per file system (st_dev) among `dirs`, for syncfs; all of them
-        # for the per-directory fallback.
-        self.dirs = dirs
-        self.per_device: dict[int, str] = {}
+        self.sdir = sdir
+        self.dir_fds = dir_fds  # the workspace folders written in (open `Folders`)
+        # One folder per file system (st_dev) among them, for syncfs.
+        self.per_device: dict[int, int] = {}
         if self.syncfs is not None:
-            for d in dirs:
-                try:
-                    self.per_device.setdefault(os.stat(d).st_dev, d)
-                except OSError:
-                    pass
+            for fd in dir_fds:
+                self.per_device.setdefault(os.fstat(fd).st_dev, fd)
 
     @property
     def per_file(self) -> bool:
@@ -768,15 +1163,19 @@ class _Flusher:
 
     def flush(self) -> None:
         if self.syncfs is None:
-            for d in self.dirs:
-                _fsync_dir(d)
+            _fsync_dir(self.sdir)
+            for fd in self.dir_fds:
+                _fsync_fd(fd)
             return
-        for d in self.per_device.values():
-            fd = os.open(d, os.O_RDONLY | _CLOEXEC)
-            try:
+        fd = os.open(self.sdir, os.O_RDONLY | _CLOEXEC)
+        try:
+            dev = os.fstat(fd).st_dev
+            if dev not in self.per_device:
                 self.syncfs(fd)
-            finally:
-                os.close(fd)
+        finally:
+            os.close(fd)
+        for dfd in self.per_device.values():
+            self.syncfs(dfd)
 
 
 def _flush_while(flusher: _Flusher, meanwhile: Callable[[], None] | None) -> None:
@@ -815,24 +1214,23 @@ def _quietly(fn: Callable[[], None]) -> None:
         pass
 
 
-def _rename_into_place(root: str) -> Callable[[_Step], None]:
-    def rename(step: _Step) -> None:
-        assert step.tmp is not None
-        os.replace(_under(root, step.tmp), _under(root, step.path))
-
-    return rename
-
-
 def _each(
-    fn: Callable[[_Step], None], steps: list[_Step], crash: _Crasher, *, threaded: bool
+    fn: Callable[[_Step], None],
+    steps: list[_Step],
+    crash: _Crasher,
+    *,
+    threaded: bool,
+    point: str = "",
 ) -> None:
     """`fn(step)` for every step, in a few threads when asked and worth it; one crash-hook
-    step per finished call. After a failure no further call starts, and the first exception
-    propagates once every started call is done."""
-    if not threaded or len(steps) < _THREADED_FROM:
+    step (and test-hook call at `point`) per finished call. After a failure no further call
+    starts, and the first exception propagates once every started call is done."""
+    if not threaded or len(steps) < _THREADED_FROM or TEST_HOOK is not None:
         for s in steps:
             fn(s)
             crash.step()
+            if point:
+                _hook(point, s.path)
         return
     # Plain threads over a shared queue: concurrent.futures (and the logging it imports) would
     # cost a short CLI run more than its convenience is worth.
@@ -867,12 +1265,16 @@ def _each(
 
 
 def _begin(
-    root: str, sdir: str, steps: list[_Step], reservation: Reservation | None = None
-) -> tuple[int, list[str]]:
-    """Write the journal of `steps` (see `_run`): its open descriptor, and the folders that
-    will be created. With a reservation, appended to the reservation's journal as a record
-    whose pre-images already written there are not written again."""
-    dirs = _missing_dirs(root, steps)
+    root: str,
+    sdir: str,
+    steps: list[_Step],
+    dirs: list[str],
+    folders: Folders,
+    reservation: Reservation | None = None,
+) -> int:
+    """Write the journal of `steps` (see `_prepare`): its open descriptor. With a
+    reservation, appended to the reservation's journal as a record whose pre-images already
+    written there are not written again."""
     entries = []
     blob: list[bytes] = []
     reused = reservation.pre_images if reservation is not None else {}
@@ -888,12 +1290,12 @@ def _begin(
         if pre is not None:
             blob.append(pre)
             offset += len(pre)
-    header = _journal_header(root, dirs, entries, offset - start)
+    header = _journal_header(root, dirs, entries, offset - start, folders)
     path = os.path.join(sdir, JOURNAL)
     try:
         if reservation is not None:
-            return _append_journal(path, header, blob), dirs
-        return _write_journal(path, header, blob), dirs
+            return _append_journal(path, header, blob)
+        return _write_journal(path, header, blob)
     except OSError as exc:
         raise _journal_error(sdir, exc) from None
 
@@ -911,14 +1313,16 @@ def _journal_error(sdir: str, exc: OSError) -> EditError:
     )
 
 
-def _run(
+def _prepare(
     root: str,
     sdir: str,
     steps: list[_Step],
-    fds: dict[str, int] | None = None,
-    begun: tuple[int, list[str]] | None = None,
-    meanwhile: Callable[[], None] | None = None,
-) -> None:
+    folders: Folders,
+    dirs: list[str],
+    fds: dict[str, int] | None,
+    journal_fd: int | None,
+    meanwhile: Callable[[], None] | None,
+) -> PreparedApply:
     # Why this order survives a SIGKILL (or a power loss) at any point:
     # 1. The journal, naming every temporary file and holding every pre-image, is complete on
     #    disk (the page cache survives a killed process) before the first temporary file is
@@ -930,28 +1334,33 @@ def _run(
     #    the journal to roll them back with; one before it finds no target changed. It is the
     #    fsync-per-file guarantee, paid once. (Before Linux 5.8 syncfs did not report write-
     #    back errors: a disk error there goes unnoticed, where an fsync would have raised.)
-    # 3. After the renames and deletes, a second flush makes them durable before the journal
-    #    is removed (the commit point): a journal can only disappear once every file is new.
-    journal_path = os.path.join(sdir, JOURNAL)
-    journal_fd, dirs = begun if begun is not None else _begin(root, sdir, steps)
+    # 3. After the renames and deletes (`PreparedApply.commit`), a second flush makes them
+    #    durable before the journal is removed (the commit point): a journal can only
+    #    disappear once every file is new.
     fds = fds if fds is not None else {}
-    crash = _Crasher()
+    if not steps:
+        return PreparedApply(root, sdir, [], folders, [])
+    if journal_fd is None:
+        journal_fd = _begin(root, sdir, steps, dirs, folders)
+    prepared = PreparedApply(root, sdir, steps, folders, dirs)
     writes = [s for s in steps if s.op == "write"]
-    removes = [s for s in steps if s.op == "remove"]
-    folders = list(dict.fromkeys(os.path.dirname(_under(root, s.path)) for s in steps))
     try:
         for d in dirs:
-            os.makedirs(os.path.join(root, d), exist_ok=True)
-        flusher = _Flusher([sdir, *folders], len(writes))
+            folders.make(d)
+        # Every folder is still the one opened, before anything is written in it.
+        folders.check_all()
+        heads = list(dict.fromkeys(s.head for s in steps))
+        flusher = prepared.flusher = _Flusher(sdir, [folders.fds[h] for h in heads], len(writes))
         per_file = flusher.per_file
         # fsync waits on the disk: with it, a few threads overlap the waits. Without it, creating
         # files is CPU work in the kernel, which threads only make contend.
         umask = os.umask(0o022)
         os.umask(umask)
+        ids = (os.geteuid(), os.getegid()) if hasattr(os, "geteuid") else (-1, -1)
         _each(
-            lambda s: _write_temp(root, s, per_file, umask, fds.pop(s.tmp or "", None)),
+            lambda s: _write_temp(folders, s, per_file, umask, ids, fds.pop(s.tmp or "", None)),
             writes,
-            crash,
+            prepared.crash,
             threaded=per_file,
         )
         # The journal and every temporary file are durable before anything the user can see
@@ -959,48 +1368,300 @@ def _run(
         if per_file:
             os.fsync(journal_fd)
         _flush_while(flusher, meanwhile)
-        # Replacing or deleting a file frees the old one's blocks, which on some file systems
-        # waits on the disk (ext4 without a journal, mounted with `discard`, discards them
-        # synchronously: ~0.3 ms a file here): threads overlap those waits too. The order among
-        # the renames does not matter (the journal rolls back any subset); all of them still
-        # come before the first delete.
-        _each(_rename_into_place(root), writes, crash, threaded=True)
-        _each(lambda s: os.unlink(os.path.join(root, s.path)), removes, crash, threaded=True)
-        flusher.flush()  # 3. above: the renames are durable before the journal goes
-    except OSError as exc:
-        try:
-            report = _rollback(root, journal_path)
-        except OSError as again:
-            # The journal stays: the next run retries the rollback before doing anything else.
-            raise EditError(
-                Code.PARTIAL,
-                f"Writing the patch failed ({exc.strerror or exc}) and putting the files back "
-                f"failed too ({again.strerror or again}); some files may hold new content.",
-                "Fix the cause (permissions, disk space), then run any agent-edit edit command "
-                "in this workspace: it finishes the rollback first and reports it.",
-                {"files": [s.path for s in steps]},
-                committed=[{"path": s.path, "state": "unknown"} for s in steps],
-            ) from None
-        raise EditError(
-            Code.IO_ERROR,
-            f"Writing the patch failed ({exc.strerror or exc}"
-            f"{': ' + str(exc.filename) if exc.filename else ''}); every file was put back as "
-            "it was.",
-            "Fix the cause (permissions, disk space) and apply again.",
-            {"rolledBack": report},
-        ) from None
+    except (OSError, _Refused, _Changed) as exc:
+        prepared.fail(exc)
     finally:
         os.close(journal_fd)
         for fd in fds.values():  # reserved files never written (an error stopped the writes)
             os.close(fd)
         fds.clear()
-    os.unlink(journal_path)
-    _fsync_dir(sdir)
+    _hook("written")
+    return prepared
+
+
+class PreparedApply:
+    """An apply whose temporary files are written and durable (`prepare_plan`): `commit()`
+    puts them in place, `abort()` removes them. Holds the workspace's folders open."""
+
+    def __init__(
+        self, root: str, sdir: str, steps: list[_Step], folders: Folders, dirs: list[str]
+    ) -> None:
+        self.root = root
+        self.sdir = sdir
+        self.steps = steps
+        self.folders = folders
+        self.dirs = dirs
+        self.crash = _Crasher()
+        self.flusher: _Flusher | None = None
+        self.done = not steps
+        # The files renamed into place or removed so far (what a failed rollback may leave new).
+        self.applied: set[str] = set()
+
+    def commit(self) -> None:
+        """Re-check and rename every file into place (deletes last), make it durable, and
+        remove the journal. A file or folder that changed meanwhile stops it: the renames
+        done are rolled back and `EditError` (STALE, ...) says what the rollback did."""
+        if self.done:
+            self.folders.close()
+            return
+        try:
+            self._commit()
+        finally:
+            self.folders.close()
+
+    def _commit(self) -> None:
+        writes = [s for s in self.steps if s.op == "write"]
+        removes = [s for s in self.steps if s.op == "remove"]
+        try:
+            self.folders.check_all()
+            # Replacing or deleting a file frees the old one's blocks, which on some file
+            # systems waits on the disk (ext4 without a journal, mounted with `discard`,
+            # discards them synchronously: ~0.3 ms a file here): threads overlap those waits
+            # too. The order among the renames does not matter (the journal rolls back any
+            # subset); all of them still come before the first delete.
+            _each(self._replace, writes, self.crash, threaded=True, point="renamed")
+            _each(self._remove, removes, self.crash, threaded=True, point="renamed")
+            assert self.flusher is not None
+            # 3. in `_prepare`: the renames are durable before the journal goes.
+            self.flusher.flush()
+            # The commit point. A journal that cannot be removed would have the next run roll
+            # this apply back: it is rolled back now instead, and the result says so.
+            os.unlink(os.path.join(self.sdir, JOURNAL))
+        except (OSError, _Refused, _Changed) as exc:
+            self.fail(exc)
+        self.done = True
+        _fsync_dir(self.sdir)
+
+    def abort(self) -> dict[str, Any]:
+        """Undo `prepare_plan`: the temporary files, created folders and journal removed;
+        the rollback report."""
+        if self.done:
+            self.folders.close()
+            return _report(None, [], [], [], [], [])
+        self.done = True
+        try:
+            return _rollback(self.root, os.path.join(self.sdir, JOURNAL), self.folders, "rollback")
+        finally:
+            self.folders.close()
+
+    def _replace(self, step: _Step) -> None:
+        assert step.tmp is not None
+        fd = self.folders.check(step.head)
+        _confirm(fd, step.name, step)
+        # Nothing between the check above and this rename but this call.
+        os.replace(step.tmp_name, step.name, src_dir_fd=fd, dst_dir_fd=fd)
+        self.applied.add(step.path)
+
+    def _remove(self, step: _Step) -> None:
+        fd = self.folders.check(step.head)
+        _confirm(fd, step.name, step)
+        os.unlink(step.name, dir_fd=fd)
+        self.applied.add(step.path)
+
+    def fail(self, exc: BaseException) -> NoReturn:
+        """Roll back after `exc` stopped the apply, and raise the result saying what happened
+        and what the rollback did."""
+        self.done = True
+        journal_path = os.path.join(self.sdir, JOURNAL)
+        failure: BaseException | None = None
+        try:
+            report: dict[str, Any] | None = _rollback(
+                self.root, journal_path, self.folders, "rollback", self.applied
+            )
+        except (OSError, ValueError, KeyError, TypeError) as again:
+            report = None
+            failure = again
+        paths = [s.path for s in self.steps]
+        if report is None or report["failed"] or report["unreached"]:
+            # Some files could not be put back: the journal stays (or was set aside) for the
+            # next run (or a human), and the result says which files may hold new content.
+            unknown = (
+                paths
+                if report is None
+                else [f["path"] for f in (*report["failed"], *report["unreached"])]
+            )
+            why = (
+                f"putting the files back failed too ({_strerror(failure)})"
+                if report is None
+                else "these files could not be put back: "
+                + "; ".join(
+                    f"{f['path']} ({f['why']})" for f in (*report["failed"], *report["unreached"])
+                )
+            )
+            raise EditError(
+                Code.PARTIAL,
+                f"{_cause(exc)}, and {why}; they may hold the new content." + _leftovers(report),
+                "Fix the cause (permissions, disk space, the replaced folder), then run any "
+                "agent-edit edit command in this workspace: it retries the rollback first and "
+                "reports it.",
+                {"files": unknown, "rolledBack": report},
+                committed=[{"path": p, "state": "unknown"} for p in unknown],
+            ) from None
+        said = _rollback_said(report, exc.path if isinstance(exc, _Changed) else "")
+        if isinstance(exc, _Refused):
+            err = exc.error
+            err.message += f"; {said}"
+            err.details["rolledBack"] = report
+            raise err from None
+        if isinstance(exc, _Changed):
+            raise EditError(
+                Code.STALE,
+                f"{exc.path} {exc.why} during the apply (its content is kept); {said}",
+                "Look at that file as it is now, then apply again: the patch will be checked "
+                "against it.",
+                {"path": exc.path, "reason": "CHANGED_ON_DISK", "rolledBack": report},
+            ) from None
+        if isinstance(exc, FolderChanged):
+            raise EditError(
+                Code.STALE,
+                f"{exc.why} during the apply; nothing was written through it, {said}",
+                "Check that folder (something replaced it), then apply again.",
+                {"path": exc.folder or ".", "reason": "FOLDER_REPLACED", "rolledBack": report},
+            ) from None
+        assert isinstance(exc, OSError)
+        code = _errno_code(exc)
+        raise EditError(
+            code,
+            f"Writing the patch failed ({exc.strerror or exc}"
+            f"{': ' + str(exc.filename) if exc.filename else ''}); {said}",
+            _errno_hint(exc),
+            {"rolledBack": report},
+        ) from None
+
+
+def _strerror(exc: BaseException | None) -> str:
+    return (exc.strerror if isinstance(exc, OSError) else None) or str(exc)
+
+
+def _cause(exc: BaseException) -> str:
+    if isinstance(exc, _Changed):
+        return f"{exc.path} {exc.why} during the apply"
+    if isinstance(exc, FolderChanged):
+        return f"{exc.why} during the apply"
+    if isinstance(exc, _Refused):
+        return exc.error.message
+    return f"Writing the patch failed ({_strerror(exc)})"
+
+
+def _rollback_said(report: dict[str, Any], stale: str = "") -> str:
+    """What the rollback did, for the result's message: only what it did. `stale` is the file
+    the message already names as changed by someone else."""
+    if not report["restored"] and not report["removed"]:
+        said = "nothing was changed"
+    else:
+        said = "every file was put back as it was"
+    kept = [c["path"] for c in report["conflicts"] if c["path"] != stale]
+    if kept:
+        said += ", except what another program saved meanwhile: " + ", ".join(kept)
+    return said + "." + _leftovers(report)
+
+
+def _leftovers(report: dict[str, Any] | None) -> str:
+    if not report or not report["leftBehind"]:
+        return ""
+    return " Temporary files that could not be removed: " + ", ".join(report["leftBehind"]) + "."
+
+
+def _errno_code(exc: OSError) -> Code:
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return Code.DENIED
+    if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+        return Code.NOT_FOUND
+    return Code.IO_ERROR
+
+
+def _errno_hint(exc: OSError) -> str:
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return "Free disk space (or raise the quota), then apply again."
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return (
+            "Make the files and folders writable for this user (a read-only mount, an "
+            "immutable file or its permissions refused it), then apply again."
+        )
+    return "Fix the cause (permissions, disk space, the disk itself), then apply again."
+
+
+def _refusal(exc: OSError, rel: str, changed: str) -> EditError:
+    """An OS error met while checking `rel` before anything was written."""
+    return EditError(
+        _errno_code(exc),
+        f"Cannot check {rel} ({exc.strerror or exc}); {changed}.",
+        _errno_hint(exc),
+        {"path": rel},
+    )
+
+
+def _folder_stale(exc: FolderChanged, rel: str, changed: str) -> EditError:
+    return EditError(
+        Code.STALE,
+        f"{exc.why} (for {rel}) since the patch was planned; {changed}.",
+        "Check that folder (something replaced it), then apply again.",
+        {"path": rel, "folder": exc.folder or ".", "reason": "FOLDER_REPLACED"},
+    )
+
+
+def _confirm(fd: int, name: str, step: _Step) -> None:
+    """Raise `_Changed` unless `name` in folder `fd` is still what the plan replaces: the same
+    file (inode, size, mtime) with the same bytes when a save could hide (`step.suspect`), or
+    still nothing for a new file. The caller renames right after: the window is one call."""
+    st = step.st
+    if st is None:
+        try:
+            os.stat(name, dir_fd=fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return
+        raise _Changed(step.path, "was created by another program")
+    if step.suspect and not _holds(fd, name, step.pre):
+        raise _Changed(step.path, "was saved by another program")
+    try:
+        now = os.stat(name, dir_fd=fd, follow_symlinks=False)
+    except FileNotFoundError:
+        raise _Changed(step.path, "was removed by another program") from None
+    if (now.st_ino, now.st_size, now.st_mtime_ns, now.st_dev) != (
+        st.st_ino,
+        st.st_size,
+        st.st_mtime_ns,
+        st.st_dev,
+    ):
+        raise _Changed(step.path, "was saved or replaced by another program")
+
+
+def _holds(fd: int, name: str, want: bytes | None) -> bool:
+    """Whether `name` in folder `fd` is a regular file holding exactly `want`."""
+    try:
+        f = os.open(name, _READ_ANY, dir_fd=fd)
+    except OSError:
+        return False
+    try:
+        st = os.fstat(f)
+        if want is None or not stat.S_ISREG(st.st_mode) or st.st_size != len(want):
+            return False
+        got = os.read(f, len(want) + 1)
+        while len(got) < len(want) + 1:
+            more = os.read(f, len(want) + 1 - len(got))
+            if not more:
+                break
+            got += more
+        return got == want
+    finally:
+        os.close(f)
 
 
 def recover_locked(root: str, sdir: str) -> list[dict[str, Any]]:
-    """`recover` for a caller that holds the workspace lock (`workspace_lock`) already."""
+    """`recover` for a caller that holds the workspace lock (`workspace_lock`) already.
+
+    Goes through the same folder checks as the apply (`Folders`, against the folders the
+    journal recorded) and reports exactly what it did; a journal it cannot use is set aside
+    for a human, never acted on half-way. An OS error is `EditError(IO_ERROR)`.
+    """
     journal_path = os.path.join(sdir, JOURNAL)
+    try:
+        return _recover(root, journal_path)
+    except OSError as exc:
+        raise _recovery_error(journal_path, exc) from None
+
+
+def _recover(root: str, journal_path: str) -> list[dict[str, Any]]:
     if not os.path.exists(journal_path):
         # A journal that never finished being written means nothing was touched yet.
         tmp = journal_path + ".tmp"
@@ -1008,8 +1669,9 @@ def recover_locked(root: str, sdir: str) -> list[dict[str, Any]]:
             os.unlink(tmp)
         return []
     try:
-        return [_rollback(root, journal_path)]
-    except (ValueError, KeyError, TypeError):
+        journal, _ = _read_journal(journal_path)
+        _check_journal(journal)
+    except (ValueError, KeyError, TypeError, OverflowError):
         # Unreadable (written by another version?): keep it for a human, do not guess.
         kept = f"{journal_path}.unreadable-{int(time.time())}"
         os.replace(journal_path, kept)
@@ -1020,82 +1682,376 @@ def recover_locked(root: str, sdir: str) -> list[dict[str, Any]]:
                 "restored": [],
                 "removed": [],
                 "conflicts": [{"path": kept, "why": "journal unreadable; inspect it by hand"}],
+                "failed": [],
+                "unreached": [],
+                "leftBehind": [],
             }
         ]
-
-
-def _sha(path: str) -> str | None:
+    expect = {k: (int(v[0]), int(v[1])) for k, v in journal.get("folders", {}).items()}
     try:
-        with open(path, "rb") as f:
-            return hashlib.sha256(f.read()).hexdigest()
-    except FileNotFoundError:
-        return None
-    except IsADirectoryError:
-        return "<directory>"
-
-
-def _restore(full: str, pre: bytes) -> None:
-    tmp = full + ".agent-edit-restore.tmp"
+        folders = Folders(root, expect=expect)
+    except FolderChanged:
+        # The workspace folder itself is another one now (removed and made again, restored
+        # from a backup): none of the journal's files are reachable as the apply left them.
+        kept = f"{journal_path}.unreached-{int(time.time())}"
+        os.replace(journal_path, kept)
+        return [
+            _report(
+                journal,
+                [],
+                [],
+                [],
+                [],
+                [],
+                [
+                    {
+                        "path": kept,
+                        "why": "the workspace folder is not the one the interrupted "
+                        "apply used; nothing was put back, its journal is kept for a human",
+                    }
+                ],
+            )
+        ]
     try:
-        mode = os.stat(full).st_mode & 0o7777
-    except OSError:
-        mode = 0o666
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    try:
-        _write_all(fd, pre)
-        os.fsync(fd)
+        return [_rollback(root, journal_path, folders, "recovery")]
     finally:
-        os.close(fd)
-    os.replace(tmp, full)
+        folders.close()
 
 
-def _rollback(root: str, journal_path: str) -> dict[str, Any]:
-    """Put every file of the journalled apply back to its pre-image; the report of what was done."""
+def _recovery_error(journal_path: str, exc: OSError) -> EditError:
+    return EditError(
+        Code.IO_ERROR,
+        f"An interrupted apply could not be rolled back ({exc.strerror or exc}); its journal "
+        f"stays in {journal_path} and nothing else was done.",
+        "Fix the cause (permissions, disk space), then run any agent-edit edit command in "
+        "this workspace: it retries the rollback first.",
+        {"path": journal_path},
+    )
+
+
+def _check_journal(journal: dict[str, Any]) -> None:
+    """Raise ValueError/TypeError unless every entry of `journal` is usable: rollback acts on
+    none of it otherwise, and no path in it leaves the workspace (no `..`, no absolute)."""
+    if not isinstance(journal, dict) or not isinstance(journal.get("files"), list):
+        raise ValueError("no files")
+    if not isinstance(journal.get("dirs", []), list):
+        raise ValueError("bad dirs")
+    if not isinstance(journal.get("folders", {}), dict):
+        raise ValueError("bad folders")
+    for entry in journal["files"]:
+        if not isinstance(entry, dict):
+            raise ValueError("bad entry")
+        _safe_rel(entry["path"])
+        if entry.get("newSha256") is not None and not isinstance(entry["newSha256"], str):
+            raise ValueError("bad newSha256")
+        if entry.get("tmp") is not None:
+            _safe_rel(entry["tmp"])
+        pre = entry.get("pre")
+        if pre is not None and not (
+            isinstance(pre, list) and len(pre) == 2 and all(type(x) is int for x in pre)
+        ):
+            raise ValueError("bad pre")
+        for key in ("mode", "uid", "gid"):
+            if key in entry and type(entry[key]) is not int:
+                raise ValueError(f"bad {key}")
+        if type(entry.get("link", False)) is not bool:
+            raise ValueError("bad link")
+        if entry["op"] not in ("write", "remove"):
+            raise ValueError("bad op")
+    for d in journal.get("dirs", []):
+        _safe_rel(d)
+    for k, v in journal.get("folders", {}).items():
+        if k:
+            _safe_rel(k)
+        if not (isinstance(v, list) and len(v) == 2 and all(type(x) is int for x in v)):
+            raise ValueError("bad folder identity")
+
+
+def _safe_rel(rel: object) -> None:
+    if not isinstance(rel, str) or not rel or rel.startswith("/") or "\0" in rel:
+        raise ValueError(f"bad path {rel!r}")
+    if any(part in ("", ".", "..") for part in rel.split("/")):
+        raise ValueError(f"bad path {rel!r}")
+
+
+_Ident = tuple[int, int, int, int]  # (st_dev, st_ino, st_size, st_mtime_ns)
+
+
+def _sha_at(fd: int, name: str) -> tuple[str | None, _Ident | None]:
+    """The sha256 of regular file `name` in folder `fd` (None when absent, a marker for what
+    is not a regular file: never followed if a symlink), and the identity of what was read,
+    for `_unchanged_since` right before the rollback replaces or removes it."""
+    try:
+        f = os.open(name, _READ_ANY, dir_fd=fd)
+    except FileNotFoundError:
+        return None, None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "<symlink>", None
+        raise
+    try:
+        st = os.fstat(f)
+        ident = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+        if not stat.S_ISREG(st.st_mode):
+            return ("<directory>" if stat.S_ISDIR(st.st_mode) else "<special>"), ident
+        h = hashlib.sha256()
+        while chunk := os.read(f, 1 << 20):
+            h.update(chunk)
+        return h.hexdigest(), ident
+    finally:
+        os.close(f)
+
+
+def _unchanged_since(fd: int, name: str, ident: _Ident | None, sha: str | None) -> bool:
+    """Whether `name` in folder `fd` is still what `_sha_at` read (or still absent): the
+    rollback's re-check right before it replaces or removes a file, as the apply's is (its
+    bytes again when a same-size save could have kept the mtime: a file the apply just wrote
+    always could)."""
+    if ident is not None and _could_hide_a_save(ident[3], time.time_ns()):
+        if _sha_at(fd, name)[0] != sha:
+            return False
+    try:
+        st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return ident is None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns) == ident
+
+
+def _restore_at(
+    folders: Folders,
+    head: str,
+    name: str,
+    pre: bytes,
+    entry: dict[str, Any],
+    seen: tuple[str | None, _Ident | None],
+) -> bool:
+    """Put `pre` back as `name` in folder `head`, with the owner and mode the journal recorded
+    (else the current file's): a temporary file renamed over it, never through a symlink.
+    False (nothing replaced) if `name` changed since `_sha_at` read it (`ident`)."""
+    fd = folders.check(head)
+    mode, uid, gid = entry.get("mode"), entry.get("uid"), entry.get("gid")
+    if mode is None:
+        try:
+            st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+            mode, uid, gid = st.st_mode & 0o7777, st.st_uid, st.st_gid
+        except OSError:
+            umask = os.umask(0o022)
+            os.umask(umask)
+            mode = 0o666 & ~umask
+    tmp = f".{name}.agent-edit-restore-{os.urandom(4).hex()}.tmp"
+    f = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _CLOEXEC, 0o600, dir_fd=fd)
+    try:
+        try:
+            if uid is not None and gid is not None and (uid, gid) != (os.geteuid(), os.getegid()):
+                os.fchown(f, uid, gid)
+        except PermissionError:
+            pass  # not root: the content matters more than who owns it (see the report)
+        os.fchmod(f, mode)
+        _write_all(f, pre)
+        os.fsync(f)
+    except BaseException:
+        os.close(f)
+        os.unlink(tmp, dir_fd=fd)
+        raise
+    os.close(f)
+    try:
+        _hook("putting-back", f"{head}/{name}" if head else name)
+        folders.check(head)
+        if not _unchanged_since(fd, name, seen[1], seen[0]):
+            os.unlink(tmp, dir_fd=fd)
+            return False
+        os.replace(tmp, name, src_dir_fd=fd, dst_dir_fd=fd)
+        return True
+    except BaseException:
+        try:
+            os.unlink(tmp, dir_fd=fd)
+        except OSError:
+            pass  # the folder is not ours any more, or the disk refuses: the report says why
+        raise
+
+
+_SAVED_MEANWHILE = "saved by someone else while it was being put back; left as they saved it"
+
+
+def _put_link_back(
+    folders: Folders,
+    fd: int,
+    head: str,
+    name: str,
+    path: str,
+    target: bytes,
+    restored: list[str],
+    conflicts: list[dict[str, str]],
+    failed: list[dict[str, str]],
+) -> None:
+    """Rollback of a removed symbolic link: made again, pointing where it pointed."""
+    try:
+        if fd < 0:
+            fd = _reach(folders, head, create=True)
+        try:
+            now: str | None = os.readlink(name, dir_fd=fd)
+        except FileNotFoundError:
+            now = None
+        except OSError:
+            now = "\0"  # not a link any more
+        if now == os.fsdecode(target):
+            return  # untouched
+        if now is not None:
+            conflicts.append({"path": path, "why": "changed by someone else since the apply"})
+            return
+        folders.check(head)
+        os.symlink(os.fsdecode(target), name, dir_fd=fd)
+        restored.append(path)
+    except FolderChanged as exc:
+        failed.append({"path": path, "why": exc.why})
+    except OSError as exc:
+        failed.append({"path": path, "why": exc.strerror or str(exc)})
+
+
+def _reach(folders: Folders, head: str, create: bool) -> int:
+    """Folder `head`'s descriptor, checked; created (with its missing parents) if asked."""
+    try:
+        folders.open(head)
+    except FileNotFoundError:
+        if not create:
+            raise
+        parent = split(head)[0]
+        if parent:
+            _reach(folders, parent, True)
+        folders.make(head)
+    return folders.check(head)
+
+
+def _report(
+    journal: dict[str, Any] | None,
+    restored: list[str],
+    removed: list[str],
+    conflicts: list[dict[str, str]],
+    failed: list[dict[str, str]],
+    left: list[str],
+    unreached: list[dict[str, str]] | None = None,
+) -> dict[str, Any]:
+    return {
+        "startedAt": None if journal is None else journal.get("time"),
+        "pid": None if journal is None else journal.get("pid"),
+        "restored": restored,
+        "removed": removed,
+        # Left alone: changed by someone else since (their content is kept).
+        "conflicts": conflicts,
+        # Could not be put back (an OS error): they may hold the new content; retried next run.
+        "failed": failed,
+        # Not reached: their folder is no longer the one the apply used (replaced, a symlink);
+        # nothing was done in it. The journal is set aside for a human.
+        "unreached": unreached or [],
+        # Temporary files that could not be removed.
+        "leftBehind": left,
+    }
+
+
+def _rollback(
+    root: str,
+    journal_path: str,
+    folders: Folders,
+    point: str,
+    applied: set[str] | None = None,
+) -> dict[str, Any]:
+    """Put every file of the journalled apply back to its pre-image, through `folders` and its
+    checks; the report of exactly what was done (see `_report`). `applied`, in the process
+    that was applying, names the files it had renamed or removed: any other is as it was,
+    even in a folder that cannot be reached any more (only its temporary file is left)."""
     journal, blob = _read_journal(journal_path)
+    _check_journal(journal)
     restored: list[str] = []
     removed: list[str] = []
     conflicts: list[dict[str, str]] = []
+    failed: list[dict[str, str]] = []
+    unreached: list[dict[str, str]] = []
+    left: list[str] = []
+    touched: set[str] = set()
     for entry in journal["files"]:
         path = entry["path"]
-        full = os.path.join(root, path)
-        if entry.get("tmp"):
-            try:
-                os.unlink(os.path.join(root, entry["tmp"]))
-            except FileNotFoundError:
-                pass
+        head, name = split(path)
+        tmp = entry.get("tmp")
         pre = None
         if entry.get("pre") is not None:
             start, length = entry["pre"]
             pre = blob[start : start + length]
-        pre_sha = hashlib.sha256(pre).hexdigest() if pre is not None else None
-        current = _sha(full)
-        if current == pre_sha:
-            continue  # untouched (or already back)
-        if current is None or (entry["op"] == "write" and current == entry.get("newSha256")):
-            if pre is not None:
-                os.makedirs(os.path.dirname(full), exist_ok=True)
-                _restore(full, pre)
-                restored.append(path)
-            elif current is not None:
-                os.unlink(full)
-                removed.append(path)
-        else:
-            conflicts.append(
-                {"path": path, "why": "changed by someone else since the interrupted apply"}
-            )
-    for d in reversed(journal.get("dirs", [])):
+        _hook(point, path)
         try:
-            os.rmdir(os.path.join(root, d))
+            fd = _reach(folders, head, create=False)
+        except FileNotFoundError:
+            if pre is None:
+                continue  # a file this apply added, in a folder that is gone: nothing to undo
+            fd = -1
+        except FolderChanged as exc:
+            if applied is None or path in applied:
+                unreached.append({"path": path, "why": f"not put back: {exc.why}"})
+            if tmp and (applied is None or path not in applied):
+                left.append(tmp)  # (a temporary file renamed into place is gone)
+            continue
+        except OSError as exc:
+            failed.append({"path": path, "why": exc.strerror or str(exc)})
+            continue
+        if entry.get("link") and pre is not None:
+            _put_link_back(folders, fd, head, name, path, pre, restored, conflicts, failed)
+            touched.add(head)
+            continue
+        try:
+            if tmp and fd >= 0:
+                try:
+                    os.unlink(split(tmp)[1], dir_fd=fd)
+                except FileNotFoundError:
+                    pass
+                except OSError:
+                    left.append(tmp)
+            pre_sha = hashlib.sha256(pre).hexdigest() if pre is not None else None
+            current, ident = _sha_at(fd, name) if fd >= 0 else (None, None)
+            if current == pre_sha:
+                continue  # untouched (or already back)
+            if current is None or (entry["op"] == "write" and current == entry.get("newSha256")):
+                if pre is not None:
+                    if fd < 0:
+                        fd = _reach(folders, head, create=True)
+                    if not _restore_at(folders, head, name, pre, entry, (current, ident)):
+                        conflicts.append({"path": path, "why": _SAVED_MEANWHILE})
+                        continue
+                    restored.append(path)
+                    touched.add(head)
+                elif current is not None:
+                    folders.check(head)
+                    if not _unchanged_since(fd, name, ident, current):
+                        conflicts.append({"path": path, "why": _SAVED_MEANWHILE})
+                        continue
+                    os.unlink(name, dir_fd=fd)
+                    removed.append(path)
+                    touched.add(head)
+            else:
+                conflicts.append(
+                    {"path": path, "why": "changed by someone else since the interrupted apply"}
+                )
+        except FolderChanged as exc:
+            unreached.append({"path": path, "why": f"not put back: {exc.why}"})
+        except OSError as exc:
+            failed.append({"path": path, "why": exc.strerror or str(exc)})
+    for d in reversed(journal.get("dirs", [])):
+        parent, name = split(d)
+        try:
+            pfd = _reach(folders, parent, False)
+            folders.forget(d)
+            os.rmdir(name, dir_fd=pfd)
+            touched.add(parent)
         except OSError:
-            pass
-    for d in {os.path.dirname(os.path.join(root, e["path"])) for e in journal["files"]}:
-        _fsync_dir(d)
-    os.unlink(journal_path)
-    _fsync_dir(os.path.dirname(journal_path))
-    return {
-        "startedAt": journal.get("time"),
-        "pid": journal.get("pid"),
-        "restored": restored,
-        "removed": removed,
-        "conflicts": conflicts,
-    }
+            pass  # not empty (someone else's files), gone, or replaced: left as it is
+    for head in touched:
+        held = folders.fds.get(head)
+        if held is not None:
+            _fsync_fd(held)
+    if failed:
+        pass  # the journal stays: the next run retries
+    elif unreached:
+        os.replace(journal_path, f"{journal_path}.unreached-{int(time.time())}")
+        _fsync_dir(os.path.dirname(journal_path))
+    else:
+        os.unlink(journal_path)
+        _fsync_dir(os.path.dirname(journal_path))
+    return _report(journal, restored, removed, conflicts, failed, left, unreached)

@@ -84,8 +84,21 @@ def message(report: dict[str, Any]) -> str:
     if report.get("conflicts"):
         left = [str(c.get("path")) for c in report["conflicts"]]
         parts.append(f"left alone (changed since): {_names(left)}")
+    # The disk writer's report says what it could NOT do, too: never claim those were put back.
+    if report.get("unreached"):
+        gone = [f"{u.get('path')} ({u.get('why')})" for u in report["unreached"]]
+        parts.append(
+            f"NOT put back (their folder was replaced; the journal is kept): {_names(gone)}"
+        )
+    if report.get("failed"):
+        failed = [f"{f.get('path')} ({f.get('why')})" for f in report["failed"]]
+        parts.append(f"NOT put back yet (retried on the next run): {_names(failed)}")
+    if report.get("leftBehind"):
+        parts.append(f"temporary files left: {_names([str(p) for p in report['leftBehind']])}")
+    incomplete = report.get("unreached") or report.get("failed")
+    verb = "could not fully roll back" if incomplete else "rolled back"
     return (
-        f"agent-edit: rolled back an interrupted apply (pid {report.get('pid')}): "
+        f"agent-edit: {verb} an interrupted apply (pid {report.get('pid')}): "
         + ("; ".join(parts) or "nothing had changed yet")
         + "."
     )
@@ -96,6 +109,7 @@ def record(history: History, recovery: Recovery) -> None:
     for r in recovery.reports:
         paths = [*r.get("restored", []), *r.get("removed", [])]
         paths += [str(c.get("path")) for c in r.get("conflicts", [])]
+        paths += [str(u.get("path")) for u in [*r.get("unreached", []), *r.get("failed", [])]]
         history.record(
             ACTION,
             {
@@ -105,8 +119,12 @@ def record(history: History, recovery: Recovery) -> None:
                 "restored": len(r.get("restored", [])),
                 "removed": len(r.get("removed", [])),
                 "conflicts": r.get("conflicts", []),
+                "unreached": r.get("unreached", []),
+                "failed": r.get("failed", []),
             },
-            outcome=ROLLED_BACK if not r.get("conflicts") else str(Code.PARTIAL),
+            outcome=ROLLED_BACK
+            if not (r.get("conflicts") or r.get("unreached") or r.get("failed"))
+            else str(Code.PARTIAL),
             files=paths,
         )
     if recovery.error is not None:
