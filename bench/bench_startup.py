@@ -96,7 +96,8 @@ def main() -> None:
                 )
                 walls[rev].append(time.perf_counter() - t0)
                 after = resource.getrusage(resource.RUSAGE_CHILDREN)
-                cpus[rev].append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+                cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+                cpus[rev].append(cpu)
                 if proc.returncode != 0 or "changed" not in (tree / "mod.py").read_text():
                     raise SystemExit(f"{rev}: the apply failed: {proc.stderr.decode()[-2000:]}")
                 ms, n, own = parse_importtime(proc.stderr.decode())

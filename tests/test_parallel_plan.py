@@ -394,3 +394,79 @@ def test_a_file_the_parent_cannot_read_but_the_child_could_is_the_ordered_refusa
     with pytest.raises(EditError) as ordered:
         plan_patch(text, get)
     assert split.value.to_result() == ordered.value.to_result()
+
+
+def test_a_child_answer_cut_short_is_replaced_by_planning_in_order(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The hand-over is `marshal` data: a child that dies halfway through writing it (here it
+    writes the first half of its real answer) is no answer, never a wrong plan."""
+    import marshal
+    from types import SimpleNamespace
+
+    def half(value: object) -> bytes:
+        data = marshal.dumps(value)
+        return data[: len(data) // 2]
+
+    monkeypatch.setattr(parallel_plan, "marshal", SimpleNamespace(dumps=half, loads=marshal.loads))
+    text = patch([section(i) for i in range(N_FILES)])
+    split, planner, ordered = both(text)
+    assert not planner.joined
+    assert summary_of(split) == summary_of(ordered)
+
+
+def test_a_child_answer_holding_a_str_subclass_is_replaced_by_planning_in_order(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """marshal takes exact types only: an answer it cannot write (a str subclass, such as the
+    parser's tokens) leaves the child silent and the parent plans in order."""
+    answer = parallel_plan._child_answer
+
+    class Name(str):
+        pass
+
+    def with_subclass(text: str, get: Callable[[str], Snapshot]) -> object:
+        files, lenient, chunks = answer(text, get)  # type: ignore[misc]
+        return [(Name(f[0]), *f[1:]) for f in files], lenient, chunks
+
+    monkeypatch.setattr(parallel_plan, "_child_answer", with_subclass)
+    text = patch([section(i) for i in range(N_FILES)])
+    split, planner, ordered = both(text)
+    assert not planner.joined
+    assert summary_of(split) == summary_of(ordered)
+
+
+def test_a_split_apply_does_not_import_pickle(tmp_path: os.PathLike[str]) -> None:
+    """The child's answer comes back as marshal data: a headless apply of a large patch loads
+    no `pickle` (nor `struct`), ~1.5 ms of its start-up (bench/bench_startup.py)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(tmp_path) / "ws"
+    for i in range(N_FILES):
+        (root / "pkg").mkdir(parents=True, exist_ok=True)
+        (root / f"pkg/m{i}.py").write_text(contents()[f"pkg/m{i}.py"])
+    (root.parent / "p").write_text(patch([section(i) for i in range(N_FILES)]))
+    code = (
+        "import sys\n"
+        "from lsp_server.engine import parallel_plan\n"
+        "parallel_plan.PARALLEL_FROM_BYTES = 1000\n"
+        "made = []\n"
+        "real = parallel_plan.SplitPlanner.plan\n"
+        "def plan(self, get):\n"
+        "    out = real(self, get); made.append(self.joined); return out\n"
+        "parallel_plan.SplitPlanner.plan = plan\n"
+        "from lsp_server.cli import main\n"
+        f"rc = main(['apply-patch', '--root', {str(root)!r}, {str(root.parent / 'p')!r}])\n"
+        "assert rc == 0, rc\n"
+        "assert made == [True], made\n"
+        "assert 'pickle' not in sys.modules, 'pickle was imported'\n"
+    )
+    repo = Path(__file__).resolve().parent.parent
+    env = dict(os.environ, PYTHONPATH=str(repo), AGENT_EDIT_STATE_DIR=str(root.parent / "st"))
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "v0_10 = 1000" in (root / "pkg/m0.py").read_text()
