@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from lsp_server.engine import policy as policy_module
 from lsp_server.engine.errors import Code, EditError
 from lsp_server.engine.policy import (
     DEFAULT_DENY,
@@ -682,6 +683,28 @@ def test_deny_alternation_decides_as_each_glob_would(tree: dict[str, str]) -> No
             for anywhere_only in (False, True):
                 got = policy.denied_by(rel, anywhere_only=anywhere_only)
                 assert got == reference(rel, anywhere_only), (rel, anywhere_only)
+
+
+def test_the_two_alternations_are_one_pattern_when_every_glob_holds_at_any_depth(
+    tree: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The defaults all start with `**/`: the alternation of the `**/` globs is the alternation
+    of all of them, each glob's source written once (a short CLI run's start-up), compiled
+    once; a user glob without `**/` makes them two."""
+    written: list[str] = []
+    real = policy_module.glob_regex
+    monkeypatch.setattr(policy_module, "glob_regex", lambda g: written.append(g) or real(g))
+    defaults = PathPolicy.from_settings([tree["ws"]]).compiled()
+    assert sorted(written) == sorted(DEFAULT_DENY)
+    assert all(g.startswith("**/") for g in DEFAULT_DENY)
+    assert defaults._any_rule[True] is defaults._any_rule[False] is not None
+    mixed = PathPolicy.from_settings([tree["ws"]], {"deny": ["build/**"]})
+    assert mixed._any_rule[True] is not mixed._any_rule[False]
+    assert mixed._any_rule[False] is not None and mixed._any_rule[False].fullmatch("build/x")
+    assert mixed._any_rule[True] is not None and not mixed._any_rule[True].fullmatch("build/x")
+    none = PathPolicy.from_settings([tree["ws"]], {"defaultDeny": False})
+    assert none._any_rule == {False: None, True: None}
+    assert none.denied_by(".git/config") is None
 
 
 def test_plain_relative_paths_resolve_as_the_general_way_does(
