@@ -4,7 +4,8 @@ Each revision given (anything `git rev-parse` reads; `WORKTREE` is the checkout 
 a folder holding an `lsp_server` package, such as a variant made by hand) is exported to a
 temporary folder and byte-compiled; then rounds alternate between them, each run one
 `python -m lsp_server apply-patch -` process on a fresh, flushed copy of bench_patch's
-1,000-file tree (workload (a) of issue 3), run from inside that copy as bench_patch runs it.
+1,000-file tree (workload (a) of issue 3), run from inside that copy as bench_patch runs it
+(`--workload big`: its workload (b), 1,000 chunks on one 100k-line file).
 Medians of wall and CPU (the process and its children) are printed per revision.
 
 Why this exists: a whole apply swings by 20% from run to run here, so a change worth 5% only
@@ -56,6 +57,12 @@ def main() -> None:
     ap.add_argument("revs", nargs="+", help="git revisions, WORKTREE, or folders")
     ap.add_argument("--rounds", type=int, default=9)
     ap.add_argument("--journaled-fs", action="store_true", help="as in bench_patch.py")
+    ap.add_argument(
+        "--workload",
+        choices=("many", "big"),
+        default="many",
+        help="bench_patch's 1,000-file patch (default) or its 1,000 chunks on one 100k-line file",
+    )
     args = ap.parse_args()
     with bench_patch.work_dir(args.journaled_fs) as work:
         run(args, work)
@@ -66,8 +73,9 @@ def run(args: argparse.Namespace, work: Path) -> None:
     with tempfile.TemporaryDirectory(dir=work) as scratch:
         base = Path(scratch)
         repos = {rev: export(rev, base / f"rev{i}") for i, rev in enumerate(args.revs)}
-        patch = bench_patch.make_many(base / "many-template").encode()
-        trees = bench_patch.Trees(base / "many-template", old_harness=False)
+        make = bench_patch.make_big if args.workload == "big" else bench_patch.make_many
+        patch = make(base / "template").encode()
+        trees = bench_patch.Trees(base / "template", old_harness=False)
         walls: dict[str, list[float]] = {rev: [] for rev in repos}
         cpus: dict[str, list[float]] = {rev: [] for rev in repos}
         print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}; trees in {work}")

@@ -4,7 +4,8 @@ Runs `python -m lsp_server apply-patch -` on fresh, flushed copies of bench_patc
 tree (from inside each copy, as bench_patch runs it), with a wrapper that marks the end of
 each phase of the parent process (imports, recovery, the split planner's fork, reading and
 reserving, planning the first half, waiting for the child's half, the apply's steps, the
-flushes and renames, the result) and prints the milliseconds between marks, one line per run.
+flushes and renames, the result) and prints the milliseconds between marks, one line per run
+(`--workload big`: bench_patch's 1,000 chunks on one 100k-line file, planned in one process).
 The children's own work shows only as the parent's waits ("collect", "res.finish").
 
 It patches private functions by name (files._steps, parallel_plan._collect, ...): a phase
@@ -60,6 +61,7 @@ def before(owner, name, label):
 before(parallel_plan, "_collect", "plan first half")
 wrap(parallel_plan, "_collect", "collect")
 wrap(parallel_plan, "_merge", "merge")
+wrap(parallel_plan, "plan_hunks", "plan")
 for name in ("_check_unchanged", "_steps", "_begin"):
     wrap(files, name)
 wrap(files.Reservation, "finish", "res.finish")
@@ -81,6 +83,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--journaled-fs", action="store_true", help="as in bench_patch.py")
+    ap.add_argument(
+        "--workload",
+        choices=("many", "big"),
+        default="many",
+        help="bench_patch's 1,000-file patch (default) or its 1,000 chunks on one 100k-line file",
+    )
     args = ap.parse_args()
     with bench_patch.work_dir(args.journaled_fs) as work:
         run(args, work)
@@ -93,8 +101,9 @@ def run(args: argparse.Namespace, work: Path) -> None:
     work.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=work) as scratch:
         base = Path(scratch)
-        patch = bench_patch.make_many(base / "many-template").encode()
-        trees = bench_patch.Trees(base / "many-template", old_harness=False)
+        make = bench_patch.make_big if args.workload == "big" else bench_patch.make_many
+        patch = make(base / "template").encode()
+        trees = bench_patch.Trees(base / "template", old_harness=False)
         env = dict(os.environ, PYTHONPATH=str(REPO), AGENT_EDIT_STATE_DIR=str(base / "state"))
         print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}; trees in {work}")
         print("phase durations in ms, in the order they end (one line per run):")
