@@ -134,49 +134,15 @@ def main(argv: list[str] | None = None) -> int:
 
         serve()
         return EXIT_OK
-    _defer_inspect()
-    # A headless edit is a short-lived process that builds one file's lines or one patch's
-    # chunks (up to ~100k containers, none of them cyclic garbage): the cyclic collector would
-    # only rescan them, ~10% of a large apply. The server keeps the collector.
-    import gc
+    from lsp_server import startup
 
-    was_enabled = gc.isenabled()
-    gc.disable()
+    startup.dataclasses_without_inspect()
     try:
-        return _run_edit(args)
+        with startup.without_cyclic_gc():
+            return _run_edit(args)
     except UsageError as exc:
         sys.stderr.write(f"agent-edit: error: {exc}\n")
         return EXIT_USAGE
-    finally:
-        if was_enabled:
-            gc.enable()  # main() may be called in-process
-
-
-def _defer_inspect() -> None:
-    """Load `inspect` only if something uses it (a tenth of a short headless run).
-
-    `dataclasses` imports it for one thing: the signature it writes as the docstring of a
-    class that has none (every engine dataclass has one). Until then `sys.modules` holds a
-    stand-in whose first unknown attribute loads the real module (PEP 562 `__getattr__`) and
-    copies it in, so a later user of `inspect`, or of the stand-in, gets all of it. (stdlib's
-    LazyLoader does not do: a second `import inspect` reads `__spec__` and loads it.)
-    """
-    if "inspect" in sys.modules:
-        return
-    from types import ModuleType
-
-    stand_in = ModuleType("inspect")
-
-    def load(name: str) -> Any:
-        if sys.modules.get("inspect") is stand_in:
-            del sys.modules["inspect"]
-        import inspect
-
-        vars(stand_in).update(vars(inspect))
-        return getattr(inspect, name)
-
-    stand_in.__getattr__ = load  # type: ignore[method-assign]
-    sys.modules["inspect"] = stand_in
 
 
 def _run_edit(args: argparse.Namespace) -> int:

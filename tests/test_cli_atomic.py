@@ -679,18 +679,27 @@ def _umask() -> int:
 
 
 def test_headless_apply_does_not_load_inspect(work: Path, state: Path) -> None:
-    """`inspect` (imported by dataclasses) is a stand-in in a headless run, which loads the
-    real module the moment anything reads from it."""
+    """`inspect` (imported by dataclasses) is not loaded by a headless run: dataclasses holds a
+    stand-in (lsp_server/startup.py) that loads the real module the moment anything reads from
+    it, and nothing else sees it: `sys.modules` never keeps it, `import inspect` is the real
+    module, and a dataclass without a docstring still gets its signature as one."""
     code = (
         "import sys\n"
         "from lsp_server.cli import main\n"
         f"rc = main(['apply-patch', '--root', {str(work)!r}, {str(work / 'p')!r}])\n"
         "assert rc == 0, rc\n"
-        "m = sys.modules['inspect']\n"
+        "assert 'inspect' not in sys.modules, 'loaded, or the stand-in left in sys.modules'\n"
+        "import dataclasses\n"
+        "m = dataclasses.inspect\n"
         "assert 'signature' not in vars(m), 'not loaded yet'\n"
+        "@dataclasses.dataclass\n"
+        "class NoDoc:\n"
+        "    x: int\n"
+        "assert NoDoc.__doc__ == 'NoDoc(x: int)', NoDoc.__doc__\n"
         "assert callable(m.signature) and m.isfunction(main)\n"
         "import inspect\n"
         "assert inspect.signature(main) and inspect is not m and 'signature' in vars(m)\n"
+        "assert sys.modules['inspect'] is inspect\n"
     )
     (work / "p").write_text(PATCH)
     proc = _python("-c", code, state=state)
