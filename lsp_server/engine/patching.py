@@ -598,7 +598,9 @@ class _FileSeeker:
                     want = list(pattern)
                 pivot = _pivot(want)
             if eof:
-                if values[n - k :] == want:
+                # Only the last position, and only if the cursor has not passed it (Codex:
+                # a chunk never matches lines an earlier chunk or anchor consumed).
+                if n - k >= start and values[n - k :] == want:
                     return name, [n - k]
                 continue
             v = want[pivot]
