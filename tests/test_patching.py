@@ -686,3 +686,24 @@ def test_end_of_file_chunk_never_matches_before_the_cursor(text: str, body: str)
     err = refused({"a": text}, body)
     assert err.code == Code.NO_MATCH
     assert "file order" in str(err.details["candidates"])
+
+
+@pytest.mark.parametrize(
+    "tail, code, phrase",
+    [
+        ("*** Update File: b\n@@\n-y\n+w\n", Code.INVALID_ARGUMENT, "Merge the two sections"),
+        ("*** Delete File: b\n", Code.INVALID_ARGUMENT, "Update File section at patch line 2"),
+        ("*** Add File: b\n+q\n", Code.ALREADY_EXISTS, "(moved here)"),
+    ],
+)
+def test_move_then_add_then_the_destination_names_the_move(
+    tail: str, code: Code, phrase: str
+) -> None:
+    # After Move a -> b then Add a, a section naming b was told "the Add File section at patch
+    # line 2 creates it" (and to put its change into that section's '+' lines): line 2 is the
+    # Update File that moves a there, and the patch has no Add File of b.
+    body = "*** Update File: a\n*** Move to: b\n@@\n-x\n+y\n*** Add File: a\n+z\n" + tail
+    err = refused({"a": "x\n"}, body)
+    assert (err.code, err.details["path"], err.details["earlierPatchLine"]) == (code, "b", 2)
+    assert phrase in err.message + err.hint, err.message
+    assert "Add File section" not in err.message + err.hint
