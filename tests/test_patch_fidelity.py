@@ -456,6 +456,34 @@ async def test_lsp_open_buffer_deleted_then_added_is_updated_in_place(vscode: Ed
 
 
 @pytest.mark.asyncio
+@pytest.mark.parametrize(
+    "section",
+    [
+        "*** Delete File: f.txt\n*** Add File: f.txt\n+one\n",  # rewritten with its own text
+        "*** Update File: f.txt\n@@\n-one\n+one\n",  # a chunk that puts the line back
+    ],
+)
+async def test_lsp_open_buffer_rewritten_with_its_own_text(vscode: Editor, section: str) -> None:
+    # An open buffer whose section changes nothing (no edits to send) was verified by watching
+    # for edit runs that never come: the patch was reported PARTIAL ("the buffers do not show
+    # it"), and with another file in the patch that file's edit was rolled back.
+    vscode.write_file("f.txt", "one\n")
+    vscode.write_file("g.txt", "g\n")
+    vscode.open("f.txt")
+    result = await vscode.command(
+        "agentEdit.applyPatch", {"patch": _p(section + "*** Update File: g.txt\n@@\n-g\n+G\n")}
+    )
+    assert result["ok"] and result["status"] == "applied", result
+    assert [(f["path"], f["change"]) for f in result["files"]] == [
+        ("f.txt", "update"),
+        ("g.txt", "update"),
+    ]
+    assert "f.txt" not in result["diff"]
+    assert vscode.view() == {"f.txt": b"one\n", "g.txt": b"G\n"}
+    assert len(vscode.apply_requests) == 1  # no rollback
+
+
+@pytest.mark.asyncio
 @pytest.mark.parametrize("name", ["delete-add-update", "move-then-add-destination", "two-updates"])
 async def test_lsp_refuses_the_same_as_the_cli(vscode: Editor, name: str) -> None:
     before, patch, after = GOLDEN[name]
