@@ -585,7 +585,7 @@ def test_sigkill_during_a_move_then_add_rolls_back(tmp_path: Path, crash_after: 
 
 def _random_update(rnd: random.Random) -> tuple[bytes, str]:
     """A small file of few distinct lines (empty ones too, CRLF or not, maybe no final newline)
-    and an Update File patch over it: chunks in file order from its real lines (context,
+    and an Update File patch over it: chunks mostly in file order from its real lines (context,
     removed, replaced, added; anchors; End of File), pure additions, any line ending."""
     n = rnd.randint(0, 8)
     lines = [rnd.choice(["a", "b", "c", "d", "", "e f"]) for _ in range(n)]
@@ -599,11 +599,16 @@ def _random_update(rnd: random.Random) -> tuple[bytes, str]:
         if rnd.random() < 0.25 or cur >= n:
             body += ["@@"] + ["+" + rnd.choice(["x", "y", ""]) for _ in range(rnd.randint(1, 2))]
             continue
-        s = rnd.randint(cur, n - 1)
+        # Now and then a chunk that starts before the previous one ended (out of order, or on
+        # lines it consumed) or an anchor at or past its lines: Codex refuses those where the
+        # forward cursor has passed them, End of File chunks too.
+        s = rnd.randint(max(0, cur - 2) if rnd.random() < 0.2 else cur, n - 1)
         e = rnd.randint(s + 1, min(n, s + 3))
         chunk = ["@@"]
         if s > cur and rnd.random() < 0.3:
             chunk = ["@@ " + lines[rnd.randint(cur, s - 1)]]
+        elif rnd.random() < 0.1:
+            chunk = ["@@ " + lines[rnd.randint(s, n - 1)]]
         for i in range(s, e):
             op = rnd.choice([" ", "-", "-+"])
             if op == "-+":
