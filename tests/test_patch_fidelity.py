@@ -456,6 +456,34 @@ async def test_lsp_open_buffer_deleted_then_added_is_updated_in_place(vscode: Ed
 
 
 @pytest.mark.asyncio
+@pytest.mark.parametrize(
+    "section",
+    [
+        "*** Delete File: f.txt\n*** Add File: f.txt\n+one\n",  # rewritten with its own text
+        "*** Update File: f.txt\n@@\n-one\n+one\n",  # a chunk that puts the line back
+    ],
+)
+async def test_lsp_open_buffer_rewritten_with_its_own_text(vscode: Editor, section: str) -> None:
+    # An open buffer whose section changes nothing (no edits to send) was verified by watching
+    # for edit runs that never come: the patch was reported PARTIAL ("the buffers do not show
+    # it"), and with another file in the patch that file's edit was rolled back.
+    vscode.write_file("f.txt", "one\n")
+    vscode.write_file("g.txt", "g\n")
+    vscode.open("f.txt")
+    result = await vscode.command(
+        "agentEdit.applyPatch", {"patch": _p(section + "*** Update File: g.txt\n@@\n-g\n+G\n")}
+    )
+    assert result["ok"] and result["status"] == "applied", result
+    assert [(f["path"], f["change"]) for f in result["files"]] == [
+        ("f.txt", "update"),
+        ("g.txt", "update"),
+    ]
+    assert "f.txt" not in result["diff"]
+    assert vscode.view() == {"f.txt": b"one\n", "g.txt": b"G\n"}
+    assert len(vscode.apply_requests) == 1  # no rollback
+
+
+@pytest.mark.asyncio
 @pytest.mark.parametrize("name", ["delete-add-update", "move-then-add-destination", "two-updates"])
 async def test_lsp_refuses_the_same_as_the_cli(vscode: Editor, name: str) -> None:
     before, patch, after = GOLDEN[name]
@@ -557,7 +585,7 @@ def test_sigkill_during_a_move_then_add_rolls_back(tmp_path: Path, crash_after: 
 
 def _random_update(rnd: random.Random) -> tuple[bytes, str]:
     """A small file of few distinct lines (empty ones too, CRLF or not, maybe no final newline)
-    and an Update File patch over it: chunks in file order from its real lines (context,
+    and an Update File patch over it: chunks mostly in file order from its real lines (context,
     removed, replaced, added; anchors; End of File), pure additions, any line ending."""
     n = rnd.randint(0, 8)
     lines = [rnd.choice(["a", "b", "c", "d", "", "e f"]) for _ in range(n)]
@@ -571,11 +599,16 @@ def _random_update(rnd: random.Random) -> tuple[bytes, str]:
         if rnd.random() < 0.25 or cur >= n:
             body += ["@@"] + ["+" + rnd.choice(["x", "y", ""]) for _ in range(rnd.randint(1, 2))]
             continue
-        s = rnd.randint(cur, n - 1)
+        # Now and then a chunk that starts before the previous one ended (out of order, or on
+        # lines it consumed) or an anchor at or past its lines: Codex refuses those where the
+        # forward cursor has passed them, End of File chunks too.
+        s = rnd.randint(max(0, cur - 2) if rnd.random() < 0.2 else cur, n - 1)
         e = rnd.randint(s + 1, min(n, s + 3))
         chunk = ["@@"]
         if s > cur and rnd.random() < 0.3:
             chunk = ["@@ " + lines[rnd.randint(cur, s - 1)]]
+        elif rnd.random() < 0.1:
+            chunk = ["@@ " + lines[rnd.randint(s, n - 1)]]
         for i in range(s, e):
             op = rnd.choice([" ", "-", "-+"])
             if op == "-+":

@@ -664,3 +664,46 @@ def test_nested_anchors_in_a_file_with_many_chunks() -> None:
     text += f"        return 0\n# end C{n - 1}\n"
     err = refused({"a": text}, body)
     assert err.code == Code.AMBIGUOUS and err.details["lines"] == [4 * n - 1, 4 * n + 1]
+
+
+@pytest.mark.parametrize(
+    "text, body",
+    [
+        # The first chunk replaced `b`; the End of File chunk names the old `b` as context.
+        ("a\nb\n", "*** Update File: a\n@@\n-b\n+B\n@@\n b\n+C\n*** End of File\n"),
+        # Its lines overlap the first chunk's (b), which already consumed them.
+        ("a\nb\nc\n", "*** Update File: a\n@@\n a\n b\n@@\n b\n c\n+d\n*** End of File\n"),
+        # A nested anchor moved the cursor past the last line: the chunk is out of order.
+        ("a\nb\n", "*** Update File: a\n@@ b\n@@\n-b\n+B\n*** End of File\n"),
+        # An anchor line then an End of File chunk on that same line (Codex: not found).
+        ("c\n", "*** Update File: a\n@@ c\n+a\n@@\n-c\n*** End of File\n"),
+    ],
+)
+def test_end_of_file_chunk_never_matches_before_the_cursor(text: str, body: str) -> None:
+    # Found by a random differential run against Codex 0.169.0, which refuses each of these:
+    # `*** End of File` tried the last position even where earlier chunks or anchors had moved
+    # the forward cursor past it, so a chunk matched lines already consumed (or replaced).
+    err = refused({"a": text}, body)
+    assert err.code == Code.NO_MATCH
+    assert "file order" in str(err.details["candidates"])
+
+
+@pytest.mark.parametrize(
+    "tail, code, phrase",
+    [
+        ("*** Update File: b\n@@\n-y\n+w\n", Code.INVALID_ARGUMENT, "Merge the two sections"),
+        ("*** Delete File: b\n", Code.INVALID_ARGUMENT, "Update File section at patch line 2"),
+        ("*** Add File: b\n+q\n", Code.ALREADY_EXISTS, "(moved here)"),
+    ],
+)
+def test_move_then_add_then_the_destination_names_the_move(
+    tail: str, code: Code, phrase: str
+) -> None:
+    # After Move a -> b then Add a, a section naming b was told "the Add File section at patch
+    # line 2 creates it" (and to put its change into that section's '+' lines): line 2 is the
+    # Update File that moves a there, and the patch has no Add File of b.
+    body = "*** Update File: a\n*** Move to: b\n@@\n-x\n+y\n*** Add File: a\n+z\n" + tail
+    err = refused({"a": "x\n"}, body)
+    assert (err.code, err.details["path"], err.details["earlierPatchLine"]) == (code, "b", 2)
+    assert phrase in err.message + err.hint, err.message
+    assert "Add File section" not in err.message + err.hint

@@ -154,7 +154,9 @@ class _Sections:
             self.changes[k] = FileChange(
                 "add", dest, new_text_override=gone.new_text, new_bom=gone.bom
             )
-            self.state[dest.path] = (_ADDED, first, k)
+            # Still what the Update File section at `first` moved there (it says so when a
+            # later section names the destination), though planned as an add.
+            self.state[dest.path] = (_MOVED_HERE, first, k)
             self.changes.append(rewrite)
             planned = [
                 {"path": dest.path, "change": "add"},
@@ -598,7 +600,9 @@ class _FileSeeker:
                     want = list(pattern)
                 pivot = _pivot(want)
             if eof:
-                if values[n - k :] == want:
+                # Only the last position, and only if the cursor has not passed it (Codex:
+                # a chunk never matches lines an earlier chunk or anchor consumed).
+                if n - k >= start and values[n - k :] == want:
                     return name, [n - k]
                 continue
             v = want[pivot]

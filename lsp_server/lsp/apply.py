@@ -231,7 +231,9 @@ class LineCheck:
         return cls(doc, doc.watch(), runs, expected)
 
     def result(self) -> bool | None:
-        if self.watch.whole:
+        if self.watch.whole or not self.runs:
+            # No runs: the plan changes nothing in this document (a file rewritten with its own
+            # text, a `-x`/`+x` chunk) and no edit is sent for it; the whole text decides.
             return None
         if len(self.doc.lines) != self.expected_len or not self.watch.ranges:
             return False
