@@ -81,6 +81,28 @@ def test_owner_group_and_mode_are_kept_as_root(tmp_path: Path, state: Path, n: i
     assert (root / rels[0]).read_bytes() == b"old\n"
 
 
+def test_a_moved_file_keeps_its_mode_and_owner_as_root(tmp_path: Path, state: Path) -> None:
+    """A Move writes the destination as a new file: a user's 0600 file (a key, a token) must not
+    land 0644 by the umask, nor become root's (found by the patch-fidelity review)."""
+    _need_root()
+    root = tmp_path / "ws"
+    make(root, {"secret.txt": b"old\n", "plain.txt": b"old\n"})
+    os.chown(root / "secret.txt", NOBODY, NOBODY)
+    os.chmod(root / "secret.txt", 0o600)
+    os.chmod(root / "plain.txt", 0o664)  # wider than the umask allows a new file
+    patch = (
+        "*** Begin Patch\n*** Update File: secret.txt\n*** Move to: moved/secret.txt\n@@\n-old\n"
+        "+new\n*** Update File: plain.txt\n*** Move to: plain2.txt\n@@\n-old\n+new\n"
+        "*** End Patch\n"
+    )
+    proc = cli("apply-patch", "--root", str(root), "-", state=state, stdin=patch)
+    assert proc.returncode == 0, proc.stderr
+    st = (root / "moved" / "secret.txt").stat()
+    assert (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (NOBODY, NOBODY, 0o600)
+    assert stat.S_IMODE((root / "plain2.txt").stat().st_mode) == 0o664
+    assert not (root / "secret.txt").exists()
+
+
 @pytest.fixture
 def open_dir() -> Iterator[Path]:
     """A folder `nobody` can reach (pytest's tmp_path is under a 0700 folder)."""

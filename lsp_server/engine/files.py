@@ -229,6 +229,7 @@ class _Step:
         "st",
         "suspect",
         "link",
+        "like",
         "head",
         "name",
         "tmp_name",
@@ -259,6 +260,9 @@ class _Step:
         self.suspect = True
         # A symbolic link removed as a link (`note_link`): `pre` is its target.
         self.link = False
+        # For a new file that continues another (a move's destination): the source as it was
+        # seen, whose mode (and, as root, owner) the new file keeps, as a rename would.
+        self.like: os.stat_result | None = None
 
     @property
     def existed(self) -> bool:
@@ -824,7 +828,11 @@ def _steps(
         target = change.target_path
         tmp = _tmp_name(target, token)
         if change.change == "move":
-            writes.append(_Step(target, "write", None, sha, tmp, data))
+            moved = _Step(target, "write", None, sha, tmp, data)
+            if _READ_LINKS.get(_under(root, change.path)) is None:
+                # A private file stays private where it moves to (not 0644 by the umask).
+                moved.like = stats.get(change.path)
+            writes.append(moved)
             removes.append(_removal(root, change.path, pre, stats))
         else:
             step = _Step(target, "write", pre, sha, tmp, data)
@@ -1037,7 +1045,10 @@ def _write_temp(
     assert step.tmp is not None and step.data is not None
     head = step.head
     st = step.st
+    like = step.like if st is None else None
     mode = st.st_mode & 0o7777 if st is not None else 0o666
+    if like is not None:
+        mode = like.st_mode & 0o7777
     if fd is None:
         fd = os.open(
             step.tmp_name,
@@ -1045,15 +1056,20 @@ def _write_temp(
             mode,
             dir_fd=folders.fds[head],
         )
-        narrowed = st is not None and mode & umask
+        narrowed = (st is not None or like is not None) and mode & umask
     else:
         # Reserved files are created 0o600 until their mode is known.
         narrowed = True
-        if st is None:
+        if st is None and like is None:
             mode &= ~umask
     try:
         if st is not None and _keep_owner(fd, step, st, folders.stats[head], ids):
             narrowed = True  # chown clears setuid/setgid bits: set the mode after it
+        elif like is not None and ids[0] == 0:
+            # As root the moved file keeps its owner (root may always give it); another user
+            # gets the file as its own, as `cp` and an editor's save-as do.
+            if _keep_owner(fd, step, like, folders.stats[head], ids):
+                narrowed = True
         if narrowed:
             os.fchmod(fd, mode)  # the umask must not narrow an existing file's permissions
         _write_all(fd, step.data)
