@@ -27,11 +27,13 @@ The journal knows records only as JSON objects with a `t` (type) field; what the
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import math
 import os
 import re
+import stat
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -306,7 +308,9 @@ def _resolve(value: Any, blobs: Blobs, named: frozenset[str]) -> Any:
     if isinstance(value, dict):
         if len(value) == 1:
             ((key, sha),) = value.items()
-            if key in (BLOB_TEXT, BLOB_JSON) and sha in named:
+            # `sha` is checked to be a string first: a hand-edited `{"$blob": [1]}` is a record
+            # to skip (get() refuses a name not in `named`), not an unhashable-type crash.
+            if key in (BLOB_TEXT, BLOB_JSON) and isinstance(sha, str) and sha in named:
                 data = blobs.get(sha)
                 if key == BLOB_TEXT:
                     return data.decode("utf-8", "surrogatepass")
@@ -355,8 +359,7 @@ class Blobs:
         if not isinstance(sha, str) or len(sha) != 64 or sha.strip("0123456789abcdef"):
             raise ValueError("not a blob name")
         try:
-            with open(self.dir / sha, "rb") as f:
-                data = f.read()
+            data = _read_regular(self.dir / sha)
         except OSError as exc:
             raise ValueError(f"blob {sha[:12]} cannot be read: {exc.strerror}") from None
         if hashlib.sha256(data).hexdigest() != sha:
@@ -376,6 +379,19 @@ class Blobs:
                     os.unlink(self.dir / name)
                     removed += 1
         return removed
+
+
+def _read_regular(path: Path) -> bytes:
+    """A blob file's bytes, refusing anything but a regular file: a blob replaced by a FIFO
+    would block every server start on open(), a symlink to /dev/zero would read forever."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            return f.read()
+    finally:
+        os.close(fd)
 
 
 def _write_all(fd: int, data: bytes) -> None:

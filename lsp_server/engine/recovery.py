@@ -55,6 +55,20 @@ def recover(root: str, locked: str | None = None) -> Recovery:
         return Recovery(files.recover(root))
     except EditError as err:  # the state folder cannot be made or used
         return Recovery(error=err)
+    except (ArithmeticError, LookupError, TypeError, ValueError, AttributeError, RecursionError):
+        # An apply journal of the wrong shape that files.py did not set aside (`[]`, a
+        # `blobSize` of 1e400): whether files hold new content is unknown, so say so and keep
+        # refusing rather than crash every entry point or guess.
+        path = os.path.join(locked or state.workspace_state_path(root), files.JOURNAL)
+        return Recovery(
+            error=EditError(
+                Code.IO_ERROR,
+                f"An interrupted apply's journal {path} cannot be read; nothing was rolled "
+                "back and files it touched may hold new content.",
+                "Inspect that file and the workspace (git status), then move the journal away.",
+                {"path": path, "reason": "RECOVERY_FAILED"},
+            )
+        )
     except OSError as exc:
         return Recovery(
             error=EditError(
@@ -74,8 +88,21 @@ def _names(paths: list[str]) -> str:
     return shown + (f" and {more} more" if more > 0 else "")
 
 
+def _unreadable(conflict: dict[str, Any]) -> bool:
+    # files.recover's report for a journal it could not read and set aside by hand: nothing
+    # was rolled back, and its path is the kept journal, not a workspace file.
+    return "unreadable" in str(conflict.get("why", ""))
+
+
 def message(report: dict[str, Any]) -> str:
     """The one-line text for a rollback report, as every front end shows it."""
+    kept = [str(c.get("path")) for c in report.get("conflicts", []) if _unreadable(c)]
+    if kept and not report.get("restored") and not report.get("removed"):
+        return (
+            f"agent-edit: could not roll back an interrupted apply: its journal is unreadable "
+            f"(kept as {_names(kept)}); files it touched may hold new content: check them "
+            "(git status)."
+        )
     parts = []
     if report.get("restored"):
         parts.append(f"restored {len(report['restored'])} file(s): {_names(report['restored'])}")
@@ -95,7 +122,7 @@ def record(history: History, recovery: Recovery) -> None:
     """Put what `recover` did into the edit history (one entry per rollback or failure)."""
     for r in recovery.reports:
         paths = [*r.get("restored", []), *r.get("removed", [])]
-        paths += [str(c.get("path")) for c in r.get("conflicts", [])]
+        paths += [str(c.get("path")) for c in r.get("conflicts", []) if not _unreadable(c)]
         history.record(
             ACTION,
             {

@@ -1,0 +1,195 @@
+"""An adversarial review of recovery everywhere and the tolerant journal (issue 13 items 2-3):
+hostile blob markers and blob files, apply journals of the wrong shape, recovery messages that
+must not claim a rollback they did not do, and a sliced history answer while edits land."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from lsp_server.engine import files, recovery
+from lsp_server.engine.history import History, drive
+from lsp_server.engine.journal import BLOB_MIN, Journal
+from lsp_server.engine.model import Plan
+from lsp_server.engine.planner import plan_replace
+from tests.history_helpers import FS, apply_plan, snap
+from tests.test_cli_atomic import cli
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _journal(tmp_path: Path) -> Journal:
+    ws = tmp_path / "ws"
+    ws.mkdir(exist_ok=True)
+    return Journal(ws, state_dir=tmp_path / "state")
+
+
+def _big_session(journal: Journal) -> tuple[History, FS]:
+    """One applied edit of a file large enough that its pre-image lives in a blob."""
+    history = History(journal)
+    fs: FS = {"big.txt": "x" * BLOB_MIN + "\nend\n"}
+    plan = Plan("replace", (plan_replace(snap(fs, "big.txt"), "end\n", "END\n"),))
+    entry_id = history.begin(plan, {"path": "big.txt"})
+    fs = apply_plan(fs, plan)
+    history.finish(entry_id, "applied")
+    return history, fs
+
+
+def test_a_blob_marker_that_is_not_a_name_is_skipped(tmp_path: Path) -> None:
+    # `{"$blob": [1]}` in a record that names blobs: was a TypeError (unhashable list) out of
+    # the journal's parser, so no server could start and `history` crashed.
+    journal = _journal(tmp_path)
+    journal.dir.mkdir(parents=True)
+    good = {"t": "record", "id": 1, "action": "replace", "outcome": "applied"}
+    journal.path.write_bytes(
+        b'{"t":"record","id":2,"$blobs":["a"],"diff":{"$blob":[1]}}\n'
+        b'{"t":"record","id":3,"$blobs":["a"],"diff":{"$json":{"k":1}}}\n'
+        + json.dumps(good).encode()
+        + b"\n"
+    )
+    history = History.load(journal)
+    assert history.skipped == 2
+    assert [e.id for e in history.entries] == [1]
+    assert journal.unfinished() == []
+
+
+@pytest.mark.parametrize("kind", ["fifo", "symlink"])
+def test_a_blob_that_is_not_a_regular_file_is_skipped_not_waited_on(
+    tmp_path: Path, kind: str
+) -> None:
+    # A blob replaced by a FIFO blocked History.load (every server start) in open() for ever;
+    # one replaced by a symlink was followed. The load runs in a child so that the old code's
+    # hang shows as a timeout, not as a stuck suite.
+    journal = _journal(tmp_path)
+    _big_session(journal)
+    blobs = list((journal.dir / "blobs").iterdir())
+    assert blobs
+    for blob in blobs:
+        data = blob.read_bytes()
+        blob.unlink()
+        if kind == "fifo":
+            os.mkfifo(blob)
+        else:
+            elsewhere = tmp_path / f"elsewhere-{blob.name}"
+            elsewhere.write_bytes(data)
+            blob.symlink_to(elsewhere)
+    code = (
+        "import sys\n"
+        "from lsp_server.engine.history import History\n"
+        "from lsp_server.engine.journal import Journal\n"
+        "h = History.load(Journal(sys.argv[1], state_dir=sys.argv[2]))\n"
+        "print(h.skipped, len(h.entries))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "ws"), str(journal.dir)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env=dict(os.environ, PYTHONPATH=str(REPO)),
+    )
+    assert proc.returncode == 0, proc.stderr
+    skipped, entries = map(int, proc.stdout.split())
+    assert skipped >= 1 and entries == 0
+
+
+@pytest.fixture
+def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "state"
+    monkeypatch.setenv(files.STATE_DIR_ENV, str(path))
+    return path
+
+
+def _apply_journal(root: Path, data: bytes) -> Path:
+    sdir = Path(files.state_dir(str(root)))
+    (sdir / files.JOURNAL).write_bytes(data)
+    return sdir
+
+
+def test_an_unreadable_apply_journal_is_not_called_a_rollback(tmp_path: Path, state: Path) -> None:
+    # The message said "rolled back an interrupted apply (pid None): left alone (changed
+    # since): <the kept journal>": no rollback happened and that path is no workspace file.
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "a.txt").write_text("a\n")
+    _apply_journal(root, b"not json\n")
+    proc = cli("history", "--root", str(root), "--json", state=state)
+    assert proc.returncode == 0, proc.stderr
+    assert "rolled back" not in proc.stderr
+    assert "could not roll back" in proc.stderr and "unreadable" in proc.stderr
+    (entry,) = json.loads(proc.stdout)["entries"]
+    assert "rolled back" not in entry["args"]["message"]
+    assert entry["files"] == []  # the kept journal is in the state folder, not the workspace
+    assert entry["outcome"] == "PARTIAL"
+
+
+@pytest.mark.parametrize(
+    "data",
+    [b"[]\n", b'{"blobSize": 1e400, "files": []}\nabc', b'{"files": 5}\n'],
+    ids=["list", "huge-blob-size", "files-not-a-list"],
+)
+def test_an_apply_journal_of_the_wrong_shape_is_a_result(
+    tmp_path: Path, state: Path, data: bytes
+) -> None:
+    # `[]` (AttributeError) and a blobSize of 1e400 (OverflowError) were tracebacks out of every
+    # entry point, a server start included (recovery.recover promises never to raise).
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "a.txt").write_text("a\n")
+    done = recovery.recover(str(root))
+    assert done.reports == [] and done.error is None  # no journal: nothing to do
+    _apply_journal(root, data)
+    done = recovery.recover(str(root))
+    if done.error is None:  # set aside by files.py: said as not rolled back
+        assert all("could not roll back" in m for m in done.messages())
+    else:
+        assert done.error.code == "IO_ERROR" and "nothing was rolled back" in done.error.message
+    for command in (["history"], ["undo", "1"]):
+        proc = cli(command[0], "--root", str(root), *command[1:], state=state)
+        assert "Traceback" not in proc.stderr, proc.stderr
+        assert "rolled back an interrupted" not in proc.stderr
+    assert (root / "a.txt").read_text() == "a\n"
+
+
+@pytest.mark.xfail(
+    strict=True, reason="files.py (another branch): a journal path with .. is restored outside"
+)
+def test_a_recovery_never_writes_outside_the_workspace(tmp_path: Path, state: Path) -> None:
+    # An apply journal naming `../outside/victim.txt` (hand-edited, or another version's) had
+    # the recovery of every entry point overwrite a file outside the workspace.
+    root = tmp_path / "ws"
+    root.mkdir()
+    victim = tmp_path / "outside" / "victim.txt"
+    victim.parent.mkdir()
+    victim.write_bytes(b"precious\n")
+    header = {
+        "files": [
+            {
+                "path": "../outside/victim.txt",
+                "op": "write",
+                "pre": [0, 3],
+                "newSha256": hashlib.sha256(b"precious\n").hexdigest(),
+            }
+        ],
+        "blobSize": 3,
+    }
+    _apply_journal(root, json.dumps(header).encode() + b"\nabc")
+    recovery.recover(str(root))
+    assert victim.read_bytes() == b"precious\n"
+
+
+def test_a_sliced_history_answer_counts_what_it_shows(tmp_path: Path) -> None:
+    # The server runs iter_json in 2 ms slices; an edit landing between two slices was counted
+    # in `total` but not shown in `entries`: a client read "1 of 2" and looked for a missing one.
+    history, fs = _big_session(_journal(tmp_path))
+    gen = history.iter_json(limit=None)
+    next(gen)  # the first slice: the entries to show are chosen
+    plan = Plan("replace", (plan_replace(snap(fs, "big.txt"), "END\n", "end!\n"),))
+    history.finish(history.begin(plan, {"path": "big.txt"}), "applied")
+    out = drive(gen)
+    assert out["total"] == len(out["entries"]) == 1
