@@ -193,3 +193,37 @@ def test_a_sliced_history_answer_counts_what_it_shows(tmp_path: Path) -> None:
     history.finish(history.begin(plan, {"path": "big.txt"}), "applied")
     out = drive(gen)
     assert out["total"] == len(out["entries"]) == 1
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("committed", [None]), ("baselines", {"f.py": None}), ("changes", [None])],
+)
+def test_a_null_where_a_record_holds_objects_is_skipped(
+    tmp_path: Path, state: Path, field: str, value: object
+) -> None:
+    # records.py took `null` for an object inside lists and maps (its `_dict` reads None as
+    # absent): `committed: [null]` loaded, then `undo` crashed on it (AttributeError in
+    # plan_undo, a traceback out of the CLI); a null baseline broke replay half-way.
+    root = tmp_path / "ws"
+    root.mkdir()
+    fs: FS = {"f.py": "a = 1\n"}
+    plan = Plan("replace", (plan_replace(snap(fs, "f.py"), "a = 1", "a = 2"),))
+    journal = Journal(root)
+    history = History(journal)
+    entry_id = history.begin(plan, {"path": "f.py"})
+    (root / "f.py").write_text(apply_plan(fs, plan)["f.py"])
+    history.finish(entry_id, "applied")
+    records = [json.loads(line) for line in journal.path.read_bytes().splitlines()]
+    mutated = 0
+    for rec in records:
+        if field in rec or (rec["t"] == "finish" and field == "committed"):
+            rec[field] = value
+            mutated += 1
+    assert mutated
+    journal.path.write_bytes(b"".join(json.dumps(r).encode() + b"\n" for r in records))
+    proc = cli("undo", "--root", str(root), "--json", "1", state=state)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert json.loads(proc.stdout)["code"] in ("NOT_FOUND", "INVALID_ARGUMENT")
+    history = History.load(Journal(root))
+    assert history.skipped >= 1
