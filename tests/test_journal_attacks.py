@@ -227,3 +227,22 @@ def test_a_null_where_a_record_holds_objects_is_skipped(
     assert json.loads(proc.stdout)["code"] in ("NOT_FOUND", "INVALID_ARGUMENT")
     history = History.load(Journal(root))
     assert history.skipped >= 1
+
+
+def test_an_altered_blob_is_written_again_not_named_again(tmp_path: Path) -> None:
+    # Blobs.put kept any file of the right size: a blob altered on disk (same size) was named
+    # again by the compaction of a history that still held the right text, so the next load
+    # skipped the entry and its pre-image was gone for good.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    journal = Journal(ws, state_dir=tmp_path / "state", max_bytes=200)
+    history, _fs = _big_session(journal)
+    for blob in (journal.dir / "blobs").iterdir():
+        data = bytearray(blob.read_bytes())
+        data[0] ^= 1
+        blob.write_bytes(bytes(data))
+    history.record("replace", {"path": "big.txt"}, outcome="dry-run")  # compacts: max_bytes
+    assert journal.compacted_size > 0
+    again = History.load(Journal(ws, state_dir=tmp_path / "state"))
+    assert again.skipped == 0
+    assert again.entries[0].id == 1 and again.entries[0].undoable
