@@ -246,3 +246,33 @@ def test_an_altered_blob_is_written_again_not_named_again(tmp_path: Path) -> Non
     again = History.load(Journal(ws, state_dir=tmp_path / "state"))
     assert again.skipped == 0
     assert again.entries[0].id == 1 and again.entries[0].undoable
+
+
+def test_a_server_start_does_not_wait_for_a_running_apply(tmp_path: Path, state: Path) -> None:
+    # The server's start (recovery.recover) waited on the workspace lock whenever an apply's
+    # journal existed: a CLI apply stopped with ^Z (or just a long one) kept `initialize`
+    # unanswered for as long. The lock is held here, in this process; the recovery runs in a
+    # thread, joined with a bound only so that the old code's wait fails the test instead of
+    # hanging the suite.
+    import threading
+
+    root = tmp_path / "ws"
+    root.mkdir()
+    out: list[recovery.Recovery] = []
+    with files.workspace_lock(str(root)) as sdir:
+        (Path(sdir) / files.JOURNAL).write_bytes(b'{"files": []}\n')
+        thread = threading.Thread(
+            target=lambda: out.append(recovery.recover(str(root), wait=False)), daemon=True
+        )
+        thread.start()
+        thread.join(30)
+        waited = thread.is_alive()
+    thread.join()
+    assert not waited
+    (done,) = out
+    assert done.busy and done.reports == [] and done.error is None
+    assert "another agent-edit process is applying" in done.messages()[0]
+    # Once the apply has ended (or was killed: its lock went with it), a start rolls back.
+    done = recovery.recover(str(root), wait=False)
+    assert not done.busy and len(done.reports) == 1
+    assert not (Path(files.state_dir(str(root))) / files.JOURNAL).exists()
