@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from lsp_server.engine import files, recovery
+from lsp_server.engine.errors import EditError
 from lsp_server.engine.history import History, drive
 from lsp_server.engine.journal import BLOB_MIN, Journal
 from lsp_server.engine.model import Plan
@@ -276,3 +277,35 @@ def test_a_server_start_does_not_wait_for_a_running_apply(tmp_path: Path, state:
     done = recovery.recover(str(root), wait=False)
     assert not done.busy and len(done.reports) == 1
     assert not (Path(files.state_dir(str(root))) / files.JOURNAL).exists()
+
+
+def test_a_blob_folder_that_is_a_symlink_is_never_written_through(tmp_path: Path) -> None:
+    # `blobs/` is checked nowhere (only the state folder is): as a symlink into the workspace,
+    # pre-images were written there and each compaction's clean-up unlinked every file in it
+    # that no record named, a user's own files included.
+    ws = tmp_path / "ws"
+    (ws / "src").mkdir(parents=True)
+    (ws / "src" / "keep.py").write_text("mine\n")
+    journal = Journal(ws, state_dir=tmp_path / "state", max_bytes=200)
+    journal.dir.mkdir(parents=True)
+    (journal.dir / "blobs").symlink_to(ws / "src")
+    with pytest.raises(EditError) as caught:  # no undo record: the edit is not sent
+        _big_session(journal)
+    assert "undo record could not be written" in caught.value.message
+    History(journal).record("replace", {"path": "big.txt"}, outcome="dry-run")  # compacts
+    assert sorted(os.listdir(ws / "src")) == ["keep.py"]
+    assert (ws / "src" / "keep.py").read_text() == "mine\n"
+
+
+def test_a_compaction_removes_only_what_blobs_wrote(tmp_path: Path) -> None:
+    # The clean-up removed every name in `blobs/` no record named: a file put there by hand
+    # (a note, a backup) went with the unused blobs.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    journal = Journal(ws, state_dir=tmp_path / "state", max_bytes=200)
+    history, _fs = _big_session(journal)
+    (journal.dir / "blobs" / "README").write_text("kept by hand\n")
+    (journal.dir / "blobs" / ("0" * 64)).write_bytes(b"unused")
+    history.record("replace", {"path": "big.txt"}, outcome="dry-run")  # compacts: max_bytes
+    names = os.listdir(journal.dir / "blobs")
+    assert "README" in names and "0" * 64 not in names

@@ -325,44 +325,64 @@ class Blobs:
     """Content-addressed files in the journal's folder (`blobs/<sha256>`) holding the values too
     large for a journal line: written once (a value already there is not written again, so a
     compaction that keeps a 50 MB baseline does not rewrite it), each fsynced and renamed into
-    place before the record naming it is appended. Used under the journal's lock only."""
+    place before the record naming it is appended. Used under the journal's lock only.
+
+    Every operation goes through a descriptor of the folder opened with O_NOFOLLOW: a `blobs`
+    that is a symlink (into the workspace, say) is never written through, and the clean-up
+    removes only names blobs write (`<sha256>`, `.<sha256>.<pid>.tmp`), never a file put there
+    by hand."""
 
     def __init__(self, directory: Path) -> None:
         self.dir = directory
 
+    def _open_dir(self, create: bool) -> tuple[int, bool]:
+        """The folder's descriptor (ELOOP when it is a symlink), and whether it was just made."""
+        created = False
+        if create:
+            try:
+                os.mkdir(self.dir, 0o700)
+                created = True
+            except FileExistsError:
+                pass
+        return os.open(self.dir, os.O_RDONLY | _DIRECTORY | _NOFOLLOW), created
+
     def put(self, data: bytes) -> str:
         sha = hashlib.sha256(data).hexdigest()
-        path = self.dir / sha
+        dfd, created = self._open_dir(create=True)
         try:
-            # Kept only when it holds these bytes (a compare, far cheaper than the write and
-            # fsync it saves): one altered on disk, or a symlink or FIFO put in its place, is
-            # written again rather than named by one more record that replay would then skip.
-            if path.stat().st_size == len(data) and _read_regular(path) == data:
-                return sha
-        except OSError:
-            pass
-        created = not self.dir.is_dir()
-        if created:
-            self.dir.mkdir(mode=0o700, exist_ok=True)
-        tmp = self.dir / f".{sha}.{os.getpid()}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            _write_all(fd, data)
-            os.fsync(fd)
+            try:
+                # Kept only when it holds these bytes (a compare, far cheaper than the write
+                # and fsync it saves): one altered on disk, or a symlink or FIFO put in its
+                # place, is written again rather than named by one more record replay skips.
+                if _read_regular(sha, dfd, len(data)) == data:
+                    return sha
+            except OSError:
+                pass
+            tmp = f".{sha}.{os.getpid()}.tmp"
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _NOFOLLOW, 0o600, dir_fd=dfd)
+            try:
+                _write_all(fd, data)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(tmp, sha, src_dir_fd=dfd, dst_dir_fd=dfd)
+            os.fsync(dfd)
         finally:
-            os.close(fd)
-        os.replace(tmp, path)
-        _fsync_dir(self.dir)
+            os.close(dfd)
         if created:
             _fsync_dir(self.dir.parent)
         return sha
 
     def get(self, sha: str) -> bytes:
         """The blob's bytes; ValueError when it is missing or not what its name says."""
-        if not isinstance(sha, str) or len(sha) != 64 or sha.strip("0123456789abcdef"):
+        if not isinstance(sha, str) or not _BLOB_NAME.fullmatch(sha):
             raise ValueError("not a blob name")
         try:
-            data = _read_regular(self.dir / sha)
+            dfd, _ = self._open_dir(create=False)
+            try:
+                data = _read_regular(sha, dfd)
+            finally:
+                os.close(dfd)
         except OSError as exc:
             raise ValueError(f"blob {sha[:12]} cannot be read: {exc.strerror}") from None
         if hashlib.sha256(data).hexdigest() != sha:
@@ -373,24 +393,35 @@ class Blobs:
         """Remove every blob not in `keep` (and temporaries a crash left); how many went."""
         removed = 0
         try:
-            names = os.listdir(self.dir)
+            dfd, _ = self._open_dir(create=False)
         except OSError:
             return 0
-        for name in names:
-            if name not in keep:
-                with contextlib.suppress(OSError):
-                    os.unlink(self.dir / name)
-                    removed += 1
+        try:
+            for name in os.listdir(dfd):
+                if name not in keep and (_BLOB_NAME.fullmatch(name) or _BLOB_TMP.fullmatch(name)):
+                    with contextlib.suppress(OSError):
+                        os.unlink(name, dir_fd=dfd)
+                        removed += 1
+        finally:
+            os.close(dfd)
         return removed
 
 
-def _read_regular(path: Path) -> bytes:
-    """A blob file's bytes, refusing anything but a regular file: a blob replaced by a FIFO
-    would block every server start on open(), a symlink to /dev/zero would read forever."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_BLOB_NAME = re.compile(r"[0-9a-f]{64}")
+_BLOB_TMP = re.compile(r"\.[0-9a-f]+\.[0-9]+\.tmp")
+
+
+def _read_regular(name: str, dfd: int, size: int | None = None) -> bytes:
+    """A blob file's bytes, refusing anything but a regular file (of `size` bytes, when given):
+    a blob replaced by a FIFO would block every server start on open(), a symlink to /dev/zero
+    would read for ever."""
+    fd = os.open(name, os.O_RDONLY | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0), dir_fd=dfd)
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or (size is not None and st.st_size != size):
+            raise OSError(errno.EINVAL, "not the blob file", name)
         with os.fdopen(fd, "rb", closefd=False) as f:
             return f.read()
     finally:
