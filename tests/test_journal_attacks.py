@@ -309,3 +309,54 @@ def test_a_compaction_removes_only_what_blobs_wrote(tmp_path: Path) -> None:
     history.record("replace", {"path": "big.txt"}, outcome="dry-run")  # compacts: max_bytes
     names = os.listdir(journal.dir / "blobs")
     assert "README" in names and "0" * 64 not in names
+
+
+@pytest.mark.parametrize("name", ["journal.jsonl", "journal.jsonl.tmp", "journal.lock"])
+def test_a_journal_file_that_is_a_symlink_is_never_written_through(
+    tmp_path: Path, name: str
+) -> None:
+    # The journal, its compaction's temporary file and its lock were opened following
+    # symlinks: one pointing into the workspace had records appended to a user's file, or the
+    # file truncated and overwritten by a compaction (O_TRUNC through the link), or created.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    victim = ws / "victim.py"
+    victim.write_text("mine\n")
+    journal = Journal(ws, state_dir=tmp_path / "state", max_bytes=200)
+    history, _fs = _big_session(journal)
+    link = journal.dir / name
+    link.unlink(missing_ok=True)
+    link.symlink_to(victim if name != "journal.lock" else ws / "made.py")  # O_CREAT through it
+    try:
+        History(journal).record("replace", {"path": "big.txt"}, outcome="dry-run")  # compacts
+        history.record("replace", {"path": "big.txt"}, outcome="dry-run")
+    except EditError:
+        pass  # refusing to journal is a fine answer; writing through the link is not
+    assert victim.read_text() == "mine\n"
+    assert sorted(os.listdir(ws)) == ["victim.py"]
+
+
+def test_a_journal_that_is_a_fifo_does_not_hang_a_start(tmp_path: Path) -> None:
+    # The journal was opened with plain open()s: a FIFO in its place (or a symlink to one)
+    # blocked the first edit's journaling (and with it the server) for ever. Run in a child,
+    # so that the old code fails by timeout instead of hanging the suite.
+    journal = _journal(tmp_path)
+    journal.dir.mkdir(parents=True)
+    os.mkfifo(journal.path)
+    code = (
+        "import sys\n"
+        "from lsp_server.engine.history import History\n"
+        "from lsp_server.engine.journal import Journal\n"
+        "h = History.load(Journal(sys.argv[1], state_dir=sys.argv[2]))\n"
+        "h.record('replace', {'path': 'f.py'}, outcome='dry-run')\n"
+        "print(h.journal_error)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "ws"), str(journal.dir)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env=dict(os.environ, PYTHONPATH=str(REPO)),
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "journal failed" in proc.stdout  # said; the history goes on in memory

@@ -111,7 +111,7 @@ class Journal:
     @contextlib.contextmanager
     def _lock(self) -> Iterator[None]:
         self._ensure_dir()
-        fd = os.open(self.dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
+        fd = _open_regular(self.dir / LOCK_NAME, os.O_RDWR | os.O_CREAT)
         try:
             if fcntl is not None:
                 fcntl.flock(fd, fcntl.LOCK_EX)
@@ -152,7 +152,7 @@ class Journal:
         self._inode = st.st_ino
         if st.st_size == self._offset:
             return Batch([], reset)
-        with open(self.path, "rb") as f:
+        with os.fdopen(_open_regular(self.path, os.O_RDONLY), "rb") as f:
             f.seek(self._offset)
             data = f.read()
         self._offset += len(data)
@@ -171,7 +171,10 @@ class Journal:
     def unfinished(self) -> list[dict[str, Any]]:
         """`begin` records with no `finish`: plans that may have been half carried out."""
         begun: dict[int, dict[str, Any]] = {}
-        with contextlib.suppress(FileNotFoundError), open(self.path, "rb") as f:
+        with (
+            contextlib.suppress(FileNotFoundError),
+            os.fdopen(_open_regular(self.path, os.O_RDONLY), "rb") as f,
+        ):
             for rec in _parse(f.read().split(b"\n"), None, self.blobs):
                 t, entry_id = rec.get("t"), rec.get("id")
                 if type(entry_id) is not int:
@@ -200,7 +203,7 @@ class Journal:
             # A torn line from a crash: end it so the new record starts on a line of its own.
             data = b"\n" + data
             self._tail = b""
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        fd = _open_regular(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
         try:
             created = self._inode is None
             view = memoryview(data)
@@ -219,7 +222,9 @@ class Journal:
 
     def _rewrite(self, records: list[dict[str, Any]]) -> None:
         tmp = self.dir / (JOURNAL_NAME + ".tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)  # a crash's leftover, or a symlink: O_EXCL makes a file of our own
+        fd = _open_regular(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
         try:
             data = b"".join(_dump(r, self.blobs) for r in records)
             view = memoryview(data)
@@ -426,6 +431,20 @@ def _read_regular(name: str, dfd: int, size: int | None = None) -> bytes:
             return f.read()
     finally:
         os.close(fd)
+
+
+def _open_regular(path: Path, flags: int) -> int:
+    """Open a journal file of the state folder: never through a symlink (one into the workspace
+    would have records appended to, or a compaction written over, a user's file), and only a
+    regular file (a FIFO would block the open, and the server with it, for ever)."""
+    fd = os.open(path, flags | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0), 0o600)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def _write_all(fd: int, data: bytes) -> None:
