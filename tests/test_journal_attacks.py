@@ -360,3 +360,45 @@ def test_a_journal_that_is_a_fifo_does_not_hang_a_start(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert "journal failed" in proc.stdout  # said; the history goes on in memory
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("how", ["wrong-shape", "apply-running"])
+async def test_a_server_starts_on_a_bad_or_busy_apply_journal_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    # wrong-shape: `initialize` failed on recovery's AttributeError. apply-running: it waited on
+    # the workspace lock for as long as the apply (held here) ran.
+    import asyncio
+    import contextlib
+
+    from lsprotocol import types as t
+
+    from tests.editor_client import STATE_DIR, server_config, start_session
+
+    monkeypatch.setenv(files.STATE_DIR_ENV, STATE_DIR)
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "a.txt").write_text("a\n")
+    with contextlib.ExitStack() as stack:
+        if how == "apply-running":
+            sdir = stack.enter_context(files.workspace_lock(str(root)))
+            (Path(sdir) / files.JOURNAL).write_bytes(b'{"files": []}\n')
+        else:
+            _apply_journal(root, b"[]\n")
+        client = await server_config().start()
+        try:
+            ed = await asyncio.wait_for(start_session(client, "visual-studio-code", root), 30)
+            shown = await asyncio.wait_for(client.wait_for_notification(t.WINDOW_SHOW_MESSAGE), 10)
+            if how == "apply-running":
+                assert "another agent-edit process is applying" in shown.message
+            else:
+                assert "cannot be read; nothing was rolled back" in shown.message
+                assert "rolled back an interrupted" not in shown.message
+            ed.open("a.txt", "a\n")
+            read = await ed.command("agentEdit.read", {"path": "a.txt"})
+            assert read["ok"], read
+        finally:
+            stack.close()  # the apply "ends": the server's shutdown must not wait on it
+            await client.shutdown_session()
+            await client.stop()
