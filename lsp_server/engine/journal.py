@@ -349,7 +349,15 @@ class Blobs:
                 created = True
             except FileExistsError:
                 pass
+        if not _DIR_FD:  # pragma: no cover - Windows: by path, a symlinked folder refused
+            if os.path.islink(self.dir) or not os.path.isdir(self.dir):
+                raise OSError(errno.ELOOP, "not a folder of its own", str(self.dir))
+            return _NO_FD, created
         return os.open(self.dir, os.O_RDONLY | _DIRECTORY | _NOFOLLOW), created
+
+    def _at(self, dfd: int, name: str) -> tuple[str, int | None]:
+        """`name` and the dir_fd to use it with (a path, where there are no dir_fds)."""
+        return (name, dfd) if dfd != _NO_FD else (str(self.dir / name), None)
 
     def put(self, data: bytes) -> str:
         sha = hashlib.sha256(data).hexdigest()
@@ -359,21 +367,24 @@ class Blobs:
                 # Kept only when it holds these bytes (a compare, far cheaper than the write
                 # and fsync it saves): one altered on disk, or a symlink or FIFO put in its
                 # place, is written again rather than named by one more record replay skips.
-                if _read_regular(sha, dfd, len(data)) == data:
+                if _read_regular(*self._at(dfd, sha), len(data)) == data:
                     return sha
             except OSError:
                 pass
-            tmp = f".{sha}.{os.getpid()}.tmp"
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _NOFOLLOW, 0o600, dir_fd=dfd)
+            tmp, at = self._at(dfd, f".{sha}.{os.getpid()}.tmp")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _NOFOLLOW, 0o600, dir_fd=at)
             try:
                 _write_all(fd, data)
                 os.fsync(fd)
             finally:
                 os.close(fd)
-            os.replace(tmp, sha, src_dir_fd=dfd, dst_dir_fd=dfd)
-            os.fsync(dfd)
+            os.replace(tmp, self._at(dfd, sha)[0], src_dir_fd=at, dst_dir_fd=at)
+            if dfd != _NO_FD:
+                os.fsync(dfd)
+            else:  # pragma: no cover - Windows
+                _fsync_dir(self.dir)
         finally:
-            os.close(dfd)
+            _close(dfd)
         if created:
             _fsync_dir(self.dir.parent)
         return sha
@@ -385,9 +396,9 @@ class Blobs:
         try:
             dfd, _ = self._open_dir(create=False)
             try:
-                data = _read_regular(sha, dfd)
+                data = _read_regular(*self._at(dfd, sha))
             finally:
-                os.close(dfd)
+                _close(dfd)
         except OSError as exc:
             raise ValueError(f"blob {sha[:12]} cannot be read: {exc.strerror}") from None
         if hashlib.sha256(data).hexdigest() != sha:
@@ -402,23 +413,31 @@ class Blobs:
         except OSError:
             return 0
         try:
-            for name in os.listdir(dfd):
+            for name in os.listdir(dfd if dfd != _NO_FD else self.dir):
                 if name not in keep and (_BLOB_NAME.fullmatch(name) or _BLOB_TMP.fullmatch(name)):
                     with contextlib.suppress(OSError):
-                        os.unlink(name, dir_fd=dfd)
+                        path, at = self._at(dfd, name)
+                        os.unlink(path, dir_fd=at)
                         removed += 1
         finally:
-            os.close(dfd)
+            _close(dfd)
         return removed
 
 
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_DIR_FD = {os.open, os.unlink, os.rename} <= os.supports_dir_fd and os.listdir in os.supports_fd
+_NO_FD = -1  # `_open_dir` where a folder cannot be opened (Windows): paths are used instead
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _BLOB_NAME = re.compile(r"[0-9a-f]{64}")
 _BLOB_TMP = re.compile(r"\.[0-9a-f]+\.[0-9]+\.tmp")
 
 
-def _read_regular(name: str, dfd: int, size: int | None = None) -> bytes:
+def _close(dfd: int) -> None:
+    if dfd != _NO_FD:
+        os.close(dfd)
+
+
+def _read_regular(name: str, dfd: int | None, size: int | None = None) -> bytes:
     """A blob file's bytes, refusing anything but a regular file (of `size` bytes, when given):
     a blob replaced by a FIFO would block every server start on open(), a symlink to /dev/zero
     would read for ever."""
