@@ -79,9 +79,9 @@ def test_the_blob_is_durable_before_the_record_naming_it(
         events.append(("write", name(fd)))
         return real_write(fd, data)
 
-    def replace(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
+    def replace(src: str | os.PathLike[str], dst: str | os.PathLike[str], **fds: int) -> None:
         events.append(("rename", os.path.basename(dst)))
-        real_replace(src, dst)
+        real_replace(src, dst, **fds)  # blobs rename through the folder's descriptor
 
     monkeypatch.setattr(journal_module.os, "fsync", fsync)
     monkeypatch.setattr(journal_module.os, "write", write)

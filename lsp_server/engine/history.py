@@ -1450,7 +1450,10 @@ class History:
         more may have changed), cut past `net_cap` characters in all (`diffCut: true`)."""
         if edit_id is not None:
             return {"ok": True, "entries": [self.entry(edit_id).to_json()], "total": 1}
-        count = len(self._entries) if limit is None else max(0, min(limit, len(self._entries)))
+        # Counted with the entries chosen: edits that land while this yields (the server runs
+        # it in slices) are in neither, so `total` never names entries the answer lacks.
+        total = len(self._entries)
+        count = total if limit is None else max(0, min(limit, total))
         chosen = list(islice(reversed(self._entries.values()), count))[::-1]
         entries = []
         for e in chosen:
@@ -1469,7 +1472,7 @@ class History:
         out: dict[str, Any] = {
             "ok": True,
             "entries": entries,
-            "total": len(self._entries),
+            "total": total,
             "net": net,
         }
         if cut:

@@ -27,11 +27,13 @@ The journal knows records only as JSON objects with a `t` (type) field; what the
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import math
 import os
 import re
+import stat
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -109,7 +111,7 @@ class Journal:
     @contextlib.contextmanager
     def _lock(self) -> Iterator[None]:
         self._ensure_dir()
-        fd = os.open(self.dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
+        fd = _open_regular(self.dir / LOCK_NAME, os.O_RDWR | os.O_CREAT)
         try:
             if fcntl is not None:
                 fcntl.flock(fd, fcntl.LOCK_EX)
@@ -150,7 +152,7 @@ class Journal:
         self._inode = st.st_ino
         if st.st_size == self._offset:
             return Batch([], reset)
-        with open(self.path, "rb") as f:
+        with os.fdopen(_open_regular(self.path, os.O_RDONLY), "rb") as f:
             f.seek(self._offset)
             data = f.read()
         self._offset += len(data)
@@ -169,7 +171,10 @@ class Journal:
     def unfinished(self) -> list[dict[str, Any]]:
         """`begin` records with no `finish`: plans that may have been half carried out."""
         begun: dict[int, dict[str, Any]] = {}
-        with contextlib.suppress(FileNotFoundError), open(self.path, "rb") as f:
+        with (
+            contextlib.suppress(FileNotFoundError),
+            os.fdopen(_open_regular(self.path, os.O_RDONLY), "rb") as f,
+        ):
             for rec in _parse(f.read().split(b"\n"), None, self.blobs):
                 t, entry_id = rec.get("t"), rec.get("id")
                 if type(entry_id) is not int:
@@ -198,7 +203,7 @@ class Journal:
             # A torn line from a crash: end it so the new record starts on a line of its own.
             data = b"\n" + data
             self._tail = b""
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        fd = _open_regular(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
         try:
             created = self._inode is None
             view = memoryview(data)
@@ -217,7 +222,9 @@ class Journal:
 
     def _rewrite(self, records: list[dict[str, Any]]) -> None:
         tmp = self.dir / (JOURNAL_NAME + ".tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)  # a crash's leftover, or a symlink: O_EXCL makes a file of our own
+        fd = _open_regular(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
         try:
             data = b"".join(_dump(r, self.blobs) for r in records)
             view = memoryview(data)
@@ -306,7 +313,9 @@ def _resolve(value: Any, blobs: Blobs, named: frozenset[str]) -> Any:
     if isinstance(value, dict):
         if len(value) == 1:
             ((key, sha),) = value.items()
-            if key in (BLOB_TEXT, BLOB_JSON) and sha in named:
+            # `sha` is checked to be a string first: a hand-edited `{"$blob": [1]}` is a record
+            # to skip (get() refuses a name not in `named`), not an unhashable-type crash.
+            if key in (BLOB_TEXT, BLOB_JSON) and isinstance(sha, str) and sha in named:
                 data = blobs.get(sha)
                 if key == BLOB_TEXT:
                     return data.decode("utf-8", "surrogatepass")
@@ -321,42 +330,75 @@ class Blobs:
     """Content-addressed files in the journal's folder (`blobs/<sha256>`) holding the values too
     large for a journal line: written once (a value already there is not written again, so a
     compaction that keeps a 50 MB baseline does not rewrite it), each fsynced and renamed into
-    place before the record naming it is appended. Used under the journal's lock only."""
+    place before the record naming it is appended. Used under the journal's lock only.
+
+    Every operation goes through a descriptor of the folder opened with O_NOFOLLOW: a `blobs`
+    that is a symlink (into the workspace, say) is never written through, and the clean-up
+    removes only names blobs write (`<sha256>`, `.<sha256>.<pid>.tmp`), never a file put there
+    by hand."""
 
     def __init__(self, directory: Path) -> None:
         self.dir = directory
 
+    def _open_dir(self, create: bool) -> tuple[int, bool]:
+        """The folder's descriptor (ELOOP when it is a symlink), and whether it was just made."""
+        created = False
+        if create:
+            try:
+                os.mkdir(self.dir, 0o700)
+                created = True
+            except FileExistsError:
+                pass
+        if not _DIR_FD:  # pragma: no cover - Windows: by path, a symlinked folder refused
+            if os.path.islink(self.dir) or not os.path.isdir(self.dir):
+                raise OSError(errno.ELOOP, "not a folder of its own", str(self.dir))
+            return _NO_FD, created
+        return os.open(self.dir, os.O_RDONLY | _DIRECTORY | _NOFOLLOW), created
+
+    def _at(self, dfd: int, name: str) -> tuple[str, int | None]:
+        """`name` and the dir_fd to use it with (a path, where there are no dir_fds)."""
+        return (name, dfd) if dfd != _NO_FD else (str(self.dir / name), None)
+
     def put(self, data: bytes) -> str:
         sha = hashlib.sha256(data).hexdigest()
-        path = self.dir / sha
+        dfd, created = self._open_dir(create=True)
         try:
-            if path.stat().st_size == len(data):
-                return sha
-        except FileNotFoundError:
-            pass
-        created = not self.dir.is_dir()
-        if created:
-            self.dir.mkdir(mode=0o700, exist_ok=True)
-        tmp = self.dir / f".{sha}.{os.getpid()}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            _write_all(fd, data)
-            os.fsync(fd)
+            try:
+                # Kept only when it holds these bytes (a compare, far cheaper than the write
+                # and fsync it saves): one altered on disk, or a symlink or FIFO put in its
+                # place, is written again rather than named by one more record replay skips.
+                if _read_regular(*self._at(dfd, sha), len(data)) == data:
+                    return sha
+            except OSError:
+                pass
+            tmp, at = self._at(dfd, f".{sha}.{os.getpid()}.tmp")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _NOFOLLOW, 0o600, dir_fd=at)
+            try:
+                _write_all(fd, data)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(tmp, self._at(dfd, sha)[0], src_dir_fd=at, dst_dir_fd=at)
+            if dfd != _NO_FD:
+                os.fsync(dfd)
+            else:  # pragma: no cover - Windows
+                _fsync_dir(self.dir)
         finally:
-            os.close(fd)
-        os.replace(tmp, path)
-        _fsync_dir(self.dir)
+            _close(dfd)
         if created:
             _fsync_dir(self.dir.parent)
         return sha
 
     def get(self, sha: str) -> bytes:
         """The blob's bytes; ValueError when it is missing or not what its name says."""
-        if not isinstance(sha, str) or len(sha) != 64 or sha.strip("0123456789abcdef"):
+        if not isinstance(sha, str) or not _BLOB_NAME.fullmatch(sha):
             raise ValueError("not a blob name")
         try:
-            with open(self.dir / sha, "rb") as f:
-                data = f.read()
+            dfd, _ = self._open_dir(create=False)
+            try:
+                data = _read_regular(*self._at(dfd, sha))
+            finally:
+                _close(dfd)
         except OSError as exc:
             raise ValueError(f"blob {sha[:12]} cannot be read: {exc.strerror}") from None
         if hashlib.sha256(data).hexdigest() != sha:
@@ -367,15 +409,61 @@ class Blobs:
         """Remove every blob not in `keep` (and temporaries a crash left); how many went."""
         removed = 0
         try:
-            names = os.listdir(self.dir)
+            dfd, _ = self._open_dir(create=False)
         except OSError:
             return 0
-        for name in names:
-            if name not in keep:
-                with contextlib.suppress(OSError):
-                    os.unlink(self.dir / name)
-                    removed += 1
+        try:
+            for name in os.listdir(dfd if dfd != _NO_FD else self.dir):
+                if name not in keep and (_BLOB_NAME.fullmatch(name) or _BLOB_TMP.fullmatch(name)):
+                    with contextlib.suppress(OSError):
+                        path, at = self._at(dfd, name)
+                        os.unlink(path, dir_fd=at)
+                        removed += 1
+        finally:
+            _close(dfd)
         return removed
+
+
+_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_DIR_FD = {os.open, os.unlink, os.rename} <= os.supports_dir_fd and os.listdir in os.supports_fd
+_NO_FD = -1  # `_open_dir` where a folder cannot be opened (Windows): paths are used instead
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_BLOB_NAME = re.compile(r"[0-9a-f]{64}")
+_BLOB_TMP = re.compile(r"\.[0-9a-f]+\.[0-9]+\.tmp")
+
+
+def _close(dfd: int) -> None:
+    if dfd != _NO_FD:
+        os.close(dfd)
+
+
+def _read_regular(name: str, dfd: int | None, size: int | None = None) -> bytes:
+    """A blob file's bytes, refusing anything but a regular file (of `size` bytes, when given):
+    a blob replaced by a FIFO would block every server start on open(), a symlink to /dev/zero
+    would read for ever."""
+    fd = os.open(name, os.O_RDONLY | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0), dir_fd=dfd)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or (size is not None and st.st_size != size):
+            raise OSError(errno.EINVAL, "not the blob file", name)
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            return f.read()
+    finally:
+        os.close(fd)
+
+
+def _open_regular(path: Path, flags: int) -> int:
+    """Open a journal file of the state folder: never through a symlink (one into the workspace
+    would have records appended to, or a compaction written over, a user's file), and only a
+    regular file (a FIFO would block the open, and the server with it, for ever)."""
+    fd = os.open(path, flags | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0), 0o600)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -64,6 +64,13 @@ def _dict(v: Any, what: str) -> Mapping[str, Any]:
     return v
 
 
+def _obj(v: Any, what: str) -> Mapping[str, Any]:
+    """An element of a list or a map's value: an object, never null (replay calls .get on it)."""
+    if not isinstance(v, dict):
+        raise _Bad(f"{what} is not an object")
+    return v
+
+
 def _strs(v: Any, what: str) -> None:
     for x in _list(v, what):
         _str(x, what)
@@ -84,7 +91,7 @@ def _edits(v: Any, what: str) -> None:
 
 
 def _change(c: Any) -> None:
-    c = _dict(c, "a change")
+    c = _obj(c, "a change")
     _str(c.get("path"), "a change's path")
     if c.get("change") not in KINDS:
         raise _Bad("a change's kind is unknown")
@@ -121,15 +128,15 @@ def _begin(rec: Mapping[str, Any]) -> None:
     for c in _list(rec.get("changes"), "changes"):
         _change(c)
     for f in _list(rec.get("files"), "files"):
-        _str(_dict(f, "a file").get("path", ""), "a file's path")
+        _str(_obj(f, "a file").get("path", ""), "a file's path")
     _opt_int(rec.get("undoes"), "undoes")
     _opt_int(rec.get("pid"), "pid")
     for data in _dict(rec.get("baselines"), "baselines").values():
-        _snapshot_json(data, "a baseline")
+        _snapshot_json(_obj(data, "a baseline"), "a baseline")
     for data in _dict(rec.get("user"), "user").values():
-        data = _dict(data, "a user edit")
+        data = _obj(data, "a user edit")
         if "rebase" in data:
-            _snapshot_json(data["rebase"], "a rebase")
+            _snapshot_json(_obj(data["rebase"], "a rebase"), "a rebase")
         else:
             _edits(data.get("edits"), "user edits")
             _bool(data.get("bom"), "bom")
@@ -140,7 +147,7 @@ def _finish(rec: Mapping[str, Any]) -> None:
     _opt_str(rec.get("outcome"), "outcome")
     _bool(rec.get("ok"), "ok")
     for c in _list(rec.get("committed"), "committed"):
-        c = _dict(c, "a committed file")
+        c = _obj(c, "a committed file")
         _opt_str(c.get("path"), "a committed path")
         _opt_str(c.get("state"), "a committed state")
     _dict(rec.get("error"), "error")
@@ -151,7 +158,7 @@ def _finish(rec: Mapping[str, Any]) -> None:
 
 
 def _tracked(data: Any) -> None:
-    data = _dict(data, "a tracked file")
+    data = _obj(data, "a tracked file")
     _str(data.get("origin"), "origin")
     _str(data.get("path"), "path")
     _opt_str(data.get("base"), "base")

@@ -24,6 +24,12 @@ if TYPE_CHECKING:
 ACTION = "recover"
 ROLLED_BACK = "rolled-back"
 NAMES_SHOWN = 10  # a 400-file rollback is listed whole in `reports`, not in the message
+APPLY_LOCK = "lock"  # files.workspace_lock's file: an apply holds it from its start to its end
+BUSY = (
+    "agent-edit: another agent-edit process is applying a patch in this workspace (or was "
+    "stopped while it did); files may change until it ends. If it was killed, the next "
+    "agent-edit command rolls it back."
+)
 
 
 @dataclass
@@ -32,17 +38,22 @@ class Recovery:
 
     reports: list[dict[str, Any]] = field(default_factory=list)
     error: EditError | None = None
+    busy: bool = False  # an apply is running (not interrupted): nothing to roll back now
 
     def messages(self) -> list[str]:
         out = [message(r) for r in self.reports]
+        if self.busy:
+            out.append(BUSY)
         if self.error is not None:
             out.append(f"agent-edit: {self.error.code}: {self.error.message} {self.error.hint}")
         return out
 
 
-def recover(root: str, locked: str | None = None) -> Recovery:
+def recover(root: str, locked: str | None = None, wait: bool = True) -> Recovery:
     """Roll back an apply interrupted in `root`; never raises (the error is in the result).
-    `locked` is the state folder when the caller holds the workspace lock already."""
+    `locked` is the state folder when the caller holds the workspace lock already. Without
+    `wait` (a server start), an apply that holds the lock is running, not interrupted: `busy`
+    says so at once instead of waiting for it (for ever, if that process was stopped)."""
     try:
         if locked is not None:
             return Recovery(files.recover_locked(root, locked))
@@ -52,9 +63,25 @@ def recover(root: str, locked: str | None = None) -> Recovery:
             # No apply began since the last one ended: nothing to roll back, and no need to
             # wait for the lock (a server start must not wait for a running CLI apply).
             return Recovery()
+        if not wait:
+            return _recover_if_idle(root, sdir)
         return Recovery(files.recover(root))
     except EditError as err:  # the state folder cannot be made or used
         return Recovery(error=err)
+    except (ArithmeticError, LookupError, TypeError, ValueError, AttributeError, RecursionError):
+        # An apply journal of the wrong shape that files.py did not set aside (`[]`, a
+        # `blobSize` of 1e400): whether files hold new content is unknown, so say so and keep
+        # refusing rather than crash every entry point or guess.
+        path = os.path.join(locked or state.workspace_state_path(root), files.JOURNAL)
+        return Recovery(
+            error=EditError(
+                Code.IO_ERROR,
+                f"An interrupted apply's journal {path} cannot be read; nothing was rolled "
+                "back and files it touched may hold new content.",
+                "Inspect that file and the workspace (git status), then move the journal away.",
+                {"path": path, "reason": "RECOVERY_FAILED"},
+            )
+        )
     except OSError as exc:
         return Recovery(
             error=EditError(
@@ -68,14 +95,44 @@ def recover(root: str, locked: str | None = None) -> Recovery:
         )
 
 
+def _recover_if_idle(root: str, sdir: str) -> Recovery:
+    """`files.recover` when no apply holds the workspace lock; `busy` when one does."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows: no advisory lock to find a live apply by
+        return Recovery(files.recover(root))
+    fd = os.open(os.path.join(sdir, APPLY_LOCK), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return Recovery(busy=True)
+        return Recovery(files.recover_locked(root, sdir))
+    finally:
+        os.close(fd)  # closing drops the flock
+
+
 def _names(paths: list[str]) -> str:
     shown = ", ".join(paths[:NAMES_SHOWN])
     more = len(paths) - NAMES_SHOWN
     return shown + (f" and {more} more" if more > 0 else "")
 
 
+def _unreadable(conflict: dict[str, Any]) -> bool:
+    # files.recover's report for a journal it could not read and set aside by hand: nothing
+    # was rolled back, and its path is the kept journal, not a workspace file.
+    return "unreadable" in str(conflict.get("why", ""))
+
+
 def message(report: dict[str, Any]) -> str:
     """The one-line text for a rollback report, as every front end shows it."""
+    kept = [str(c.get("path")) for c in report.get("conflicts", []) if _unreadable(c)]
+    if kept and not report.get("restored") and not report.get("removed"):
+        return (
+            f"agent-edit: could not roll back an interrupted apply: its journal is unreadable "
+            f"(kept as {_names(kept)}); files it touched may hold new content: check them "
+            "(git status)."
+        )
     parts = []
     if report.get("restored"):
         parts.append(f"restored {len(report['restored'])} file(s): {_names(report['restored'])}")
@@ -108,7 +165,7 @@ def record(history: History, recovery: Recovery) -> None:
     """Put what `recover` did into the edit history (one entry per rollback or failure)."""
     for r in recovery.reports:
         paths = [*r.get("restored", []), *r.get("removed", [])]
-        paths += [str(c.get("path")) for c in r.get("conflicts", [])]
+        paths += [str(c.get("path")) for c in r.get("conflicts", []) if not _unreadable(c)]
         paths += [str(u.get("path")) for u in [*r.get("unreached", []), *r.get("failed", [])]]
         history.record(
             ACTION,

@@ -236,7 +236,7 @@ class AgentEditServer(LanguageServer):
         # file, and the history records it (before the listener: no notifications during
         # `initialize`); the user is told at `initialized`.
         for root in self.paths.roots:
-            done = recovery.recover(root)
+            done = recovery.recover(root, wait=False)  # an apply running now is not waited for
             recovery.record(self.history, done)
             self.start_messages += done.messages()
         skipped = self.history.skipped_note()
