@@ -95,10 +95,12 @@ def _under(root: str, rel: str) -> str:
     return f"{root}/{rel}"
 
 
-# What each file looked like when `read_snapshot` read it (inode, size, mtime, and the time of
-# the read), so `apply_plan` can refuse, under the workspace lock, a file that changed between
-# planning and writing, and tell whether a save since could have kept its size and mtime.
-_READ_STATS: dict[str, tuple[int, int, int, int]] = {}
+# What each file looked like when `read_snapshot` read it (inode, size, mtime, the time of
+# the read, and ctime), so `apply_plan` can refuse, under the workspace lock, a file that
+# changed between planning and writing, and tell whether a save since could have kept its size
+# and mtime. The ctime too: a save in place that puts the mtime back (`os.utime`, `touch -r`,
+# `rsync --inplace -t`) keeps inode, size and mtime, but the kernel stamps its ctime.
+_READ_STATS: dict[str, tuple[int, int, int, int, int]] = {}
 # The snapshot read last for each full path, with the bytes it was decoded from: the journal's
 # pre-images, without encoding every text again.
 _READ_BYTES: dict[str, tuple[Snapshot, bytes]] = {}
@@ -143,7 +145,7 @@ def read_snapshot(root: str, rel: str, max_bytes: int = DEFAULT_MAX_BYTES) -> Sn
     try:
         st = os.fstat(fd)
         size = st.st_size
-        _READ_STATS[full] = (st.st_ino, size, st.st_mtime_ns, read_ns)
+        _READ_STATS[full] = (st.st_ino, size, st.st_mtime_ns, read_ns, st.st_ctime_ns)
         if not stat.S_ISREG(st.st_mode):
             if stat.S_ISDIR(st.st_mode):
                 raise _is_directory(rel)
@@ -731,7 +733,12 @@ def _check_unchanged(root: str, folders: Folders, plan: Plan) -> dict[str, os.st
                 raise _refusal(exc, rel, "nothing was written") from None
             if st is not None:
                 out[rel] = st
-                now: tuple[int, int, int] | None = (st.st_ino, st.st_size, st.st_mtime_ns)
+                now: tuple[int, ...] | None = (
+                    st.st_ino,
+                    st.st_size,
+                    st.st_mtime_ns,
+                    st.st_ctime_ns,
+                )
             else:
                 now = None
             if before is not None and before.exists:
@@ -742,7 +749,7 @@ def _check_unchanged(root: str, folders: Folders, plan: Plan) -> dict[str, os.st
                             continue  # the link removed as a link, unchanged
                 else:
                     seen = _READ_STATS.get(_under(root, rel))
-                    if seen is None or now == seen[:3]:
+                    if seen is None or now == (*seen[:3], seen[4]):
                         continue  # not read here (a buffer snapshot), or unchanged
             elif now is None:
                 continue  # still absent, as planned
@@ -851,7 +858,8 @@ def _seen(root: str, step: _Step, stats: dict[str, os.stat_result]) -> None:
     if st is None:
         return
     seen = _READ_STATS.get(_under(root, step.path))
-    step.suspect = seen is None or _could_hide_a_save(seen[2], seen[3])
+    # The later of mtime and ctime: a save within one tick of either could keep both.
+    step.suspect = seen is None or _could_hide_a_save(max(seen[2], seen[4]), seen[3])
 
 
 # How long after a file's last change a save by another program can leave its mtime as it
@@ -985,8 +993,13 @@ def _read_journal(path: str) -> tuple[dict[str, Any], bytes]:
             if header is None:
                 raise
             break
-        size = record.get("blobSize")
-        end = len(data) if size is None else nl + 1 + int(size)
+        size = record.get("blobSize") if isinstance(record, dict) else None
+        if size is not None and (type(size) is not int or size < 0):
+            # A negative size would move `pos` back onto this record: read forever.
+            if header is None:
+                raise ValueError("bad blobSize")
+            break
+        end = len(data) if size is None else nl + 1 + size
         if end > len(data):
             if header is None:
                 raise ValueError("journal truncated")
@@ -1617,10 +1630,11 @@ def _confirm(fd: int, name: str, step: _Step) -> None:
         now = os.stat(name, dir_fd=fd, follow_symlinks=False)
     except FileNotFoundError:
         raise _Changed(step.path, "was removed by another program") from None
-    if (now.st_ino, now.st_size, now.st_mtime_ns, now.st_dev) != (
+    if (now.st_ino, now.st_size, now.st_mtime_ns, now.st_ctime_ns, now.st_dev) != (
         st.st_ino,
         st.st_size,
         st.st_mtime_ns,
+        st.st_ctime_ns,
         st.st_dev,
     ):
         raise _Changed(step.path, "was saved or replaced by another program")
@@ -1669,8 +1683,8 @@ def _recover(root: str, journal_path: str) -> list[dict[str, Any]]:
             os.unlink(tmp)
         return []
     try:
-        journal, _ = _read_journal(journal_path)
-        _check_journal(journal)
+        journal, blob = _read_journal(journal_path)
+        _check_journal(journal, len(blob))
     except (ValueError, KeyError, TypeError, OverflowError):
         # Unreadable (written by another version?): keep it for a human, do not guess.
         kept = f"{journal_path}.unreadable-{int(time.time())}"
@@ -1729,9 +1743,11 @@ def _recovery_error(journal_path: str, exc: OSError) -> EditError:
     )
 
 
-def _check_journal(journal: dict[str, Any]) -> None:
+def _check_journal(journal: dict[str, Any], blob_size: int) -> None:
     """Raise ValueError/TypeError unless every entry of `journal` is usable: rollback acts on
-    none of it otherwise, and no path in it leaves the workspace (no `..`, no absolute)."""
+    none of it otherwise, and no path in it leaves the workspace (no `..`, no absolute), no
+    pre-image lies outside the `blob_size` bytes there are (a cut one would be "put back"
+    truncated), and no mode or owner is one the system calls refuse or widen."""
     if not isinstance(journal, dict) or not isinstance(journal.get("files"), list):
         raise ValueError("no files")
     if not isinstance(journal.get("dirs", []), list):
@@ -1748,11 +1764,14 @@ def _check_journal(journal: dict[str, Any]) -> None:
             _safe_rel(entry["tmp"])
         pre = entry.get("pre")
         if pre is not None and not (
-            isinstance(pre, list) and len(pre) == 2 and all(type(x) is int for x in pre)
+            isinstance(pre, list)
+            and len(pre) == 2
+            and all(type(x) is int and x >= 0 for x in pre)
+            and pre[0] + pre[1] <= blob_size
         ):
             raise ValueError("bad pre")
-        for key in ("mode", "uid", "gid"):
-            if key in entry and type(entry[key]) is not int:
+        for key, top in (("mode", 0o7777), ("uid", _MAX_ID), ("gid", _MAX_ID)):
+            if key in entry and not (type(entry[key]) is int and 0 <= entry[key] <= top):
                 raise ValueError(f"bad {key}")
         if type(entry.get("link", False)) is not bool:
             raise ValueError("bad link")
@@ -1767,6 +1786,9 @@ def _check_journal(journal: dict[str, Any]) -> None:
             raise ValueError("bad folder identity")
 
 
+_MAX_ID = 2**32 - 2  # the largest uid/gid (2**32 - 1 is -1: "leave it as it is")
+
+
 def _safe_rel(rel: object) -> None:
     if not isinstance(rel, str) or not rel or rel.startswith("/") or "\0" in rel:
         raise ValueError(f"bad path {rel!r}")
@@ -1774,7 +1796,7 @@ def _safe_rel(rel: object) -> None:
         raise ValueError(f"bad path {rel!r}")
 
 
-_Ident = tuple[int, int, int, int]  # (st_dev, st_ino, st_size, st_mtime_ns)
+_Ident = tuple[int, int, int, int, int]  # (st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns)
 
 
 def _sha_at(fd: int, name: str) -> tuple[str | None, _Ident | None]:
@@ -1791,7 +1813,7 @@ def _sha_at(fd: int, name: str) -> tuple[str | None, _Ident | None]:
         raise
     try:
         st = os.fstat(f)
-        ident = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+        ident = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
         if not stat.S_ISREG(st.st_mode):
             return ("<directory>" if stat.S_ISDIR(st.st_mode) else "<special>"), ident
         h = hashlib.sha256()
@@ -1807,14 +1829,14 @@ def _unchanged_since(fd: int, name: str, ident: _Ident | None, sha: str | None) 
     rollback's re-check right before it replaces or removes a file, as the apply's is (its
     bytes again when a same-size save could have kept the mtime: a file the apply just wrote
     always could)."""
-    if ident is not None and _could_hide_a_save(ident[3], time.time_ns()):
+    if ident is not None and _could_hide_a_save(max(ident[3], ident[4]), time.time_ns()):
         if _sha_at(fd, name)[0] != sha:
             return False
     try:
         st = os.stat(name, dir_fd=fd, follow_symlinks=False)
     except FileNotFoundError:
         return ident is None
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns) == ident
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns) == ident
 
 
 def _restore_at(
@@ -1960,7 +1982,7 @@ def _rollback(
     that was applying, names the files it had renamed or removed: any other is as it was,
     even in a folder that cannot be reached any more (only its temporary file is left)."""
     journal, blob = _read_journal(journal_path)
-    _check_journal(journal)
+    _check_journal(journal, len(blob))
     restored: list[str] = []
     removed: list[str] = []
     conflicts: list[dict[str, str]] = []

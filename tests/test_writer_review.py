@@ -1,0 +1,182 @@
+"""An adversarial review of the disk writer (issue 13 item 1): the breaks it found, each kept
+as a test.
+
+- A save in place that puts the mtime back (`os.utime`, `touch -r`, `rsync --inplace -t`)
+  keeps inode, size and mtime: only the ctime tells it. Without comparing the ctime such a
+  save was lost, silently, whenever the file had last changed more than one tick before the
+  read (the usual case), before the lock, after the STALE check or right before the rename.
+- Hostile journals: a negative `blobSize` made the journal reader loop forever (every entry
+  point hung); a mode out of range was an OverflowError traceback; a pre-image range past the
+  end of the blob was "put back" truncated and reported restored.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lsp_server.engine import files
+from lsp_server.engine.errors import Code, EditError
+from lsp_server.engine.patching import plan_patch
+
+REPO = Path(__file__).resolve().parent.parent
+PATCH = "*** Begin Patch\n*** Update File: a.txt\n@@\n-alpha\n+ALPHA\n*** End Patch\n"
+THEIRS = b"alphA\n"  # another program's save: same size as "alpha\n"
+
+
+@pytest.fixture
+def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    monkeypatch.setenv(files.STATE_DIR_ENV, str(tmp_path / "state"))
+    # The file changed long before it was read (the usual case): no content comparison is
+    # owed by the timestamp-tick rule, so only the identity check stands between the save and
+    # its loss. (Its ctime is "now", which utime cannot set back: the window is made 0.)
+    monkeypatch.setattr(files, "_FINE_WINDOW_NS", 0)
+    monkeypatch.setattr(files, "_COARSE_WINDOW_NS", 0)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_bytes(b"alpha\n")
+    hour_ago = time.time_ns() - 3600 * 10**9
+    os.utime(ws / "a.txt", ns=(hour_ago, hour_ago))
+    yield ws
+    files.TEST_HOOK = None
+
+
+def _save_in_place_mtime_kept(path: Path) -> Callable[[], None]:
+    def save() -> None:
+        st = path.stat()
+        with open(path, "r+b") as f:
+            f.write(THEIRS)
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+    return save
+
+
+@pytest.mark.parametrize("when", ["before-apply", "resolved", "checked", "written"])
+def test_an_in_place_save_that_keeps_the_mtime_is_never_lost(root: Path, when: str) -> None:
+    save = _save_in_place_mtime_kept(root / "a.txt")
+    plan = plan_patch(PATCH, lambda p: files.read_snapshot(str(root), p))
+    if when == "before-apply":
+        save()
+    else:
+        files.TEST_HOOK = lambda point, _path: save() if point == when else None
+    with pytest.raises(EditError) as caught:
+        files.apply_plan(str(root), plan)
+    files.TEST_HOOK = None
+    assert caught.value.code == Code.STALE, caught.value.message
+    assert caught.value.details["path"] == "a.txt"
+    assert (root / "a.txt").read_bytes() == THEIRS, "the other program's save is kept"
+    assert sorted(p.name for p in root.iterdir()) == ["a.txt"]  # no temporary left
+
+
+def test_a_save_that_keeps_the_mtime_while_the_rollback_puts_a_file_back_is_kept(
+    root: Path,
+) -> None:
+    """The rollback's own re-check (before it puts a pre-image back over a file the apply
+    wrote) sees such a save too."""
+    (root / "b.txt").write_bytes(b"beta\n")
+    patch = PATCH.replace(
+        "*** End Patch", "*** Update File: b.txt\n@@\n-beta\n+BETA\n*** End Patch"
+    )
+    plan = plan_patch(patch, lambda p: files.read_snapshot(str(root), p))
+    renamed: list[str] = []
+    theirs = b"ALPHa\n"
+
+    def hook(point: str, path: str) -> None:
+        if point == "renamed":
+            renamed.append(path)
+            if len(renamed) == 1:
+                # The second file changes under the apply: STALE, the first is rolled back.
+                with open(root / "b.txt", "ab") as f:
+                    f.write(b"!")
+        elif point == "putting-back" and path == "a.txt":
+            p = root / "a.txt"
+            st = p.stat()
+            with open(p, "r+b") as f:
+                f.write(theirs)
+            os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+    files.TEST_HOOK = hook
+    with pytest.raises(EditError) as caught:
+        files.apply_plan(str(root), plan)
+    files.TEST_HOOK = None
+    assert renamed == ["a.txt"], renamed
+    assert caught.value.code == Code.STALE, caught.value.message
+    assert (root / "a.txt").read_bytes() == theirs, "a save during the rollback is kept"
+    assert "a.txt" in caught.value.message  # reported as kept, not as put back
+    report = caught.value.details["rolledBack"]
+    assert "a.txt" not in report["restored"]
+    assert "a.txt" in [c["path"] for c in report["conflicts"]]
+
+
+def _journal(root: Path, header: dict[str, Any], blob: bytes) -> Path:
+    sdir = Path(files.state_dir(str(root)))
+    path = sdir / files.JOURNAL
+    path.write_bytes(json.dumps(header).encode() + b"\n" + blob)
+    return path
+
+
+def _entry(**extra: Any) -> dict[str, Any]:
+    new_sha = hashlib.sha256(b"alpha\n").hexdigest()  # "the apply wrote the current file"
+    entry = {"path": "a.txt", "op": "write", "pre": [0, 4], "newSha256": new_sha, "tmp": None}
+    entry.update(extra)
+    return entry
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"mode": 2**70},  # OverflowError from fchmod
+        {"mode": -1},  # all of 0o7777: a setuid, setgid, sticky file
+        {"uid": 2**70, "gid": 0},
+        {"uid": -5, "gid": -5},
+        {"pre": [2, 100]},  # past the end of the blob: put back cut to "d\n"
+        {"pre": [-3, 3]},  # a negative offset: put back empty
+    ],
+)
+def test_a_journal_entry_out_of_range_is_set_aside_untouched(
+    root: Path, extra: dict[str, Any]
+) -> None:
+    header = {"version": 2, "files": [_entry(**extra)], "dirs": [], "blobSize": 4}
+    _journal(root, header, b"old\n")
+    (report,) = files.recover(str(root))
+    assert "unreadable" in report["conflicts"][0]["why"], report
+    assert report["restored"] == []
+    assert (root / "a.txt").read_bytes() == b"alpha\n"
+
+
+def test_a_negative_blob_size_does_not_hang_the_journal_reader(root: Path) -> None:
+    """A `blobSize` that points back at its own record made every entry point loop forever;
+    run in a child so that a regression fails the test instead of hanging the suite (the
+    timeout is a guard, not a measurement)."""
+    header: dict[str, Any] = {"version": 2, "files": [_entry()], "dirs": [], "blobSize": 0}
+    for _ in range(3):  # the size of the line, including the number itself
+        header["blobSize"] = -(len(json.dumps(header).encode()) + 1)
+    assert header["blobSize"] == -(len(json.dumps(header).encode()) + 1)
+    _journal(root, header, b"old\n")
+    code = (
+        "import sys; from lsp_server.engine import files; "
+        "r = files.recover(sys.argv[1]); print(r[0]['conflicts'][0]['why'])"
+    )
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", code, str(root)],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=dict(os.environ),
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail("the journal reader loops forever on a negative blobSize")
+    assert done.returncode == 0, done.stderr
+    assert "unreadable" in done.stdout
+    assert (root / "a.txt").read_bytes() == b"alpha\n"
