@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -180,3 +181,65 @@ def test_a_negative_blob_size_does_not_hang_the_journal_reader(root: Path) -> No
     assert done.returncode == 0, done.stderr
     assert "unreadable" in done.stdout
     assert (root / "a.txt").read_bytes() == b"alpha\n"
+
+
+TWO = (
+    "*** Begin Patch\n*** Update File: a.txt\n@@\n-alpha\n+ALPHA\n"
+    "*** Update File: b.txt\n@@\n-beta\n+BETA\n*** Delete File: gone.txt\n*** End Patch\n"
+)
+
+
+@pytest.mark.parametrize("victim", ["b.txt", "gone.txt", "d"])
+def test_a_file_removed_by_another_program_is_not_put_back_by_the_rollback(
+    root: Path, victim: str
+) -> None:
+    """Another program deletes a file (or its folder) the apply has not reached yet: the
+    apply stops STALE; the rollback puts back only what the apply replaced, and never
+    recreates what the other program removed (it did, and reported it "restored")."""
+    for rel, data in (("b.txt", b"beta\n"), ("gone.txt", b"gone\n"), ("d/c.txt", b"see\n")):
+        (root / rel).parent.mkdir(exist_ok=True)
+        (root / rel).write_bytes(data)
+    patch = TWO.replace("*** End Patch", "*** Update File: d/c.txt\n@@\n-see\n+SEE\n*** End Patch")
+    plan = plan_patch(patch, lambda p: files.read_snapshot(str(root), p))
+    renamed: list[str] = []
+
+    def hook(point: str, path: str) -> None:
+        if point == "renamed":
+            renamed.append(path)
+            if path == "a.txt":
+                target = root / victim
+                if target.is_dir():
+                    shutil.rmtree(target)  # with the apply's temporary file in it
+                else:
+                    target.unlink()
+
+    files.TEST_HOOK = hook
+    with pytest.raises(EditError) as caught:
+        files.apply_plan(str(root), plan)
+    files.TEST_HOOK = None
+    err = caught.value
+    assert err.code == Code.STALE, err.message
+    assert not (root / victim).exists(), "what the other program removed stays removed"
+    report = err.details["rolledBack"]
+    assert sorted(report["restored"]) == sorted(renamed), (report, renamed)  # only those
+    assert victim not in renamed and not any(p.startswith(victim + "/") for p in renamed)
+    assert (root / "a.txt").read_bytes() == b"alpha\n"
+    if victim != "d":
+        assert err.details["path"] == victim
+        assert f"{victim} was removed by another program" in err.message
+    left = [p.name for p in root.rglob("*") if ".agent-edit-" in p.name]
+    assert not left, left
+
+
+def test_abort_does_not_put_back_a_file_removed_meanwhile(root: Path) -> None:
+    """`prepare_plan` then another program deletes a file, then `abort()`: nothing was
+    renamed, so nothing is put back (the deleted file stays deleted)."""
+    (root / "b.txt").write_bytes(b"beta\n")
+    (root / "gone.txt").write_bytes(b"gone\n")
+    plan = plan_patch(TWO, lambda p: files.read_snapshot(str(root), p))
+    with files.workspace_lock(str(root)) as sdir:
+        prepared = files.prepare_plan(str(root), sdir, plan)
+        (root / "b.txt").unlink()
+        report = prepared.abort()
+    assert report["restored"] == [] and report["removed"] == [], report
+    assert sorted(p.name for p in root.iterdir()) == ["a.txt", "gone.txt"]

@@ -1453,7 +1453,9 @@ class PreparedApply:
             return _report(None, [], [], [], [], [])
         self.done = True
         try:
-            return _rollback(self.root, os.path.join(self.sdir, JOURNAL), self.folders, "rollback")
+            return _rollback(
+                self.root, os.path.join(self.sdir, JOURNAL), self.folders, "rollback", self.applied
+            )
         finally:
             self.folders.close()
 
@@ -1625,6 +1627,10 @@ def _confirm(fd: int, name: str, step: _Step) -> None:
             return
         raise _Changed(step.path, "was created by another program")
     if step.suspect and not _holds(fd, name, step.pre):
+        try:
+            os.stat(name, dir_fd=fd, follow_symlinks=False)
+        except FileNotFoundError:
+            raise _Changed(step.path, "was removed by another program") from None
         raise _Changed(step.path, "was saved by another program")
     try:
         now = os.stat(name, dir_fd=fd, follow_symlinks=False)
@@ -2013,6 +2019,18 @@ def _rollback(
             continue
         except OSError as exc:
             failed.append({"path": path, "why": exc.strerror or str(exc)})
+            continue
+        if applied is not None and path not in applied:
+            # Never renamed or removed by this apply: as it is now is someone else's doing (a
+            # file or folder they deleted or saved meanwhile must not be "put back"). Only
+            # its temporary file is ours.
+            if tmp and fd >= 0:
+                try:
+                    os.unlink(split(tmp)[1], dir_fd=fd)
+                except FileNotFoundError:
+                    pass
+                except OSError:
+                    left.append(tmp)
             continue
         if entry.get("link") and pre is not None:
             _put_link_back(folders, fd, head, name, path, pre, restored, conflicts, failed)
