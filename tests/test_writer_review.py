@@ -243,3 +243,33 @@ def test_abort_does_not_put_back_a_file_removed_meanwhile(root: Path) -> None:
         report = prepared.abort()
     assert report["restored"] == [] and report["removed"] == [], report
     assert sorted(p.name for p in root.iterdir()) == ["a.txt", "gone.txt"]
+
+
+def test_recovery_does_not_put_back_a_file_the_killed_apply_never_reached(
+    root: Path, tmp_path: Path
+) -> None:
+    """SIGKILL after the first of two renames; before the next run, the user deletes the file
+    the apply had not reached yet (its temporary file is still there). The recovery puts the
+    first file back and leaves the deleted one deleted (it recreated it with its old content
+    and reported it restored)."""
+    from tests.test_cli_atomic import apply_killed_after, cli
+
+    (root / "b.txt").write_bytes(b"beta\n")
+    patch = PATCH.replace(
+        "*** End Patch", "*** Update File: b.txt\n@@\n-beta\n+BETA\n*** End Patch"
+    )
+    state = tmp_path / "state"
+    # 2 temporary files written, then 1 rename: killed with a.txt new, b.txt untouched.
+    killed = apply_killed_after(3, root, patch, state)
+    assert killed.returncode == -9, killed.stderr
+    assert (root / "a.txt").read_bytes() == b"ALPHA\n"
+    assert (root / "b.txt").read_bytes() == b"beta\n"
+    (root / "b.txt").unlink()  # the user, meanwhile
+    done = cli("history", "--root", str(root), "--json", state=state)
+    assert done.returncode == 0, done.stderr
+    assert (root / "a.txt").read_bytes() == b"alpha\n"
+    assert not (root / "b.txt").exists(), "the file the user deleted stays deleted"
+    assert sorted(p.name for p in root.iterdir()) == ["a.txt"]
+    (report,) = json.loads(done.stdout)["recovered"]
+    assert report["restored"] == ["a.txt"], report
+    assert "restored 1 file(s): a.txt." in done.stderr

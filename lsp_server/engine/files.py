@@ -1976,6 +1976,18 @@ def _report(
     }
 
 
+def _drop_tmp(fd: int, tmp: str, left: list[str]) -> bool:
+    """Remove temporary file `tmp` from folder `fd`; whether it was there (a rename consumes
+    it: a write whose temporary file remains never reached its target)."""
+    try:
+        os.unlink(split(tmp)[1], dir_fd=fd)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        left.append(tmp)
+    return True
+
+
 def _rollback(
     root: str,
     journal_path: str,
@@ -2025,25 +2037,18 @@ def _rollback(
             # file or folder they deleted or saved meanwhile must not be "put back"). Only
             # its temporary file is ours.
             if tmp and fd >= 0:
-                try:
-                    os.unlink(split(tmp)[1], dir_fd=fd)
-                except FileNotFoundError:
-                    pass
-                except OSError:
-                    left.append(tmp)
+                _drop_tmp(fd, tmp, left)
             continue
         if entry.get("link") and pre is not None:
             _put_link_back(folders, fd, head, name, path, pre, restored, conflicts, failed)
             touched.add(head)
             continue
         try:
-            if tmp and fd >= 0:
-                try:
-                    os.unlink(split(tmp)[1], dir_fd=fd)
-                except FileNotFoundError:
-                    pass
-                except OSError:
-                    left.append(tmp)
+            if tmp and fd >= 0 and _drop_tmp(fd, tmp, left) and entry["op"] == "write":
+                # Its temporary file was still there: never renamed over the target, which is
+                # as the apply found it or as someone else left it since (deleted, say): not
+                # the apply's to put back.
+                continue
             pre_sha = hashlib.sha256(pre).hexdigest() if pre is not None else None
             current, ident = _sha_at(fd, name) if fd >= 0 else (None, None)
             if current == pre_sha:
