@@ -273,3 +273,44 @@ def test_recovery_does_not_put_back_a_file_the_killed_apply_never_reached(
     (report,) = json.loads(done.stdout)["recovered"]
     assert report["restored"] == ["a.txt"], report
     assert "restored 1 file(s): a.txt." in done.stderr
+
+
+def test_out_of_descriptors_is_an_honest_result(tmp_path: Path) -> None:
+    """EMFILE at every stage of a 60-folder apply (a low RLIMIT_NOFILE in the child): the
+    result never says files "may hold the new content" when none was renamed (it did, then
+    added "No files were changed."), and every file stays old."""
+    import resource
+
+    root = tmp_path / "emfile-ws"
+    body = ""
+    for i in range(60):
+        (root / f"d{i}").mkdir(parents=True)
+        (root / f"d{i}" / "f.txt").write_bytes(b"old\n")
+        body += f"*** Update File: d{i}/f.txt\n@@\n-old\n+new\n"
+    patch = f"*** Begin Patch\n{body}*** Add File: n1/n2/x.txt\n+x\n*** End Patch\n"
+    env = dict(os.environ, PYTHONPATH=str(REPO), AGENT_EDIT_STATE_DIR=str(tmp_path / "st"))
+    env.pop(files.CRASH_ENV, None)
+    codes = set()
+    for limit in range(50, 100):  # one by one: the failing stage moves with each
+
+        def low(limit: int = limit) -> None:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
+
+        done = subprocess.run(
+            [sys.executable, "-m", "lsp_server", "apply-patch", "--root", str(root), "-"],
+            input=patch,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+            preexec_fn=low,
+        )
+        assert "Traceback" not in done.stderr, done.stderr
+        if done.returncode == 0:
+            break  # enough descriptors: applied
+        codes.add(done.stderr.split(":")[1].strip() if ":" in done.stderr else "")
+        assert "PARTIAL" not in done.stderr, (limit, done.stderr)
+        assert "may hold the new content" not in done.stderr, (limit, done.stderr)
+        now = {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*.txt")}
+        assert set(now.values()) == {b"old\n"}, (limit, done.stderr)
+    assert codes, "no limit was low enough to fail the apply"

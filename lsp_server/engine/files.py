@@ -1382,12 +1382,18 @@ def _prepare(
             os.fsync(journal_fd)
         _flush_while(flusher, meanwhile)
     except (OSError, _Refused, _Changed) as exc:
-        prepared.fail(exc)
+        failure: BaseException | None = exc
+    else:
+        failure = None
     finally:
+        # Closed before any rollback: out of descriptors (EMFILE), the rollback needs these
+        # to read the journal and look at the files.
         os.close(journal_fd)
         for fd in fds.values():  # reserved files never written (an error stopped the writes)
             os.close(fd)
         fds.clear()
+    if failure is not None:
+        prepared.fail(failure)
     _hook("written")
     return prepared
 
@@ -1487,11 +1493,23 @@ class PreparedApply:
             report = None
             failure = again
         paths = [s.path for s in self.steps]
+        if report is None and not self.applied:
+            # The rollback could not even start (no descriptor to read the journal with, say),
+            # but nothing was renamed or removed yet: every file is as it was; only temporary
+            # files may remain, which the next run's recovery removes (the journal stays).
+            raise EditError(
+                _errno_code(exc) if isinstance(exc, OSError) else Code.IO_ERROR,
+                f"{_cause(exc)}; no file was changed, but its temporary files could not be "
+                f"removed ({_strerror(failure)}).",
+                "Fix the cause, then run any agent-edit edit command in this workspace: it "
+                "removes them first and reports it.",
+                {"files": [], "rolledBack": None},
+            ) from None
         if report is None or report["failed"] or report["unreached"]:
             # Some files could not be put back: the journal stays (or was set aside) for the
             # next run (or a human), and the result says which files may hold new content.
             unknown = (
-                paths
+                [p for p in paths if p in self.applied]
                 if report is None
                 else [f["path"] for f in (*report["failed"], *report["unreached"])]
             )
@@ -2030,6 +2048,12 @@ def _rollback(
                 left.append(tmp)  # (a temporary file renamed into place is gone)
             continue
         except OSError as exc:
+            if applied is not None and path not in applied:
+                # Never reached by this apply: the file is as it was; only its temporary
+                # file may remain, in a folder that cannot be opened now.
+                if tmp:
+                    left.append(tmp)
+                continue
             failed.append({"path": path, "why": exc.strerror or str(exc)})
             continue
         if applied is not None and path not in applied:
