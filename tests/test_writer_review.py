@@ -314,3 +314,38 @@ def test_out_of_descriptors_is_an_honest_result(tmp_path: Path) -> None:
         now = {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*.txt")}
         assert set(now.values()) == {b"old\n"}, (limit, done.stderr)
     assert codes, "no limit was low enough to fail the apply"
+
+
+def test_a_new_apply_never_overwrites_a_journal_that_is_not_rolled_back_yet(
+    root: Path, tmp_path: Path
+) -> None:
+    """Killed after its rename of a.txt; the next run's recovery cannot put a.txt back (the
+    disk refuses, simulated at the hook). That run must not go on to apply another patch: its
+    journal would replace the one that still names a.txt, and a.txt would stay half-applied
+    for good (nothing left to roll it back with)."""
+    from tests.test_cli_atomic import apply_killed_after
+
+    (root / "b.txt").write_bytes(b"beta\n")
+    state = tmp_path / "state"
+    killed = apply_killed_after(2, root, PATCH, state)  # a temporary file, then its rename
+    assert killed.returncode == -9, killed.stderr
+    assert (root / "a.txt").read_bytes() == b"ALPHA\n"
+
+    def refuse(point: str, path: str) -> None:
+        if point == "putting-back" and path == "a.txt":
+            raise PermissionError(13, "Permission denied")
+
+    other = "*** Begin Patch\n*** Update File: b.txt\n@@\n-beta\n+BETA\n*** End Patch\n"
+    plan = plan_patch(other, lambda p: files.read_snapshot(str(root), p))
+    files.TEST_HOOK = refuse
+    try:
+        with pytest.raises(EditError) as caught:
+            files.apply_plan(str(root), plan)
+    finally:
+        files.TEST_HOOK = None
+    assert caught.value.code == Code.IO_ERROR, caught.value.message
+    assert "not rolled back" in caught.value.message
+    assert (root / "b.txt").read_bytes() == b"beta\n", "nothing new applied"
+    (report,) = files.recover(str(root))  # the disk works again: the next run rolls back
+    assert report["restored"] == ["a.txt"], report
+    assert (root / "a.txt").read_bytes() == b"alpha\n"

@@ -491,6 +491,8 @@ def reserve(root: str, sdir: str, snaps: list[Snapshot]) -> Reservation | None:
     `Reservation`); None for a few files. Call with the workspace lock held, after recovery."""
     if len(snaps) < _RESERVE_FROM or not hasattr(os, "fork"):
         return None
+    if os.path.lexists(os.path.join(sdir, JOURNAL)):
+        return None  # an earlier apply's, not rolled back: apply_plan refuses (_begin)
     budget = _descriptor_budget(len(snaps))
     if budget < _RESERVE_FROM:
         return None
@@ -1305,12 +1307,27 @@ def _begin(
             offset += len(pre)
     header = _journal_header(root, dirs, entries, offset - start, folders)
     path = os.path.join(sdir, JOURNAL)
+    if reservation is None and os.path.lexists(path):
+        raise _pending_error(path)
     try:
         if reservation is not None:
             return _append_journal(path, header, blob)
         return _write_journal(path, header, blob)
     except OSError as exc:
         raise _journal_error(sdir, exc) from None
+
+
+def _pending_error(path: str) -> EditError:
+    """An earlier apply's journal is still there (its recovery failed for some files): a new
+    journal would replace it, and those files could never be rolled back."""
+    return EditError(
+        Code.IO_ERROR,
+        f"An earlier interrupted apply is not rolled back yet (its journal is {path}); "
+        "nothing was changed.",
+        "Fix what stopped its rollback (see the recovery message: permissions, disk space), "
+        "then run any agent-edit edit command in this workspace: it retries the rollback first.",
+        {"path": path, "reason": "RECOVERY_PENDING"},
+    )
 
 
 def _journal_error(sdir: str, exc: OSError) -> EditError:
