@@ -349,3 +349,17 @@ def test_a_new_apply_never_overwrites_a_journal_that_is_not_rolled_back_yet(
     (report,) = files.recover(str(root))  # the disk works again: the next run rolls back
     assert report["restored"] == ["a.txt"], report
     assert (root / "a.txt").read_bytes() == b"alpha\n"
+
+
+def test_extended_attributes_are_kept(root: Path) -> None:
+    """A rename onto the file replaced its extended attributes (ACLs, user.* attributes) with
+    none: they were dropped silently."""
+    target = root / "a.txt"
+    try:
+        os.setxattr(target, "user.agent-edit-review", b"kept")
+    except OSError as exc:
+        pytest.fail(f"this file system refuses user.* attributes ({exc}): run on tmpfs/ext4")
+    plan = plan_patch(PATCH, lambda p: files.read_snapshot(str(root), p))
+    files.apply_plan(str(root), plan)
+    assert target.read_bytes() == b"ALPHA\n"
+    assert os.getxattr(target, "user.agent-edit-review") == b"kept"

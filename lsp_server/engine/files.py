@@ -1069,6 +1069,10 @@ def _write_temp(
     try:
         if st is not None and _keep_owner(fd, step, st, folders.stats[head], ids):
             narrowed = True  # chown clears setuid/setgid bits: set the mode after it
+        if st is not None and _XATTRS:
+            # After the chown (which clears security.capability), before the chmod (an ACL
+            # sets the group bits to its mask: the chmod then puts the exact mode back).
+            narrowed = _keep_xattrs(fd, folders.fds[head], step) or narrowed
         if narrowed:
             os.fchmod(fd, mode)  # the umask must not narrow an existing file's permissions
         _write_all(fd, step.data)
@@ -1076,6 +1080,63 @@ def _write_temp(
             os.fsync(fd)
     finally:
         os.close(fd)
+
+
+_XATTRS = hasattr(os, "listxattr")
+_PROC_FD = os.path.isdir("/proc/self/fd")
+
+
+def _keep_xattrs(fd: int, dir_fd: int, step: _Step) -> bool:
+    """Give the temporary file `fd` the extended attributes (POSIX ACLs, user.* and security.*
+    attributes) of the file it replaces, which a rename would otherwise drop; whether it set
+    any. Refused (DENIED) when one differs and cannot be set: replacing the file would change
+    who may read or write it."""
+    if _PROC_FD:
+        # One system call for the usual file without any (no open and close), through the
+        # folder's descriptor (a magic link to it: no path looked up again), the name itself
+        # not followed.
+        try:
+            if not os.listxattr(f"/proc/self/fd/{dir_fd}/{step.name}", follow_symlinks=False):
+                return False
+        except OSError:
+            return False
+    try:
+        src = os.open(step.name, _READ_ANY, dir_fd=dir_fd)
+    except OSError:
+        return False  # gone or not a regular file: the re-check before the rename refuses it
+    try:
+        try:
+            names = os.listxattr(src)
+        except OSError:
+            return False  # no extended attributes on this file system
+        changed = False
+        for key in names:
+            try:
+                value = os.getxattr(src, key)
+            except OSError:
+                continue
+            try:
+                if os.getxattr(fd, key) == value:
+                    continue  # the new file has it already (a default ACL, a label)
+            except OSError:
+                pass
+            try:
+                os.setxattr(fd, key, value)
+            except OSError as exc:
+                raise _Refused(
+                    EditError(
+                        Code.DENIED,
+                        f"{step.path} has the extended attribute {key}, which its replacement "
+                        f"cannot be given ({exc.strerror or exc}); replacing it would drop it",
+                        "Apply as a user who may set it (or as root), or remove the attribute, "
+                        "then apply again.",
+                        {"path": step.path, "reason": "XATTR", "attribute": key},
+                    )
+                ) from None
+            changed = True
+        return changed
+    finally:
+        os.close(src)
 
 
 def _keep_owner(
