@@ -42,6 +42,7 @@ def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     # its loss. (Its ctime is "now", which utime cannot set back: the window is made 0.)
     monkeypatch.setattr(files, "_FINE_WINDOW_NS", 0)
     monkeypatch.setattr(files, "_COARSE_WINDOW_NS", 0)
+    monkeypatch.setattr(files, "_CTIME_WINDOW_NS", 0)
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "a.txt").write_bytes(b"alpha\n")

@@ -860,8 +860,15 @@ def _seen(root: str, step: _Step, stats: dict[str, os.stat_result]) -> None:
     if st is None:
         return
     seen = _READ_STATS.get(_under(root, step.path))
-    # The later of mtime and ctime: a save within one tick of either could keep both.
-    step.suspect = seen is None or _could_hide_a_save(max(seen[2], seen[4]), seen[3])
+    # A save that puts the mtime back moves the ctime (compared before the rename), unless it
+    # falls within the tick of the last ctime change: then only the bytes tell. (A window of
+    # one tick, not the mtime's: a tree copied with its mtimes a moment ago is not all read
+    # again.)
+    step.suspect = (
+        seen is None
+        or _could_hide_a_save(seen[2], seen[3])
+        or _could_hide_a_save(seen[4], seen[3], _CTIME_WINDOW_NS)
+    )
 
 
 # How long after a file's last change a save by another program can leave its mtime as it
@@ -871,11 +878,15 @@ _FINE_WINDOW_NS = 50_000_000
 _COARSE_WINDOW_NS = 2_000_000_000
 
 
-def _could_hide_a_save(mtime_ns: int, read_ns: int) -> bool:
+_CTIME_WINDOW_NS = 10_000_000  # the coarse clock's longest tick on Linux
+
+
+def _could_hide_a_save(mtime_ns: int, read_ns: int, fine: int | None = None) -> bool:
     """Whether a same-size save after the read could have kept the size and mtime that were
     read: only if the file had changed within one timestamp tick before the read. Then its
     content is compared before the rename (most files were last changed long before)."""
-    window = _COARSE_WINDOW_NS if mtime_ns % 1_000_000 == 0 else _FINE_WINDOW_NS
+    fine = _FINE_WINDOW_NS if fine is None else fine
+    window = _COARSE_WINDOW_NS if mtime_ns % 1_000_000 == 0 else fine
     return read_ns - mtime_ns < window
 
 
