@@ -528,7 +528,8 @@ def _print_failure(result: dict[str, Any], as_json: bool) -> None:
         msg.append(f"  near line {cand['line']}: {cand['text']!r} ({cand['why']})")
     if details.get("lines"):
         msg.append("  matching lines: " + ", ".join(map(str, details["lines"])))
-    msg.append("No files were changed.")
+    if result.get("code") != "PARTIAL" and not result.get("committed"):
+        msg.append("No files were changed.")  # (a PARTIAL result says which may have)
     sys.stderr.write("\n".join(msg) + "\n")
 
 

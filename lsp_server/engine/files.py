@@ -95,10 +95,12 @@ def _under(root: str, rel: str) -> str:
     return f"{root}/{rel}"
 
 
-# What each file looked like when `read_snapshot` read it (inode, size, mtime, and the time of
-# the read), so `apply_plan` can refuse, under the workspace lock, a file that changed between
-# planning and writing, and tell whether a save since could have kept its size and mtime.
-_READ_STATS: dict[str, tuple[int, int, int, int]] = {}
+# What each file looked like when `read_snapshot` read it (inode, size, mtime, the time of
+# the read, and ctime), so `apply_plan` can refuse, under the workspace lock, a file that
+# changed between planning and writing, and tell whether a save since could have kept its size
+# and mtime. The ctime too: a save in place that puts the mtime back (`os.utime`, `touch -r`,
+# `rsync --inplace -t`) keeps inode, size and mtime, but the kernel stamps its ctime.
+_READ_STATS: dict[str, tuple[int, int, int, int, int]] = {}
 # The snapshot read last for each full path, with the bytes it was decoded from: the journal's
 # pre-images, without encoding every text again.
 _READ_BYTES: dict[str, tuple[Snapshot, bytes]] = {}
@@ -143,7 +145,7 @@ def read_snapshot(root: str, rel: str, max_bytes: int = DEFAULT_MAX_BYTES) -> Sn
     try:
         st = os.fstat(fd)
         size = st.st_size
-        _READ_STATS[full] = (st.st_ino, size, st.st_mtime_ns, read_ns)
+        _READ_STATS[full] = (st.st_ino, size, st.st_mtime_ns, read_ns, st.st_ctime_ns)
         if not stat.S_ISREG(st.st_mode):
             if stat.S_ISDIR(st.st_mode):
                 raise _is_directory(rel)
@@ -493,6 +495,8 @@ def reserve(root: str, sdir: str, snaps: list[Snapshot]) -> Reservation | None:
     `Reservation`); None for a few files. Call with the workspace lock held, after recovery."""
     if len(snaps) < _RESERVE_FROM or not hasattr(os, "fork"):
         return None
+    if os.path.lexists(os.path.join(sdir, JOURNAL)):
+        return None  # an earlier apply's, not rolled back: apply_plan refuses (_begin)
     budget = _descriptor_budget(len(snaps))
     if budget < _RESERVE_FROM:
         return None
@@ -735,7 +739,12 @@ def _check_unchanged(root: str, folders: Folders, plan: Plan) -> dict[str, os.st
                 raise _refusal(exc, rel, "nothing was written") from None
             if st is not None:
                 out[rel] = st
-                now: tuple[int, int, int] | None = (st.st_ino, st.st_size, st.st_mtime_ns)
+                now: tuple[int, ...] | None = (
+                    st.st_ino,
+                    st.st_size,
+                    st.st_mtime_ns,
+                    st.st_ctime_ns,
+                )
             else:
                 now = None
             if before is not None and before.exists:
@@ -746,7 +755,7 @@ def _check_unchanged(root: str, folders: Folders, plan: Plan) -> dict[str, os.st
                             continue  # the link removed as a link, unchanged
                 else:
                     seen = _READ_STATS.get(_under(root, rel))
-                    if seen is None or now == seen[:3]:
+                    if seen is None or now == (*seen[:3], seen[4]):
                         continue  # not read here (a buffer snapshot), or unchanged
             elif now is None:
                 continue  # still absent, as planned
@@ -859,7 +868,15 @@ def _seen(root: str, step: _Step, stats: dict[str, os.stat_result]) -> None:
     if st is None:
         return
     seen = _READ_STATS.get(_under(root, step.path))
-    step.suspect = seen is None or _could_hide_a_save(seen[2], seen[3])
+    # A save that puts the mtime back moves the ctime (compared before the rename), unless it
+    # falls within the tick of the last ctime change: then only the bytes tell. (A window of
+    # one tick, not the mtime's: a tree copied with its mtimes a moment ago is not all read
+    # again.)
+    step.suspect = (
+        seen is None
+        or _could_hide_a_save(seen[2], seen[3])
+        or _could_hide_a_save(seen[4], seen[3], _CTIME_WINDOW_NS)
+    )
 
 
 # How long after a file's last change a save by another program can leave its mtime as it
@@ -869,11 +886,15 @@ _FINE_WINDOW_NS = 50_000_000
 _COARSE_WINDOW_NS = 2_000_000_000
 
 
-def _could_hide_a_save(mtime_ns: int, read_ns: int) -> bool:
+_CTIME_WINDOW_NS = 10_000_000  # the coarse clock's longest tick on Linux
+
+
+def _could_hide_a_save(mtime_ns: int, read_ns: int, fine: int | None = None) -> bool:
     """Whether a same-size save after the read could have kept the size and mtime that were
     read: only if the file had changed within one timestamp tick before the read. Then its
     content is compared before the rename (most files were last changed long before)."""
-    window = _COARSE_WINDOW_NS if mtime_ns % 1_000_000 == 0 else _FINE_WINDOW_NS
+    fine = _FINE_WINDOW_NS if fine is None else fine
+    window = _COARSE_WINDOW_NS if mtime_ns % 1_000_000 == 0 else fine
     return read_ns - mtime_ns < window
 
 
@@ -993,8 +1014,13 @@ def _read_journal(path: str) -> tuple[dict[str, Any], bytes]:
             if header is None:
                 raise
             break
-        size = record.get("blobSize")
-        end = len(data) if size is None else nl + 1 + int(size)
+        size = record.get("blobSize") if isinstance(record, dict) else None
+        if size is not None and (type(size) is not int or size < 0):
+            # A negative size would move `pos` back onto this record: read forever.
+            if header is None:
+                raise ValueError("bad blobSize")
+            break
+        end = len(data) if size is None else nl + 1 + size
         if end > len(data):
             if header is None:
                 raise ValueError("journal truncated")
@@ -1070,6 +1096,10 @@ def _write_temp(
             # gets the file as its own, as `cp` and an editor's save-as do.
             if _keep_owner(fd, step, like, folders.stats[head], ids):
                 narrowed = True
+        if st is not None and _XATTRS:
+            # After the chown (which clears security.capability), before the chmod (an ACL
+            # sets the group bits to its mask: the chmod then puts the exact mode back).
+            narrowed = _keep_xattrs(fd, folders.fds[head], step) or narrowed
         if narrowed:
             os.fchmod(fd, mode)  # the umask must not narrow an existing file's permissions
         _write_all(fd, step.data)
@@ -1077,6 +1107,63 @@ def _write_temp(
             os.fsync(fd)
     finally:
         os.close(fd)
+
+
+_XATTRS = hasattr(os, "listxattr")
+_PROC_FD = os.path.isdir("/proc/self/fd")
+
+
+def _keep_xattrs(fd: int, dir_fd: int, step: _Step) -> bool:
+    """Give the temporary file `fd` the extended attributes (POSIX ACLs, user.* and security.*
+    attributes) of the file it replaces, which a rename would otherwise drop; whether it set
+    any. Refused (DENIED) when one differs and cannot be set: replacing the file would change
+    who may read or write it."""
+    if _PROC_FD:
+        # One system call for the usual file without any (no open and close), through the
+        # folder's descriptor (a magic link to it: no path looked up again), the name itself
+        # not followed.
+        try:
+            if not os.listxattr(f"/proc/self/fd/{dir_fd}/{step.name}", follow_symlinks=False):
+                return False
+        except OSError:
+            return False
+    try:
+        src = os.open(step.name, _READ_ANY, dir_fd=dir_fd)
+    except OSError:
+        return False  # gone or not a regular file: the re-check before the rename refuses it
+    try:
+        try:
+            names = os.listxattr(src)
+        except OSError:
+            return False  # no extended attributes on this file system
+        changed = False
+        for key in names:
+            try:
+                value = os.getxattr(src, key)
+            except OSError:
+                continue
+            try:
+                if os.getxattr(fd, key) == value:
+                    continue  # the new file has it already (a default ACL, a label)
+            except OSError:
+                pass
+            try:
+                os.setxattr(fd, key, value)
+            except OSError as exc:
+                raise _Refused(
+                    EditError(
+                        Code.DENIED,
+                        f"{step.path} has the extended attribute {key}, which its replacement "
+                        f"cannot be given ({exc.strerror or exc}); replacing it would drop it",
+                        "Apply as a user who may set it (or as root), or remove the attribute, "
+                        "then apply again.",
+                        {"path": step.path, "reason": "XATTR", "attribute": key},
+                    )
+                ) from None
+            changed = True
+        return changed
+    finally:
+        os.close(src)
 
 
 def _keep_owner(
@@ -1308,12 +1395,27 @@ def _begin(
             offset += len(pre)
     header = _journal_header(root, dirs, entries, offset - start, folders)
     path = os.path.join(sdir, JOURNAL)
+    if reservation is None and os.path.lexists(path):
+        raise _pending_error(path)
     try:
         if reservation is not None:
             return _append_journal(path, header, blob)
         return _write_journal(path, header, blob)
     except OSError as exc:
         raise _journal_error(sdir, exc) from None
+
+
+def _pending_error(path: str) -> EditError:
+    """An earlier apply's journal is still there (its recovery failed for some files): a new
+    journal would replace it, and those files could never be rolled back."""
+    return EditError(
+        Code.IO_ERROR,
+        f"An earlier interrupted apply is not rolled back yet (its journal is {path}); "
+        "nothing was changed.",
+        "Fix what stopped its rollback (see the recovery message: permissions, disk space), "
+        "then run any agent-edit edit command in this workspace: it retries the rollback first.",
+        {"path": path, "reason": "RECOVERY_PENDING"},
+    )
 
 
 def _journal_error(sdir: str, exc: OSError) -> EditError:
@@ -1385,12 +1487,18 @@ def _prepare(
             os.fsync(journal_fd)
         _flush_while(flusher, meanwhile)
     except (OSError, _Refused, _Changed) as exc:
-        prepared.fail(exc)
+        failure: BaseException | None = exc
+    else:
+        failure = None
     finally:
+        # Closed before any rollback: out of descriptors (EMFILE), the rollback needs these
+        # to read the journal and look at the files.
         os.close(journal_fd)
         for fd in fds.values():  # reserved files never written (an error stopped the writes)
             os.close(fd)
         fds.clear()
+    if failure is not None:
+        prepared.fail(failure)
     _hook("written")
     return prepared
 
@@ -1456,7 +1564,9 @@ class PreparedApply:
             return _report(None, [], [], [], [], [])
         self.done = True
         try:
-            return _rollback(self.root, os.path.join(self.sdir, JOURNAL), self.folders, "rollback")
+            return _rollback(
+                self.root, os.path.join(self.sdir, JOURNAL), self.folders, "rollback", self.applied
+            )
         finally:
             self.folders.close()
 
@@ -1488,11 +1598,23 @@ class PreparedApply:
             report = None
             failure = again
         paths = [s.path for s in self.steps]
+        if report is None and not self.applied:
+            # The rollback could not even start (no descriptor to read the journal with, say),
+            # but nothing was renamed or removed yet: every file is as it was; only temporary
+            # files may remain, which the next run's recovery removes (the journal stays).
+            raise EditError(
+                _errno_code(exc) if isinstance(exc, OSError) else Code.IO_ERROR,
+                f"{_cause(exc)}; no file was changed, but its temporary files could not be "
+                f"removed ({_strerror(failure)}).",
+                "Fix the cause, then run any agent-edit edit command in this workspace: it "
+                "removes them first and reports it.",
+                {"files": [], "rolledBack": None},
+            ) from None
         if report is None or report["failed"] or report["unreached"]:
             # Some files could not be put back: the journal stays (or was set aside) for the
             # next run (or a human), and the result says which files may hold new content.
             unknown = (
-                paths
+                [p for p in paths if p in self.applied]
                 if report is None
                 else [f["path"] for f in (*report["failed"], *report["unreached"])]
             )
@@ -1628,15 +1750,20 @@ def _confirm(fd: int, name: str, step: _Step) -> None:
             return
         raise _Changed(step.path, "was created by another program")
     if step.suspect and not _holds(fd, name, step.pre):
+        try:
+            os.stat(name, dir_fd=fd, follow_symlinks=False)
+        except FileNotFoundError:
+            raise _Changed(step.path, "was removed by another program") from None
         raise _Changed(step.path, "was saved by another program")
     try:
         now = os.stat(name, dir_fd=fd, follow_symlinks=False)
     except FileNotFoundError:
         raise _Changed(step.path, "was removed by another program") from None
-    if (now.st_ino, now.st_size, now.st_mtime_ns, now.st_dev) != (
+    if (now.st_ino, now.st_size, now.st_mtime_ns, now.st_ctime_ns, now.st_dev) != (
         st.st_ino,
         st.st_size,
         st.st_mtime_ns,
+        st.st_ctime_ns,
         st.st_dev,
     ):
         raise _Changed(step.path, "was saved or replaced by another program")
@@ -1685,8 +1812,8 @@ def _recover(root: str, journal_path: str) -> list[dict[str, Any]]:
             os.unlink(tmp)
         return []
     try:
-        journal, _ = _read_journal(journal_path)
-        _check_journal(journal)
+        journal, blob = _read_journal(journal_path)
+        _check_journal(journal, len(blob))
     except (ValueError, KeyError, TypeError, OverflowError):
         # Unreadable (written by another version?): keep it for a human, do not guess.
         kept = f"{journal_path}.unreadable-{int(time.time())}"
@@ -1745,9 +1872,11 @@ def _recovery_error(journal_path: str, exc: OSError) -> EditError:
     )
 
 
-def _check_journal(journal: dict[str, Any]) -> None:
+def _check_journal(journal: dict[str, Any], blob_size: int) -> None:
     """Raise ValueError/TypeError unless every entry of `journal` is usable: rollback acts on
-    none of it otherwise, and no path in it leaves the workspace (no `..`, no absolute)."""
+    none of it otherwise, and no path in it leaves the workspace (no `..`, no absolute), no
+    pre-image lies outside the `blob_size` bytes there are (a cut one would be "put back"
+    truncated), and no mode or owner is one the system calls refuse or widen."""
     if not isinstance(journal, dict) or not isinstance(journal.get("files"), list):
         raise ValueError("no files")
     if not isinstance(journal.get("dirs", []), list):
@@ -1764,11 +1893,14 @@ def _check_journal(journal: dict[str, Any]) -> None:
             _safe_rel(entry["tmp"])
         pre = entry.get("pre")
         if pre is not None and not (
-            isinstance(pre, list) and len(pre) == 2 and all(type(x) is int for x in pre)
+            isinstance(pre, list)
+            and len(pre) == 2
+            and all(type(x) is int and x >= 0 for x in pre)
+            and pre[0] + pre[1] <= blob_size
         ):
             raise ValueError("bad pre")
-        for key in ("mode", "uid", "gid"):
-            if key in entry and type(entry[key]) is not int:
+        for key, top in (("mode", 0o7777), ("uid", _MAX_ID), ("gid", _MAX_ID)):
+            if key in entry and not (type(entry[key]) is int and 0 <= entry[key] <= top):
                 raise ValueError(f"bad {key}")
         if type(entry.get("link", False)) is not bool:
             raise ValueError("bad link")
@@ -1783,6 +1915,9 @@ def _check_journal(journal: dict[str, Any]) -> None:
             raise ValueError("bad folder identity")
 
 
+_MAX_ID = 2**32 - 2  # the largest uid/gid (2**32 - 1 is -1: "leave it as it is")
+
+
 def _safe_rel(rel: object) -> None:
     if not isinstance(rel, str) or not rel or rel.startswith("/") or "\0" in rel:
         raise ValueError(f"bad path {rel!r}")
@@ -1790,7 +1925,7 @@ def _safe_rel(rel: object) -> None:
         raise ValueError(f"bad path {rel!r}")
 
 
-_Ident = tuple[int, int, int, int]  # (st_dev, st_ino, st_size, st_mtime_ns)
+_Ident = tuple[int, int, int, int, int]  # (st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns)
 
 
 def _sha_at(fd: int, name: str) -> tuple[str | None, _Ident | None]:
@@ -1807,7 +1942,7 @@ def _sha_at(fd: int, name: str) -> tuple[str | None, _Ident | None]:
         raise
     try:
         st = os.fstat(f)
-        ident = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+        ident = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
         if not stat.S_ISREG(st.st_mode):
             return ("<directory>" if stat.S_ISDIR(st.st_mode) else "<special>"), ident
         h = hashlib.sha256()
@@ -1823,14 +1958,14 @@ def _unchanged_since(fd: int, name: str, ident: _Ident | None, sha: str | None) 
     rollback's re-check right before it replaces or removes a file, as the apply's is (its
     bytes again when a same-size save could have kept the mtime: a file the apply just wrote
     always could)."""
-    if ident is not None and _could_hide_a_save(ident[3], time.time_ns()):
+    if ident is not None and _could_hide_a_save(max(ident[3], ident[4]), time.time_ns()):
         if _sha_at(fd, name)[0] != sha:
             return False
     try:
         st = os.stat(name, dir_fd=fd, follow_symlinks=False)
     except FileNotFoundError:
         return ident is None
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns) == ident
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns) == ident
 
 
 def _restore_at(
@@ -1964,6 +2099,18 @@ def _report(
     }
 
 
+def _drop_tmp(fd: int, tmp: str, left: list[str]) -> bool:
+    """Remove temporary file `tmp` from folder `fd`; whether it was there (a rename consumes
+    it: a write whose temporary file remains never reached its target)."""
+    try:
+        os.unlink(split(tmp)[1], dir_fd=fd)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        left.append(tmp)
+    return True
+
+
 def _rollback(
     root: str,
     journal_path: str,
@@ -1976,7 +2123,7 @@ def _rollback(
     that was applying, names the files it had renamed or removed: any other is as it was,
     even in a folder that cannot be reached any more (only its temporary file is left)."""
     journal, blob = _read_journal(journal_path)
-    _check_journal(journal)
+    _check_journal(journal, len(blob))
     restored: list[str] = []
     removed: list[str] = []
     conflicts: list[dict[str, str]] = []
@@ -2006,20 +2153,31 @@ def _rollback(
                 left.append(tmp)  # (a temporary file renamed into place is gone)
             continue
         except OSError as exc:
+            if applied is not None and path not in applied:
+                # Never reached by this apply: the file is as it was; only its temporary
+                # file may remain, in a folder that cannot be opened now.
+                if tmp:
+                    left.append(tmp)
+                continue
             failed.append({"path": path, "why": exc.strerror or str(exc)})
+            continue
+        if applied is not None and path not in applied:
+            # Never renamed or removed by this apply: as it is now is someone else's doing (a
+            # file or folder they deleted or saved meanwhile must not be "put back"). Only
+            # its temporary file is ours.
+            if tmp and fd >= 0:
+                _drop_tmp(fd, tmp, left)
             continue
         if entry.get("link") and pre is not None:
             _put_link_back(folders, fd, head, name, path, pre, restored, conflicts, failed)
             touched.add(head)
             continue
         try:
-            if tmp and fd >= 0:
-                try:
-                    os.unlink(split(tmp)[1], dir_fd=fd)
-                except FileNotFoundError:
-                    pass
-                except OSError:
-                    left.append(tmp)
+            if tmp and fd >= 0 and _drop_tmp(fd, tmp, left) and entry["op"] == "write":
+                # Its temporary file was still there: never renamed over the target, which is
+                # as the apply found it or as someone else left it since (deleted, say): not
+                # the apply's to put back.
+                continue
             pre_sha = hashlib.sha256(pre).hexdigest() if pre is not None else None
             current, ident = _sha_at(fd, name) if fd >= 0 else (None, None)
             if current == pre_sha:
