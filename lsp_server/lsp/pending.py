@@ -64,6 +64,26 @@ class PendingEdits:
         self._by_id[edit_id] = Pending(dict(where), marks)
         asyncio.get_running_loop().call_later(grace_s, self.settle, edit_id)
 
+    def refuse_if_held(self, abs_paths: dict[str, str]) -> None:
+        """STALE if a file of `abs_paths` (plan path: real path) has a pending edit the editor
+        has not shown yet: until it does, the server's view of that file may be older than the
+        buffer (eglot applies an edit and reports it later), and an edit planned on that view
+        would land on shifted lines. Undo of the pending edit is refused the same way."""
+        for edit_id, p in self._by_id.items():
+            held = {abs_path for abs_path, _mark in p.marks.values()}
+            for path, abs_path in abs_paths.items():
+                if abs_path in held:
+                    raise EditError(
+                        Code.STALE,
+                        f"Edit #{edit_id} of {path} is still unverified: the editor said it "
+                        "applied it but has not shown the file since, so what the server sees "
+                        "of it may be older than the buffer. Nothing was sent or changed.",
+                        "Wait for agentEdit/historyChanged for that edit (or check "
+                        f"agentEdit.history {{editId: {edit_id}}}), then read the file again "
+                        "and send the edit; typing in the file or saving it also shows it.",
+                        {"path": path, "reason": "PENDING_EDIT", "pendingEditId": edit_id},
+                    )
+
     def settle(self, final_id: int | None = None) -> None:
         """Finish pending edits whose files the editor has now shown (all of them, or one that
         shows neither old nor new text); `final_id` is settled from what is seen now."""

@@ -343,6 +343,8 @@ class AgentEditServer(LanguageServer):
         for r in list(where.values()):
             where.setdefault(r.rel, r)
         locations = {p: self.location(r) for p, r in where.items()}
+        # A file whose last edit is unverified may look older here than in the editor.
+        self.pending.refuse_if_held({p: loc.abs_path for p, loc in locations.items()})
         # Resource operations the editor cannot do: on disk, or refused now for an open buffer.
         to_editor, to_disk = disk_side.split(
             changes, locations, self.store, disk_side.resource_operations(self.client_capabilities)

@@ -1,0 +1,98 @@
+"""Adversarial review of issue 14 (honest outcomes): attacks that broke a guarantee, as tests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from lsprotocol import types as t
+from pytest_lsp import LanguageClient
+
+from tests.editor_client import Editor, start_session
+from tests.test_lsp_honest import _settled
+
+
+async def _direct(ed: Editor, name: str, arg: dict[str, Any]) -> Any:
+    # Not through Editor.command: that sends eglot's held changes first (an agent's request
+    # reaches the server whatever the editor's idle timer is doing).
+    return await ed.client.workspace_execute_command_async(
+        t.ExecuteCommandParams(command=name, arguments=[arg])
+    )
+
+
+@pytest.mark.asyncio
+async def test_second_edit_of_a_pending_file_is_not_planned_on_text_the_editor_left(
+    client: LanguageClient, tmp_path
+):
+    ed = await start_session(client, "emacs", tmp_path)
+    ed.write_file("p.txt", "one\ntwo\nthree\n")
+    ed.open("p.txt")
+    await ed.command("agentEdit.read", {"path": "p.txt"})
+    ed.defer_changes = True  # eglot: the edit lands, its didChange leaves later
+    first = await _direct(
+        ed, "agentEdit.replace", {"path": "p.txt", "oldText": "two\n", "newText": "2a\n2b\n"}
+    )
+    assert first["code"] == "UNVERIFIED", first
+    assert ed.text("p.txt") == "one\n2a\n2b\nthree\n"
+    # The agent reads again, as the hint says, and edits another line of the file.
+    again = await _direct(ed, "agentEdit.read", {"path": "p.txt"})
+    second = await _direct(
+        ed, "agentEdit.replace", {"path": "p.txt", "oldText": "three", "newText": "3"}
+    )
+    # Planned on the server's old view, the second edit would land on "2b" (a stale write).
+    assert ed.text("p.txt") != "one\n2a\n3\nthree\n", (again, second)
+    assert ed.text("p.txt") == "one\n2a\n2b\nthree\n", second
+    assert second["code"] == "STALE", second
+    assert second["details"]["pendingEditId"] == first["details"]["editId"], second
+    # Once the editor shows the file, the edit is settled and the next one goes through.
+    ed.flush()
+    await _settled(ed, first["details"]["editId"])
+    ed.defer_changes = False
+    await ed.command("agentEdit.read", {"path": "p.txt"})
+    third = await ed.command(
+        "agentEdit.replace", {"path": "p.txt", "oldText": "three", "newText": "3"}
+    )
+    assert third["ok"], third
+    assert ed.text("p.txt") == "one\n2a\n2b\n3\n"
+
+
+@pytest.mark.asyncio
+async def test_undo_of_an_earlier_edit_of_a_pending_file_waits(client: LanguageClient, tmp_path):
+    ed = await start_session(client, "emacs", tmp_path)
+    ed.write_file("u.txt", "one\ntwo\nthree\n")
+    ed.open("u.txt")
+    await ed.command("agentEdit.read", {"path": "u.txt"})
+    done = await ed.command(
+        "agentEdit.replace", {"path": "u.txt", "oldText": "three", "newText": "3"}
+    )
+    assert done["ok"], done
+    ed.defer_changes = True
+    first = await _direct(
+        ed, "agentEdit.replace", {"path": "u.txt", "oldText": "one\n", "newText": "1a\n1b\n"}
+    )
+    assert first["code"] == "UNVERIFIED", first
+    # The pending edit's own undo waits for it to finish (it did already).
+    own = await _direct(ed, "agentEdit.undo", {"editId": first["details"]["editId"]})
+    assert not own["ok"], own
+    # The earlier edit's undo, planned on the server's old view, would hit "two", not "3".
+    undo = await _direct(ed, "agentEdit.undo", {"editId": done["editId"]})
+    assert ed.text("u.txt") == "1a\n1b\ntwo\n3\n", undo
+    assert undo["code"] == "STALE", undo
+
+
+@pytest.mark.asyncio
+async def test_nul_in_a_path_is_an_invalid_argument(client: LanguageClient, tmp_path):
+    ed = await start_session(client, "visual-studio-code", tmp_path)
+    ed.write_file("n.txt", "n\n")
+    for name, arg in (
+        ("agentEdit.read", {"path": "n.txt\0x"}),
+        ("agentEdit.replace", {"path": "n\0.txt", "oldText": "n", "newText": "m"}),
+        ("agentEdit.write", {"path": "new\0.txt", "text": "m\n"}),
+        (
+            "agentEdit.applyPatch",
+            {"patch": "*** Begin Patch\n*** Add File: a\0b\n+x\n*** End Patch\n"},
+        ),
+    ):
+        result = await ed.command(name, arg)
+        assert result["code"] == "INVALID_ARGUMENT", (name, result)
+    assert (tmp_path / "n.txt").read_text() == "n\n"
