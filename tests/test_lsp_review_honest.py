@@ -96,3 +96,56 @@ async def test_nul_in_a_path_is_an_invalid_argument(client: LanguageClient, tmp_
         result = await ed.command(name, arg)
         assert result["code"] == "INVALID_ARGUMENT", (name, result)
     assert (tmp_path / "n.txt").read_text() == "n\n"
+
+
+@pytest.mark.asyncio
+async def test_an_edit_applied_after_the_timeout_is_not_recorded_as_nothing(
+    client: LanguageClient, tmp_path
+):
+    ed = await start_session(
+        client, "visual-studio-code", tmp_path, options={"applyTimeoutMs": 300}
+    )
+    ed.write_file("t.txt", "one\ntwo\n")
+    ed.open("t.txt")
+    await ed.command("agentEdit.read", {"path": "t.txt"})
+    ed.never_answer = True  # a confirmation dialog, a busy editor: the answer comes late
+    silent = await ed.command(
+        "agentEdit.replace", {"path": "t.txt", "oldText": "two", "newText": "2"}
+    )
+    assert silent["code"] == "TIMEOUT", silent
+    edit_id = silent["details"]["editId"]
+    # While the editor may still apply it, nothing else may be planned on the file.
+    retry = await _direct(
+        ed, "agentEdit.replace", {"path": "t.txt", "oldText": "one", "newText": "1"}
+    )
+    assert retry["code"] == "STALE", retry
+    # The editor gets to the request after all and applies it.
+    ed.type("t.txt", 1, 0, "2", end=(1, 3))
+    settled = await _settled(ed, edit_id)
+    assert settled["outcome"] == "applied", settled
+    ed.release()
+    undo = await ed.command("agentEdit.undo", {"editId": edit_id})
+    assert undo["ok"], undo
+    assert ed.text("t.txt") == "one\ntwo\n"
+
+
+@pytest.mark.asyncio
+async def test_a_late_refusal_after_the_timeout_settles_at_once(client: LanguageClient, tmp_path):
+    ed = await start_session(
+        client, "visual-studio-code", tmp_path, options={"applyTimeoutMs": 300}
+    )
+    ed.write_file("r.txt", "one\n")
+    ed.open("r.txt")
+    await ed.command("agentEdit.read", {"path": "r.txt"})
+    ed.never_answer = True
+    silent = await ed.command(
+        "agentEdit.replace", {"path": "r.txt", "oldText": "one", "newText": "1"}
+    )
+    assert silent["code"] == "TIMEOUT", silent
+    ed.release()  # the late answer: applied false
+    settled = await _settled(ed, silent["details"]["editId"])
+    assert settled["outcome"] == "NOT_APPLIED", settled
+    after = await ed.command(
+        "agentEdit.replace", {"path": "r.txt", "oldText": "one", "newText": "1"}
+    )
+    assert after["ok"] and ed.text("r.txt") == "1\n", after

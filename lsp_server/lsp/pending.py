@@ -56,13 +56,29 @@ class PendingEdits:
         locations: dict[str, Location],
         unconfirmed: list[str],
         grace_s: float,
+        late_answer: asyncio.Future[Any] | None = None,
     ) -> None:
+        """Keep edit `edit_id` pending. `late_answer`: the editor's applyEdit answer, still to
+        come after a TIMEOUT; a refusal (or error) settles the edit from what is seen then, an
+        "applied" waits for the files to show it, as an UNVERIFIED edit does."""
         marks = {
             p: (locations[p].abs_path, report_mark(locations[p].abs_path, self._store))
             for p in unconfirmed
         }
         self._by_id[edit_id] = Pending(dict(where), marks)
         asyncio.get_running_loop().call_later(grace_s, self.settle, edit_id)
+        if late_answer is not None:
+            late_answer.add_done_callback(lambda f: self._answered(edit_id, f))
+
+    def _answered(self, edit_id: int, answer: asyncio.Future[Any]) -> None:
+        applied = (
+            not answer.cancelled()
+            and answer.exception() is None
+            and bool(getattr(answer.result(), "applied", False))
+        )
+        if not applied:
+            # The editor refused it after all: what the files show now is the outcome.
+            self.settle(edit_id)
 
     def refuse_if_held(self, abs_paths: dict[str, str]) -> None:
         """STALE if a file of `abs_paths` (plan path: real path) has a pending edit the editor

@@ -364,12 +364,17 @@ class AgentEditServer(LanguageServer):
             outcome = await self._apply(plan, locations, action)
         if outcome.error is not None:
             error = outcome.error
-            if error.code == Code.UNVERIFIED:
+            if error.code == Code.UNVERIFIED or outcome.unconfirmed:
                 # Not finished: settled when the editor shows the files (lsp/pending.py).
                 error.details["editId"] = edit_id
-                # A late reporter still reports within a few idle timers (eglot: 0.5 s).
+                # A late reporter still reports within a few idle timers (eglot: 0.5 s); an
+                # editor that has not answered yet gets the time it may take to answer.
                 grace = max(2 * self.settings.verify_timeout_ms / 1000, PENDING_GRACE_MIN_S)
-                self.pending.hold(edit_id, where, locations, outcome.unconfirmed, grace)
+                if outcome.late_answer is not None:
+                    grace = max(grace, self.settings.apply_timeout_ms / 1000)
+                self.pending.hold(
+                    edit_id, where, locations, outcome.unconfirmed, grace, outcome.late_answer
+                )
                 error.recorded = True  # type: ignore[attr-defined]
                 raise error
             if error.code == Code.PARTIAL and not getattr(error, "rolled_back", False):
