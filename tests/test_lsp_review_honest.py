@@ -149,3 +149,23 @@ async def test_a_late_refusal_after_the_timeout_settles_at_once(client: Language
         "agentEdit.replace", {"path": "r.txt", "oldText": "one", "newText": "1"}
     )
     assert after["ok"] and ed.text("r.txt") == "1\n", after
+
+
+@pytest.mark.asyncio
+async def test_one_bad_deny_glob_does_not_drop_the_others(client: LanguageClient, tmp_path):
+    start = {"agentEdit": {"deny": ["start/**", 7], "verifyTimeoutMs": 1000}}
+    ed = await start_session(client, "visual-studio-code", tmp_path, options=start)
+    ed.write_file("start/a.txt", "a\n")
+    ed.write_file("later/b.txt", "b\n")
+    first = await ed.command("agentEdit.read", {"path": "start/a.txt"})
+    assert first["code"] == "DENIED", first
+    ed.client.workspace_did_change_configuration(
+        t.DidChangeConfigurationParams(
+            settings={"agentEdit": {"deny": ["start/**", "later/**", {"nested": ["junk"]}, ""]}}
+        )
+    )
+    edit = await ed.command(
+        "agentEdit.replace", {"path": "later/b.txt", "oldText": "b", "newText": "x"}
+    )
+    assert edit["code"] == "DENIED", edit
+    assert (tmp_path / "later/b.txt").read_text() == "b\n" and ed.apply_requests == []
