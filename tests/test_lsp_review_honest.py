@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
 from lsprotocol import types as t
 from pytest_lsp import LanguageClient
 
-from tests.editor_client import Editor, start_session
-from tests.test_lsp_honest import _settled
+from tests.editor_client import Editor, server_config, start_session
+from tests.test_lsp_honest import _settled, _Wire
 
 
 async def _direct(ed: Editor, name: str, arg: dict[str, Any]) -> Any:
@@ -169,3 +170,40 @@ async def test_one_bad_deny_glob_does_not_drop_the_others(client: LanguageClient
     )
     assert edit["code"] == "DENIED", edit
     assert (tmp_path / "later/b.txt").read_text() == "b\n" and ed.apply_requests == []
+
+
+@pytest.mark.asyncio
+async def test_an_absurd_content_length_does_not_swallow_every_later_message(tmp_path):
+    (tmp_path / "a.txt").write_text("alpha\n")
+    config = server_config()
+    proc = await asyncio.create_subprocess_exec(
+        *config.server_command,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+        env=config.server_env,
+    )
+    wire = _Wire(proc)
+    read = {
+        "jsonrpc": "2.0",
+        "id": 3,
+        "method": "workspace/executeCommand",
+        "params": {"command": "agentEdit.read", "arguments": [{"path": "a.txt"}]},
+    }
+    try:
+        init = {"capabilities": {}, "rootUri": tmp_path.as_uri()}
+        wire.send_json({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init})
+        assert (await wire.reply())["id"] == 1
+        wire.send_json({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+        assert proc.stdin is not None
+        # A petabyte that never comes: waiting for it would leave every later request unserved.
+        proc.stdin.write(b"Content-Length: 999999999999999\r\n\r\n")
+        wire.send_json(read)
+        first = await wire.reply()
+        assert first["error"]["code"] == -32600 and first["id"] is None, first
+        served = await wire.reply()
+        assert served["id"] == 3 and served["result"]["text"] == "alpha\n", served
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+        await proc.wait()
