@@ -10,7 +10,7 @@ from lsprotocol import types as t
 from pytest_lsp import LanguageClient
 
 from tests.editor_client import Editor, server_config, start_session
-from tests.test_lsp_honest import _settled, _Wire
+from tests.test_lsp_honest import _entry, _settled, _Wire
 
 
 async def _direct(ed: Editor, name: str, arg: dict[str, Any]) -> Any:
@@ -207,3 +207,36 @@ async def test_an_absurd_content_length_does_not_swallow_every_later_message(tmp
         if proc.returncode is None:
             proc.kill()
         await proc.wait()
+
+
+@pytest.mark.asyncio
+async def test_a_late_refusal_from_eglot_waits_for_the_files_it_may_have_changed(
+    client: LanguageClient, tmp_path
+):
+    ed = await start_session(
+        client, "emacs", tmp_path, options={"applyTimeoutMs": 300, "verifyTimeoutMs": 500}
+    )
+    ed.write_file("a.txt", "a\n")
+    ed.write_file("b.txt", "b\n")
+    ed.open("a.txt")
+    ed.open("b.txt")
+    patch = (
+        "*** Begin Patch\n*** Update File: a.txt\n@@\n-a\n+A\n"
+        "*** Update File: b.txt\n@@\n-b\n+B\n*** End Patch\n"
+    )
+    ed.defer_changes = True  # a.txt changes unseen, then eglot stalls on b.txt
+    ed.fail_at, ed.fail_mode = 1, "hold"
+    silent = await _direct(ed, "agentEdit.applyPatch", {"patch": patch})
+    assert silent["code"] == "TIMEOUT" and silent["details"]["unconfirmed"], silent
+    edit_id = silent["details"]["editId"]
+    ed.release()  # its late answer: applied false, after a.txt was changed
+    # Two round trips: the answer is written before the second request, so the server has
+    # read it (and run what it triggers) before it answers that one.
+    await _entry(ed, edit_id)
+    entry = await _entry(ed, edit_id)
+    assert entry["outcome"] == "pending", entry  # not "did not land" while a.txt is unseen
+    ed.flush()  # the idle timer fires
+    settled = await _settled(ed, edit_id)
+    assert ed.text("a.txt") == "A\n"
+    # Not "did not land": a.txt did.
+    assert settled["outcome"] == "PARTIAL", settled

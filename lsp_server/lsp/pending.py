@@ -57,17 +57,19 @@ class PendingEdits:
         unconfirmed: list[str],
         grace_s: float,
         late_answer: asyncio.Future[Any] | None = None,
+        refusal_settles: bool = True,
     ) -> None:
         """Keep edit `edit_id` pending. `late_answer`: the editor's applyEdit answer, still to
-        come after a TIMEOUT; a refusal (or error) settles the edit from what is seen then, an
-        "applied" waits for the files to show it, as an UNVERIFIED edit does."""
+        come after a TIMEOUT; a refusal (or error) settles the edit from what is seen then if
+        `refusal_settles` (a refusal by this client means nothing changed, or it reports before
+        answering), an "applied" waits for the files to show it, as an UNVERIFIED edit does."""
         marks = {
             p: (locations[p].abs_path, report_mark(locations[p].abs_path, self._store))
             for p in unconfirmed
         }
         self._by_id[edit_id] = Pending(dict(where), marks)
         asyncio.get_running_loop().call_later(grace_s, self.settle, edit_id)
-        if late_answer is not None:
+        if late_answer is not None and refusal_settles:
             late_answer.add_done_callback(lambda f: self._answered(edit_id, f))
 
     def _answered(self, edit_id: int, answer: asyncio.Future[Any]) -> None:

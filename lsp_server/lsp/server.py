@@ -372,8 +372,18 @@ class AgentEditServer(LanguageServer):
                 grace = max(2 * self.settings.verify_timeout_ms / 1000, PENDING_GRACE_MIN_S)
                 if outcome.late_answer is not None:
                     grace = max(grace, self.settings.apply_timeout_ms / 1000)
+                # eglot applies file by file and reports late: its refusal proves nothing yet.
+                refusal_settles = not self.verifier.reports_late or transactional(
+                    self.client_capabilities, list(plan.changes)
+                )
                 self.pending.hold(
-                    edit_id, where, locations, outcome.unconfirmed, grace, outcome.late_answer
+                    edit_id,
+                    where,
+                    locations,
+                    outcome.unconfirmed,
+                    grace,
+                    outcome.late_answer,
+                    refusal_settles,
                 )
                 error.recorded = True  # type: ignore[attr-defined]
                 raise error
