@@ -131,7 +131,12 @@ async def test_fault_at_each_change(client: LanguageClient, tmp_path, mode, inde
     judge(result, ed.view())
     hist = await ed.command("agentEdit.history", {"format": "json"})
     last = hist["entries"][-1]
-    assert last["outcome"] == ("applied" if result["ok"] else result["code"])
+    if not result["ok"] and result["code"] == "TIMEOUT" and result["details"].get("unconfirmed"):
+        # Nothing showed, so the editor may still apply it: pending until its late answer (a
+        # refusal here) settles it from what the files show.
+        assert last["outcome"] in ("pending", "NOT_APPLIED"), last
+    else:
+        assert last["outcome"] == ("applied" if result["ok"] else result["code"])
     if not result["ok"]:
         assert "read" in result["hint"].lower() or "inspect" in result["hint"].lower()
 

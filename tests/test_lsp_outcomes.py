@@ -75,9 +75,16 @@ async def test_rejection_and_silence(client: LanguageClient, tmp_path):
         "agentEdit.replace", {"path": "a.txt", "oldText": "one", "newText": "1"}
     )
     assert silent["code"] == "TIMEOUT"
-    assert silent["details"]["files"] == [{"path": "a.txt", "state": "not-applied"}]
+    # Not refused: it may still land, so it is not called not-applied, and it stays pending.
+    assert silent["details"]["files"] == [{"path": "a.txt", "state": "unconfirmed"}]
     assert ed.text("a.txt") == "one\n"
-    ed.release()
+    ed.release()  # the late answer (a refusal) settles it
+    while not any(
+        getattr(c, "editId", None) == silent["details"]["editId"]
+        and getattr(c, "outcome", None) == "NOT_APPLIED"
+        for c in ed.history_changes
+    ):
+        await ed.client.wait_for_notification("agentEdit/historyChanged")
     after = await ed.command(
         "agentEdit.replace", {"path": "a.txt", "oldText": "one", "newText": "1"}
     )

@@ -319,6 +319,8 @@ class Outcome:
     error: EditError | None = None
     # Paths the editor may have changed but has not shown (UNVERIFIED): the entry stays pending.
     unconfirmed: list[str] = field(default_factory=list)
+    # After a TIMEOUT: the editor's answer, which may still come (the edit may still land).
+    late_answer: asyncio.Future[Any] | None = None
 
 
 Mark = tuple[int, int] | None
@@ -447,20 +449,34 @@ async def _await_outcome(
     poll: bool,
     all_or_nothing: bool,
 ) -> Outcome:
+    # Shielded: on a timeout the request stays open, since the editor may still apply the edit.
+    answer_future = asyncio.wrap_future(request)
     try:
-        answer = await asyncio.wait_for(asyncio.wrap_future(request), apply_timeout_s)
+        answer = await asyncio.wait_for(asyncio.shield(answer_future), apply_timeout_s)
     except TimeoutError:
         st = states()
         if not all(v == "new" for v in st.values()):
-            return Outcome(
+            error = _failure(
+                Code.TIMEOUT,
+                f"The editor did not answer workspace/applyEdit within {apply_timeout_s:g} s.",
                 st,
-                _failure(
-                    Code.TIMEOUT,
-                    f"The editor did not answer workspace/applyEdit within {apply_timeout_s:g} s.",
-                    st,
-                    ours=False,
-                ),
+                ours=False,
             )
+            if any(v != "old" for v in st.values()):
+                return Outcome(st, error)  # part of it shows, or typing: judged now
+            # Not refused either: it may still land. The entry stays pending until the editor
+            # answers or shows the files (lsp/pending.py), and "not-applied" is not claimed.
+            error.hint = (
+                "The editor may still apply it: the edit stays pending in agentEdit.history and "
+                "is settled (agentEdit/historyChanged) when the editor answers or shows the "
+                "files. Read them again after that, before any new edit of them."
+            )
+            for f in error.details["files"]:
+                if f["state"] == "not-applied":
+                    f["state"] = "unconfirmed"
+            unconfirmed = [p for p, v in st.items() if v == "old"]
+            error.details["unconfirmed"] = unconfirmed
+            return Outcome(st, error, unconfirmed, late_answer=answer_future)
         # Silent, but every file shows the edit: verification, not the answer, decides.
         answer = t.ApplyWorkspaceEditResult(applied=True)
     except JsonRpcException as exc:

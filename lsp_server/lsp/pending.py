@@ -56,13 +56,51 @@ class PendingEdits:
         locations: dict[str, Location],
         unconfirmed: list[str],
         grace_s: float,
+        late_answer: asyncio.Future[Any] | None = None,
+        refusal_settles: bool = True,
     ) -> None:
+        """Keep edit `edit_id` pending. `late_answer`: the editor's applyEdit answer, still to
+        come after a TIMEOUT; a refusal (or error) settles the edit from what is seen then if
+        `refusal_settles` (a refusal by this client means nothing changed, or it reports before
+        answering), an "applied" waits for the files to show it, as an UNVERIFIED edit does."""
         marks = {
             p: (locations[p].abs_path, report_mark(locations[p].abs_path, self._store))
             for p in unconfirmed
         }
         self._by_id[edit_id] = Pending(dict(where), marks)
         asyncio.get_running_loop().call_later(grace_s, self.settle, edit_id)
+        if late_answer is not None and refusal_settles:
+            late_answer.add_done_callback(lambda f: self._answered(edit_id, f))
+
+    def _answered(self, edit_id: int, answer: asyncio.Future[Any]) -> None:
+        applied = (
+            not answer.cancelled()
+            and answer.exception() is None
+            and bool(getattr(answer.result(), "applied", False))
+        )
+        if not applied:
+            # The editor refused it after all: what the files show now is the outcome.
+            self.settle(edit_id)
+
+    def refuse_if_held(self, abs_paths: dict[str, str]) -> None:
+        """STALE if a file of `abs_paths` (plan path: real path) has a pending edit the editor
+        has not shown yet: until it does, the server's view of that file may be older than the
+        buffer (eglot applies an edit and reports it later), and an edit planned on that view
+        would land on shifted lines. Undo of the pending edit is refused the same way."""
+        for edit_id, p in self._by_id.items():
+            held = {abs_path for abs_path, _mark in p.marks.values()}
+            for path, abs_path in abs_paths.items():
+                if abs_path in held:
+                    raise EditError(
+                        Code.STALE,
+                        f"Edit #{edit_id} of {path} is still unverified: the editor said it "
+                        "applied it but has not shown the file since, so what the server sees "
+                        "of it may be older than the buffer. Nothing was sent or changed.",
+                        "Wait for agentEdit/historyChanged for that edit (or check "
+                        f"agentEdit.history {{editId: {edit_id}}}), then read the file again "
+                        "and send the edit; typing in the file or saving it also shows it.",
+                        {"path": path, "reason": "PENDING_EDIT", "pendingEditId": edit_id},
+                    )
 
     def settle(self, final_id: int | None = None) -> None:
         """Finish pending edits whose files the editor has now shown (all of them, or one that

@@ -30,7 +30,6 @@ INVALID_REQUEST = -32600
 _CONTENT_LENGTH = re.compile(rb"Content-Length:[ \t]*(\d{1,15})[ \t]*\r?\n?$", re.IGNORECASE)
 # The biggest body read: whole-file writes of the largest editable file, JSON-escaped, fit.
 MAX_BODY_BYTES = 512 * 1024 * 1024
-_DISCARD_CHUNK = 1 << 20
 
 
 def reply_error(protocol: JsonRPCProtocol, msg_id: Any, code: int, message: str) -> None:
@@ -114,12 +113,15 @@ async def run_async(
             continue  # another header (Content-Type), or stray bytes between messages
         length, content_length = content_length, 0
         if length > MAX_BODY_BYTES:
-            while length > 0:
-                chunk = await reader.readexactly(min(length, _DISCARD_CHUNK))
-                if not chunk:
-                    return
-                length -= len(chunk)
-            reply_error(protocol, None, INVALID_REQUEST, "Invalid Request: message too large")
+            # Not waited for: a length no body will fill (a bogus 10**15) would swallow every
+            # later message. The bytes that follow are scanned for the next header instead, as
+            # after a bad body (an oversized body is one long line, ended by that header).
+            reply_error(
+                protocol,
+                None,
+                INVALID_REQUEST,
+                f"Invalid Request: Content-Length {length} is over the {MAX_BODY_BYTES} limit",
+            )
             continue
         body = await reader.readexactly(length)
         if not body:

@@ -343,6 +343,8 @@ class AgentEditServer(LanguageServer):
         for r in list(where.values()):
             where.setdefault(r.rel, r)
         locations = {p: self.location(r) for p, r in where.items()}
+        # A file whose last edit is unverified may look older here than in the editor.
+        self.pending.refuse_if_held({p: loc.abs_path for p, loc in locations.items()})
         # Resource operations the editor cannot do: on disk, or refused now for an open buffer.
         to_editor, to_disk = disk_side.split(
             changes, locations, self.store, disk_side.resource_operations(self.client_capabilities)
@@ -362,12 +364,27 @@ class AgentEditServer(LanguageServer):
             outcome = await self._apply(plan, locations, action)
         if outcome.error is not None:
             error = outcome.error
-            if error.code == Code.UNVERIFIED:
+            if error.code == Code.UNVERIFIED or outcome.unconfirmed:
                 # Not finished: settled when the editor shows the files (lsp/pending.py).
                 error.details["editId"] = edit_id
-                # A late reporter still reports within a few idle timers (eglot: 0.5 s).
+                # A late reporter still reports within a few idle timers (eglot: 0.5 s); an
+                # editor that has not answered yet gets the time it may take to answer.
                 grace = max(2 * self.settings.verify_timeout_ms / 1000, PENDING_GRACE_MIN_S)
-                self.pending.hold(edit_id, where, locations, outcome.unconfirmed, grace)
+                if outcome.late_answer is not None:
+                    grace = max(grace, self.settings.apply_timeout_ms / 1000)
+                # eglot applies file by file and reports late: its refusal proves nothing yet.
+                refusal_settles = not self.verifier.reports_late or transactional(
+                    self.client_capabilities, list(plan.changes)
+                )
+                self.pending.hold(
+                    edit_id,
+                    where,
+                    locations,
+                    outcome.unconfirmed,
+                    grace,
+                    outcome.late_answer,
+                    refusal_settles,
+                )
                 error.recorded = True  # type: ignore[attr-defined]
                 raise error
             if error.code == Code.PARTIAL and not getattr(error, "rolled_back", False):

@@ -88,6 +88,7 @@ def initial_policy(roots: Iterable[str], payload: Any) -> tuple[PathPolicy, list
     good: dict[str, Any] = {}
     problems: list[str] = []
     for key, value in policy_values(payload).items():
+        value = _valid_globs(roots, key, value, problems)
         try:
             PathPolicy.from_settings(roots, {key: value})
         except SettingsError as exc:
@@ -105,7 +106,9 @@ def reconfigured(policy: PathPolicy, payload: Any) -> tuple[PathPolicy, list[str
     """
     problems: list[str] = []
     new = policy
+    roots = [r.named for r in policy.roots]
     for key, value in policy_values(payload).items():
+        value = _valid_globs(roots, key, value, problems)
         if key == "deny" and isinstance(value, list):
             dropped = [g for g in new.deny if g not in value]
             if dropped:
@@ -119,3 +122,19 @@ def reconfigured(policy: PathPolicy, payload: Any) -> tuple[PathPolicy, list[str
         except SettingsError as exc:
             problems.append(exc.message)
     return new, problems
+
+
+def _valid_globs(roots: list[str], key: str, value: Any, problems: list[str]) -> Any:
+    """A deny or allow list without its invalid globs (each said): one bad entry must not drop
+    the user's other deny rules (fewer allow globs only tighten). Other values as they are."""
+    if key not in ("deny", "allow") or not isinstance(value, list):
+        return value
+    kept = []
+    for glob in value:
+        try:
+            PathPolicy.from_settings(roots, {key: [glob]})
+        except SettingsError as exc:
+            problems.append(exc.message)
+            continue
+        kept.append(glob)
+    return kept
