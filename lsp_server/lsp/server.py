@@ -352,14 +352,21 @@ class AgentEditServer(LanguageServer):
         if dry_run:
             entry = self.history.record(action, args, plan=plan, outcome="dry-run")
             return success(entry.id, "dry-run", changes, diff=diff)
-        if to_disk:
-            disk_side.check_unchanged(to_disk, locations)
-        # The plan and its pre-images are on disk before the editor sees anything.
-        edit_id = self.history.begin(plan, args, undoes=undoes)
-        if to_disk:
-            outcome = await self._apply_mixed(plan, to_editor, to_disk, where, locations)
-        else:
-            outcome = await self._apply(plan, locations, action)
+        # Files not open: checked and written to temporary files now (STALE here changes
+        # nothing); put in place only after the editor's part is verified.
+        disk = disk_side.DiskSide(self.paths.roots[0], action, to_disk) if to_disk else None
+        try:
+            if disk is not None:
+                recovery.record(self.history, disk.recovered)
+            # The plan and its pre-images are on disk before the editor sees anything.
+            edit_id = self.history.begin(plan, args, undoes=undoes)
+            if disk is not None:
+                outcome = await self._apply_mixed(plan, to_editor, to_disk, disk, where, locations)
+            else:
+                outcome = await self._apply(plan, locations, action)
+        finally:
+            if disk is not None:
+                disk.abort()  # a no-op once committed or aborted
         if outcome.error is not None:
             error = outcome.error
             if error.code == Code.UNVERIFIED:
@@ -408,23 +415,29 @@ class AgentEditServer(LanguageServer):
         plan: Plan,
         to_editor: list[FileChange],
         to_disk: list[FileChange],
+        disk: disk_side.DiskSide,
         where: dict[str, Resolved],
         locations: dict[str, Location],
     ) -> Outcome:
-        """The editor's part first (verified), then the disk side; if the disk side fails, what
-        landed in the editor is rolled back, so the plan lands whole or not at all."""
+        """The disk side is prepared already; the editor's part is applied (verified), then the
+        disk side committed; if the commit fails, what landed in the editor is rolled back, so
+        the plan lands whole or not at all."""
         states: dict[str, str] = {}
         editor_plan = Plan(plan.action, tuple(to_editor))
         if to_editor:
             outcome = await self._apply(editor_plan, locations, plan.action)
             if outcome.error is not None:
+                disk.abort()
                 return outcome
             states.update(outcome.states)
         for c in to_disk:
             c.before.release_lines()
         try:
-            disk_side.commit(self.paths.roots[0], plan.action, to_disk, locations)
+            # No await between this check and the renames: no didOpen is handled in between.
+            disk_side.check_still_closed(to_disk, locations, self.store)
+            disk.commit()
         except EditError as exc:
+            disk.abort()
             if not to_editor:
                 return Outcome({c.path: "old" for c in to_disk}, exc)
             error = EditError(
@@ -435,6 +448,7 @@ class AgentEditServer(LanguageServer):
                 committed=[{"path": p, "state": "applied"} for p in states],
             )
             back = await self._roll_back(editor_plan, where, locations, error)
+            back.details["diskError"] = {"code": str(exc.code), **exc.details}
             back.rolled_back = True  # type: ignore[attr-defined]
             return Outcome(states, back)
         for c in to_disk:
