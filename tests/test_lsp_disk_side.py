@@ -82,8 +82,10 @@ async def test_disk_changed_at_the_moment_of_apply_is_stale_and_nothing_lands(
     ed = await start_session(hooked, kind, tmp_path)
     path = ed.write_file("closed.txt", "one\ntwo\nthree\n")
     await ed.command("agentEdit.read", {"path": "closed.txt"})
-    # The user saves a new first line after the server checked the file, before its rename.
+    # The user saves a new first line after the server checked the file, before its rename
+    # (or, were the edit sent to the editor as a null-version applyEdit, as the editor loads it).
     save_at("written", path, "zero\none\ntwo\nthree\n")
+    ed.before_change = lambda index: path.write_text("zero\none\ntwo\nthree\n")
     result = await ed.command(
         "agentEdit.replace", {"path": "closed.txt", "oldText": "two", "newText": "2"}
     )
