@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 import pytest_lsp
+from lsprotocol import types as t
 from pytest_lsp import ClientServerConfig, LanguageClient
 
 from tests.editor_client import EDITORS, Editor, server_config, start_session
@@ -228,3 +229,39 @@ async def test_mixed_edit_refused_by_the_editor_leaves_the_disk_untouched(
     no_temporaries(tmp_path)
     ed.reject_all = False
     assert (await ed.command("agentEdit.read", {"path": "closed.txt"}))["ok"]
+
+
+@pytest.mark.asyncio
+async def test_disk_side_over_two_workspace_folders_is_refused_whole(
+    hooked: LanguageClient, tmp_path: Path
+):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    ed = await start_session(hooked, "visual-studio-code", ws)
+    other = tmp_path / "other"
+    other.mkdir()
+    b = other / "b.txt"
+    b.write_text("bee\n")
+    a = ed.write_file("a.txt", "ay\n")
+    ed.client.workspace_did_change_workspace_folders(
+        t.DidChangeWorkspaceFoldersParams(
+            event=t.WorkspaceFoldersChangeEvent(
+                added=[t.WorkspaceFolder(uri=other.as_uri(), name="other")], removed=[]
+            )
+        )
+    )
+    for p in ("a.txt", str(b)):
+        assert (await ed.command("agentEdit.read", {"path": p}))["ok"]
+    patch = (
+        "*** Begin Patch\n*** Update File: a.txt\n@@\n-ay\n+A\n"
+        f"*** Update File: {b}\n@@\n-bee\n+B\n*** End Patch\n"
+    )
+    result = await ed.command("agentEdit.applyPatch", {"patch": patch})
+    assert result["code"] == "UNSUPPORTED", result
+    assert a.read_text() == "ay\n" and b.read_text() == "bee\n"
+    assert ed.apply_requests == [] and ed.docs == {}
+    # One folder's file alone is written in that folder.
+    one = await ed.command("agentEdit.replace", {"path": str(b), "oldText": "bee", "newText": "B"})
+    assert one["ok"], one
+    assert b.read_text() == "B\n"
+    no_temporaries(tmp_path)

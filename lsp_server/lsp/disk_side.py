@@ -21,6 +21,8 @@ disk is never written under an open buffer.
 
 from __future__ import annotations
 
+import os
+from dataclasses import replace
 from typing import Any
 
 from lsp_server.engine import files, recovery
@@ -94,12 +96,53 @@ def check_still_closed(
         )
 
 
+def in_one_folder(changes: list[FileChange], roots: list[str]) -> tuple[str, list[FileChange]]:
+    """The workspace folder holding every disk-side file, and the changes as the writer takes
+    them: paths relative to that folder (it works below one folder, through its descriptors).
+
+    Paths of the first folder are relative already and are kept as they are (never re-derived
+    from a resolved path: the writer itself refuses a symlink on the way). A file of another
+    folder has an absolute path, made relative by its folder's prefix. A disk side spread over
+    several folders is refused (UNSUPPORTED): one journal, one lock, one folder per apply.
+    """
+    homes: set[str] = set()
+    out: list[FileChange] = []
+
+    def rel(path: str) -> str:
+        if not os.path.isabs(path):
+            homes.add(roots[0])
+            return path
+        for root in sorted(roots, key=len, reverse=True):
+            if path.startswith(root.rstrip(os.sep) + os.sep):
+                homes.add(root)
+                return path[len(root.rstrip(os.sep)) + 1 :]
+        homes.add(path)  # no folder: refused below
+        return path
+
+    for c in changes:
+        src, dst = rel(c.path), rel(c.moved_to) if c.moved_to else None
+        if src == c.path and dst == c.moved_to:
+            out.append(c)
+        else:
+            out.append(replace(c, before=replace(c.before, path=src), moved_to=dst))
+    if len(homes) != 1 or not set(homes) <= set(roots):
+        raise EditError(
+            Code.UNSUPPORTED,
+            "The files of this edit that are not open in the editor lie in several workspace "
+            "folders; the server changes files on disk one folder at a time, all or nothing. "
+            "Nothing was sent or changed.",
+            "Send one edit per workspace folder.",
+            {"paths": sorted({p for c in changes for p in (c.path, c.target_path)})},
+        )
+    return homes.pop(), out
+
+
 class DiskSide:
     """The disk part of one edit, prepared (`files.prepare_plan`) under the workspace lock,
     which is held until `commit()` or `abort()`: a CLI or another server on this workspace
     waits for it rather than writing the same files in between."""
 
-    def __init__(self, root: str, action: str, changes: list[FileChange]) -> None:
+    def __init__(self, root: str, changes: list[FileChange], action: str) -> None:
         self._lock = files.workspace_lock(root)
         sdir = self._lock.__enter__()
         try:

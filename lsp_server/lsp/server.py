@@ -354,7 +354,9 @@ class AgentEditServer(LanguageServer):
             return success(entry.id, "dry-run", changes, diff=diff)
         # Files not open: checked and written to temporary files now (STALE here changes
         # nothing); put in place only after the editor's part is verified.
-        disk = disk_side.DiskSide(self.paths.roots[0], action, to_disk) if to_disk else None
+        disk = None
+        if to_disk:
+            disk = disk_side.DiskSide(*disk_side.in_one_folder(to_disk, self.paths.roots), action)
         try:
             if disk is not None:
                 recovery.record(self.history, disk.recovered)
