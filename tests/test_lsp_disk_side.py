@@ -21,6 +21,7 @@ from lsprotocol import types as t
 from pytest_lsp import ClientServerConfig, LanguageClient
 
 from tests.editor_client import EDITORS, Editor, server_config, start_session
+from tests.test_lsp_honest import _settled
 
 CONTROL = Path(tempfile.mkdtemp(prefix="agent-edit-hook-")) / "control.json"
 
@@ -265,3 +266,30 @@ async def test_disk_side_over_two_workspace_folders_is_refused_whole(
     assert one["ok"], one
     assert b.read_text() == "B\n"
     no_temporaries(tmp_path)
+
+
+@pytest.mark.asyncio
+async def test_unverified_buffers_leave_the_disk_side_unwritten_and_say_so(
+    hooked: LanguageClient, tmp_path: Path
+):
+    """eglot answers applied but sends didChange late: the files not open are not written on
+    that basis, the result says so, and the settled entry does not claim them."""
+    ed = await start_session(hooked, "emacs", tmp_path)
+    ed.write_file("shown.txt", "shown\n")
+    closed = ed.write_file("closed.txt", "one\ntwo\n")
+    ed.open("shown.txt")
+    for p in ("shown.txt", "closed.txt"):
+        await ed.command("agentEdit.read", {"path": p})
+    ed.defer_changes = True
+    result = await ed.client.workspace_execute_command_async(
+        t.ExecuteCommandParams(command="agentEdit.applyPatch", arguments=[{"patch": PATCH}])
+    )
+    assert result["code"] == "UNVERIFIED", result
+    assert result["details"]["notWritten"] == ["closed.txt"], result
+    assert "closed.txt" in result["message"] and closed.read_text() == "one\ntwo\n"
+    no_temporaries(tmp_path)
+    ed.flush()
+    edit_id = result["details"]["editId"]
+    found = await _settled(ed, edit_id)
+    assert found["outcome"] == "PARTIAL", found  # shown.txt landed, closed.txt did not
+    assert closed.read_text() == "one\ntwo\n"

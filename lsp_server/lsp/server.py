@@ -430,6 +430,15 @@ class AgentEditServer(LanguageServer):
             outcome = await self._apply(editor_plan, locations, plan.action)
             if outcome.error is not None:
                 disk.abort()
+                if outcome.error.code == Code.UNVERIFIED:
+                    # The disk is never written on an unverified basis: say so, so the agent
+                    # knows those files hold the old text whatever the buffers turn out to show.
+                    names = sorted({p for c in to_disk for p in (c.path, c.target_path)})
+                    outcome.error.message += (
+                        f" The files not open in the editor ({', '.join(names)}) were not "
+                        "written: they hold the old text."
+                    )
+                    outcome.error.details["notWritten"] = names
                 return outcome
             states.update(outcome.states)
         for c in to_disk:
