@@ -147,8 +147,9 @@ class DiskSide:
         sdir = self._lock.__enter__()
         try:
             # An apply a CLI was killed in the middle of is rolled back before this one plans
-            # on the files (the check below then sees what the rollback restored).
-            self.recovered = recovery.recover(root, locked=sdir)
+            # on the files (the check below then sees what the rollback restored). One that
+            # cannot be rolled back raises (IO_ERROR): its journal must not be overwritten.
+            self.recovered = recovery.Recovery(files.recover_locked(root, sdir))
             self._prepared = files.prepare_plan(root, sdir, Plan(action, tuple(changes)))
         except BaseException:
             self._lock.__exit__(None, None, None)
