@@ -1,7 +1,8 @@
 """Fault injection: every failure of a 5-file patch ends all-old, all-new, or PARTIAL with a
 committed list that matches the files exactly; never a silent partial.
 
-The editor fails at each change index of one WorkspaceEdit (create, text edits, rename, delete)
+The editor fails at each change index of one WorkspaceEdit (text edits, rename, delete; the
+create of a file not open is the disk side, prepared first and committed after the editor's part)
 in each way editors fail: refusing (applied: false), skipping a change yet answering applied:
 true, answering with a JSON-RPC error, never answering, or the server dying mid-way.
 """
@@ -35,8 +36,10 @@ PATCH = """*** Begin Patch
 +X = 2
 *** End Patch
 """
-# documentChanges: 0 CreateFile, 1 edit new.py, 2 edit app.py (open), 3 RenameFile,
-# 4 edit new/name.txt, 5 DeleteFile, 6 edit lib.py
+# With every existing file open (`seed`): src/new.py (not open) is created by the server on
+# disk, committed after the editor's part; documentChanges: 0 edit app.py, 1 version guard of
+# old/name.txt, 2 RenameFile, 3 edit new/name.txt, 4 version guard of gone.txt, 5 DeleteFile,
+# 6 edit lib.py.
 CHANGES = 7
 OLD = {
     "src/app.py": b"def main():\n    return 1\n",
@@ -61,10 +64,12 @@ PLAN_PATHS = {
 }
 
 
-def seed(ed: Editor) -> None:
+def seed(ed: Editor, open_all: bool = True) -> None:
+    """The files of OLD, open in the editor (all of them, or only src/app.py)."""
     for rel, data in OLD.items():
         ed.write_file(rel, data)
-    ed.open("src/app.py")
+    for rel in OLD if open_all else ["src/app.py"]:
+        ed.open(rel)
 
 
 def landed(view: dict[str, bytes]) -> set[str]:
@@ -161,10 +166,19 @@ async def test_server_killed_between_apply_and_outcome(tmp_path, index):
         for uri, doc in ed.docs.items():
             rel = uri.split(tmp_path.as_uri() + "/", 1)[1]
             ed2.open(rel, doc.text)
-        message = await asyncio.wait_for(second.wait_for_notification(t.WINDOW_SHOW_MESSAGE), 10)
-        assert "interrupted" in message.message
+        # The disk side may have been prepared: its rollback is said first (nothing of it had
+        # changed anything yet), then what became of the edit.
+        while True:
+            message = await asyncio.wait_for(
+                second.wait_for_notification(t.WINDOW_SHOW_MESSAGE), 10
+            )
+            if "was interrupted" in message.message:
+                break
+            assert "nothing had changed yet" in message.message, message
+        view = ed.view()  # after the rollback: the temporary file of the disk side is gone
+        assert not [k for k in view if ".agent-edit-" in k], view
         hist = await ed2.command("agentEdit.history", {"format": "json"})
-        entry = hist["entries"][-1]
+        entry = [e for e in hist["entries"] if e["action"] != "recover"][-1]
         done = landed(view)
         # Undo is offered only for an edit of which something landed.
         assert ("agentEdit.undo" in message.message) == (entry["outcome"] != "NOT_APPLIED")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 
 import pytest
-from lsprotocol import types as t
 from pytest_lsp import LanguageClient
 
 from tests.editor_client import Editor, start_session
@@ -16,18 +15,20 @@ def sha(text: str) -> str:
 
 
 @pytest.mark.asyncio
-async def test_file_not_open_is_sent_unversioned_and_verified(editor: Editor):
+async def test_file_not_open_is_written_on_disk_not_sent(editor: Editor):
+    """Every editor: a file not open is changed by the disk writer, never by a null-version
+    applyEdit (which would land on whatever the disk holds then and open a tab left dirty)."""
     editor.write_file("closed.txt", "alpha\nbeta\n")
     await editor.command("agentEdit.read", {"path": "closed.txt"})
     result = await editor.command(
         "agentEdit.replace", {"path": "closed.txt", "oldText": "beta", "newText": "gamma"}
     )
     assert result["ok"], result
-    (tde,) = editor.apply_requests[0].edit.document_changes
-    assert isinstance(tde, t.TextDocumentEdit) and tde.text_document.version is None
-    # The editor opened it to apply the edit (as VS Code does): the buffer shows the change.
-    assert editor.text("closed.txt") == "alpha\ngamma\n"
+    assert editor.apply_requests == []
+    assert editor.docs == {}  # no tab opened (the editor's file watcher sees the new file)
+    assert (editor.root / "closed.txt").read_text() == "alpha\ngamma\n"
     assert result["files"][0]["sha256"] == sha("alpha\ngamma\n")
+    assert [p.name for p in editor.root.iterdir()] == ["closed.txt"]  # no temporary left
 
 
 @pytest.mark.asyncio
@@ -36,14 +37,9 @@ async def test_write_creates_then_overwrite_needs_a_read(editor: Editor):
     assert created["ok"], created
     assert created["files"][0]["change"] == "add"
     assert "new file mode" in created["diff"]
-    if editor.kind == "emacs":
-        # eglot lists no resourceOperations: a file not open is created on disk by the server.
-        assert editor.apply_requests == []
-        assert (editor.root / "pkg/new.py").read_text() == "x = 1\n"
-    else:
-        kinds = [type(c).__name__ for c in editor.apply_requests[0].edit.document_changes]
-        assert kinds == ["CreateFile", "TextDocumentEdit"]
-        assert editor.text("pkg/new.py") == "x = 1\n"
+    # A file not open (a new one, here) is created on disk by the server, for every editor.
+    assert editor.apply_requests == []
+    assert (editor.root / "pkg/new.py").read_text() == "x = 1\n"
     again = await editor.command("agentEdit.write", {"path": "pkg/new.py", "text": "x = 2\n"})
     assert again["ok"], again  # the agent knows what it wrote
     editor.write_file("other.py", "old\n")

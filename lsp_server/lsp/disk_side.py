@@ -1,25 +1,33 @@
 """The part of a plan the server carries out on disk itself instead of through the editor.
 
-Editors do create/rename/delete only if their `workspace.workspaceEdit.resourceOperations` lists
-them (eglot lists none, and answers "Internal error"). Such an operation on a file the editor has
-not open is done here on disk (`engine.files.apply_plan`, atomic); on an open buffer it is refused
-up front (UNSUPPORTED): the buffer would be left showing a file that is gone or moved.
+Every file the editor does not have open (an update, an add, a delete, a move whose source and
+destination are both not open) is changed by the disk writer (`engine.files`), never by a
+null-version `workspace/applyEdit`: the editor would apply such an edit to whatever the disk
+holds at that moment (shifted lines, an overwritten line) and open a tab left dirty. The disk
+writer re-checks each file's identity right before its rename, so a file that changed since the
+plan read it is STALE and nothing lands. The editor sees the change through its file watcher.
 
-The order is the one the disk writer will keep: the disk side is checked before the editor is
-asked, the editor's part is applied and verified, then the disk side is committed (and the
-editor's part rolled back if that fails). When the writer takes over every file not open, `split`
-sends those here too, and `commit` becomes its prepared commit.
+Open buffers go to the editor in one versioned applyEdit. A resource operation on an open
+buffer that the editor cannot do (its `workspace.workspaceEdit.resourceOperations` does not list
+it; eglot lists none) is refused up front (UNSUPPORTED): the buffer would be left showing a file
+that is gone or moved.
+
+A mixed edit keeps this order: the disk side is prepared (checked, new contents written to
+temporary files, journaled) under the workspace lock, the editor's part is applied and
+verified, then the disk side is committed; a failed commit has the editor's part rolled back
+(server.py). A file opened in the editor meanwhile stops the commit (`check_still_closed`): the
+disk is never written under an open buffer.
 """
 
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from typing import Any
 
-from lsp_server.engine import files
+from lsp_server.engine import files, recovery
 from lsp_server.engine.errors import Code, EditError
 from lsp_server.engine.model import FileChange, Plan
-from lsp_server.engine.text import decode_file, sha256_text
 from lsp_server.lsp.apply import Location
 from lsp_server.lsp.documents import DocumentStore
 
@@ -35,6 +43,10 @@ def resource_operations(capabilities: Any) -> frozenset[str]:
     return frozenset(str(getattr(o, "value", o)) for o in ops)
 
 
+def _open_paths(c: FileChange, where: dict[str, Location], store: DocumentStore) -> list[str]:
+    return sorted(p for p in {c.path, c.target_path} if store.by_path(where[p].abs_path))
+
+
 def split(
     changes: list[FileChange],
     where: dict[str, Location],
@@ -46,63 +58,119 @@ def split(
     editor: list[FileChange] = []
     disk: list[FileChange] = []
     for c in changes:
+        open_paths = _open_paths(c, where, store)
+        if not open_paths:
+            disk.append(c)
+            continue
         need = NEEDS.get(c.change)
         if need is None or need in ops:
             editor.append(c)
             continue
-        open_paths = [
-            p for p in {c.path, c.target_path} if store.by_path(where[p].abs_path) is not None
-        ]
-        if open_paths:
-            verb = {"create": "create", "delete": "delete", "rename": "rename (move)"}[need]
-            raise EditError(
-                Code.UNSUPPORTED,
-                f"The editor cannot {verb} files (its workspaceEdit.resourceOperations does not "
-                f"list {need!r}), and {', '.join(sorted(open_paths))} is open in it, so the "
-                "server cannot do it on disk either without leaving a buffer on a file that is "
-                "gone. Nothing was sent or changed.",
-                f"Ask the user to close {', '.join(sorted(open_paths))}, then send the edit again; "
-                "or change the file's content with Update File instead.",
-                {"paths": sorted(open_paths), "operation": need, "reason": "OPEN_BUFFER"},
-            )
-        disk.append(c)
+        verb = {"create": "create", "delete": "delete", "rename": "rename (move)"}[need]
+        raise EditError(
+            Code.UNSUPPORTED,
+            f"The editor cannot {verb} files (its workspaceEdit.resourceOperations does not "
+            f"list {need!r}), and {', '.join(open_paths)} is open in it, so the server cannot "
+            "do it on disk either without leaving a buffer on a file that is gone. Nothing was "
+            "sent or changed.",
+            f"Ask the user to close {', '.join(open_paths)}, then send the edit again; "
+            "or change the file's content with Update File instead.",
+            {"paths": open_paths, "operation": need, "reason": "OPEN_BUFFER"},
+        )
     return editor, disk
 
 
-def check_unchanged(changes: list[FileChange], where: dict[str, Location]) -> None:
-    """STALE unless every disk-side file is still as the plan saw it (absent ones still absent)."""
+def check_still_closed(
+    changes: list[FileChange], where: dict[str, Location], store: DocumentStore
+) -> None:
+    """STALE if a disk-side file was opened in the editor since the edit was split: writing the
+    disk under an open buffer would leave the buffer showing the old text."""
+    opened = sorted({p for c in changes for p in _open_paths(c, where, store)})
+    if opened:
+        raise EditError(
+            Code.STALE,
+            f"{', '.join(opened)} was opened in the editor while the edit was being applied, "
+            "so it was not written on disk under the open buffer; nothing was changed.",
+            "Send the edit again: it now goes to the editor's buffer.",
+            {"paths": opened, "reason": "OPENED_IN_EDITOR"},
+        )
+
+
+def in_one_folder(changes: list[FileChange], roots: list[str]) -> tuple[str, list[FileChange]]:
+    """The workspace folder holding every disk-side file, and the changes as the writer takes
+    them: paths relative to that folder (it works below one folder, through its descriptors).
+
+    Paths of the first folder are relative already and are kept as they are (never re-derived
+    from a resolved path: the writer itself refuses a symlink on the way). A file of another
+    folder has an absolute path, made relative by its folder's prefix. A disk side spread over
+    several folders is refused (UNSUPPORTED): one journal, one lock, one folder per apply.
+    """
+    homes: set[str] = set()
+    out: list[FileChange] = []
+
+    def rel(path: str) -> str:
+        if not os.path.isabs(path):
+            homes.add(roots[0])
+            return path
+        for root in sorted(roots, key=len, reverse=True):
+            if path.startswith(root.rstrip(os.sep) + os.sep):
+                homes.add(root)
+                return path[len(root.rstrip(os.sep)) + 1 :]
+        homes.add(path)  # no folder: refused below
+        return path
+
     for c in changes:
-        targets = [(c.path, c.before.exists, c.before.sha256 if c.before.exists else None)]
-        if c.change == "move":
-            targets.append((c.target_path, False, None))
-        for path, existed, sha in targets:
-            full = where[path].abs_path
-            if not existed:
-                if os.path.lexists(full):
-                    _stale(path, "it exists now")
-                continue
-            try:
-                with open(full, "rb") as f:
-                    data = f.read()
-                now = decode_file(path, data, max_bytes=1 << 62)
-            except FileNotFoundError:
-                _stale(path, "it is gone")
-            except (OSError, EditError) as exc:
-                _stale(path, str(exc))
-            if sha256_text(now.text) != sha or now.bom != c.before.bom:
-                _stale(path, "its content changed")
+        src, dst = rel(c.path), rel(c.moved_to) if c.moved_to else None
+        if src == c.path and dst == c.moved_to:
+            out.append(c)
+        else:
+            out.append(replace(c, before=replace(c.before, path=src), moved_to=dst))
+    if len(homes) != 1 or not set(homes) <= set(roots):
+        raise EditError(
+            Code.UNSUPPORTED,
+            "The files of this edit that are not open in the editor lie in several workspace "
+            "folders; the server changes files on disk one folder at a time, all or nothing. "
+            "Nothing was sent or changed.",
+            "Send one edit per workspace folder.",
+            {"paths": sorted({p for c in changes for p in (c.path, c.target_path)})},
+        )
+    return homes.pop(), out
 
 
-def _stale(path: str, why: str) -> None:
-    raise EditError(
-        Code.STALE,
-        f"{path} changed on disk since the edit was planned ({why}); nothing was written to it.",
-        "Read the file again and recompute the edit from what it holds now.",
-        {"path": path, "reason": "CHANGED_ON_DISK"},
-    )
+class DiskSide:
+    """The disk part of one edit, prepared (`files.prepare_plan`) under the workspace lock,
+    which is held until `commit()` or `abort()`: a CLI or another server on this workspace
+    waits for it rather than writing the same files in between."""
 
+    def __init__(self, root: str, changes: list[FileChange], action: str) -> None:
+        self._lock = files.workspace_lock(root)
+        sdir = self._lock.__enter__()
+        try:
+            # An apply a CLI was killed in the middle of is rolled back before this one plans
+            # on the files (the check below then sees what the rollback restored). One that
+            # cannot be rolled back raises (IO_ERROR): its journal must not be overwritten.
+            self.recovered = recovery.Recovery(files.recover_locked(root, sdir))
+            self._prepared = files.prepare_plan(root, sdir, Plan(action, tuple(changes)))
+        except BaseException:
+            self._lock.__exit__(None, None, None)
+            raise
+        self._held = True
 
-def commit(root: str, action: str, changes: list[FileChange], where: dict[str, Location]) -> None:
-    """Carry out the disk side, all or nothing (the files journal rolls back a failed step)."""
-    check_unchanged(changes, where)
-    files.apply_plan(root, Plan(action, tuple(changes)))
+    def commit(self) -> None:
+        """Put every file in place, or raise `EditError` (STALE, ...) after rolling back."""
+        try:
+            self._prepared.commit()
+        finally:
+            self._release()
+
+    def abort(self) -> dict[str, Any]:
+        """Remove the temporary files and journal; nothing the user sees was changed."""
+        try:
+            return self._prepared.abort()
+        finally:
+            self._release()
+
+    def _release(self) -> None:
+        if self._held:
+            self._held = False
+            self._lock.__exit__(None, None, None)

@@ -354,14 +354,23 @@ class AgentEditServer(LanguageServer):
         if dry_run:
             entry = self.history.record(action, args, plan=plan, outcome="dry-run")
             return success(entry.id, "dry-run", changes, diff=diff)
+        # Files not open: checked and written to temporary files now (STALE here changes
+        # nothing); put in place only after the editor's part is verified.
+        disk = None
         if to_disk:
-            disk_side.check_unchanged(to_disk, locations)
-        # The plan and its pre-images are on disk before the editor sees anything.
-        edit_id = self.history.begin(plan, args, undoes=undoes)
-        if to_disk:
-            outcome = await self._apply_mixed(plan, to_editor, to_disk, where, locations)
-        else:
-            outcome = await self._apply(plan, locations, action)
+            disk = disk_side.DiskSide(*disk_side.in_one_folder(to_disk, self.paths.roots), action)
+        try:
+            if disk is not None:
+                recovery.record(self.history, disk.recovered)
+            # The plan and its pre-images are on disk before the editor sees anything.
+            edit_id = self.history.begin(plan, args, undoes=undoes)
+            if disk is not None:
+                outcome = await self._apply_mixed(plan, to_editor, to_disk, disk, where, locations)
+            else:
+                outcome = await self._apply(plan, locations, action)
+        finally:
+            if disk is not None:
+                disk.abort()  # a no-op once committed or aborted
         if outcome.error is not None:
             error = outcome.error
             if error.code == Code.UNVERIFIED or outcome.unconfirmed:
@@ -425,23 +434,38 @@ class AgentEditServer(LanguageServer):
         plan: Plan,
         to_editor: list[FileChange],
         to_disk: list[FileChange],
+        disk: disk_side.DiskSide,
         where: dict[str, Resolved],
         locations: dict[str, Location],
     ) -> Outcome:
-        """The editor's part first (verified), then the disk side; if the disk side fails, what
-        landed in the editor is rolled back, so the plan lands whole or not at all."""
+        """The disk side is prepared already; the editor's part is applied (verified), then the
+        disk side committed; if the commit fails, what landed in the editor is rolled back, so
+        the plan lands whole or not at all."""
         states: dict[str, str] = {}
         editor_plan = Plan(plan.action, tuple(to_editor))
         if to_editor:
             outcome = await self._apply(editor_plan, locations, plan.action)
             if outcome.error is not None:
+                disk.abort()
+                if outcome.error.code == Code.UNVERIFIED:
+                    # The disk is never written on an unverified basis: say so, so the agent
+                    # knows those files hold the old text whatever the buffers turn out to show.
+                    names = sorted({p for c in to_disk for p in (c.path, c.target_path)})
+                    outcome.error.message += (
+                        f" The files not open in the editor ({', '.join(names)}) were not "
+                        "written: they hold the old text."
+                    )
+                    outcome.error.details["notWritten"] = names
                 return outcome
             states.update(outcome.states)
         for c in to_disk:
             c.before.release_lines()
         try:
-            disk_side.commit(self.paths.roots[0], plan.action, to_disk, locations)
+            # No await between this check and the renames: no didOpen is handled in between.
+            disk_side.check_still_closed(to_disk, locations, self.store)
+            disk.commit()
         except EditError as exc:
+            disk.abort()
             if not to_editor:
                 return Outcome({c.path: "old" for c in to_disk}, exc)
             error = EditError(
@@ -452,6 +476,7 @@ class AgentEditServer(LanguageServer):
                 committed=[{"path": p, "state": "applied"} for p in states],
             )
             back = await self._roll_back(editor_plan, where, locations, error)
+            back.details["diskError"] = {"code": str(exc.code), **exc.details}
             back.rolled_back = True  # type: ignore[attr-defined]
             return Outcome(states, back)
         for c in to_disk:
