@@ -293,3 +293,36 @@ async def test_unverified_buffers_leave_the_disk_side_unwritten_and_say_so(
     found = await _settled(ed, edit_id)
     assert found["outcome"] == "PARTIAL", found  # shown.txt landed, closed.txt did not
     assert closed.read_text() == "one\ntwo\n"
+
+
+@pytest.mark.asyncio
+async def test_a_held_workspace_lock_does_not_freeze_the_server(
+    hooked: LanguageClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """Another process holding the workspace lock (a CLI apply, another server waiting for its
+    editor) makes this server's disk-side edit wait for it, never its other requests: the lock
+    is taken in a worker thread. Before, the event loop itself sat in flock."""
+    import asyncio
+
+    from lsp_server.engine import files
+    from tests.editor_client import STATE_DIR
+
+    ed = await start_session(hooked, "visual-studio-code", tmp_path)
+    closed = ed.write_file("closed.txt", "one\ntwo\n")
+    ed.write_file("other.txt", "other\n")
+    monkeypatch.setenv(files.STATE_DIR_ENV, STATE_DIR)
+    with files.workspace_lock(str(tmp_path)):
+        edit = asyncio.ensure_future(
+            ed.command(
+                "agentEdit.replace", {"path": "closed.txt", "oldText": "two", "newText": "2"}
+            )
+        )
+        # Sent after the edit, so handled after its handler reached the lock: with the loop
+        # blocked this answer never comes (the bound only ends the failing case).
+        read = await asyncio.wait_for(ed.command("agentEdit.read", {"path": "other.txt"}), 30)
+        assert read["text"] == "other\n", read
+        assert not edit.done()
+        assert closed.read_text() == "one\ntwo\n"
+    result = await asyncio.wait_for(edit, 60)
+    assert result["ok"], result
+    assert closed.read_text() == "one\n2\n"

@@ -358,7 +358,12 @@ class AgentEditServer(LanguageServer):
         # nothing); put in place only after the editor's part is verified.
         disk = None
         if to_disk:
-            disk = disk_side.DiskSide(*disk_side.in_one_folder(to_disk, self.paths.roots), action)
+            # In a worker thread: the workspace lock may be held by a CLI apply or by another
+            # server waiting for its editor (up to its apply timeout), and writing and syncing the
+            # temporaries waits on the disk; neither may freeze this server's other requests.
+            disk = await asyncio.to_thread(
+                disk_side.DiskSide, *disk_side.in_one_folder(to_disk, self.paths.roots), action
+            )
         try:
             if disk is not None:
                 recovery.record(self.history, disk.recovered)
