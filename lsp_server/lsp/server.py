@@ -430,8 +430,8 @@ class AgentEditServer(LanguageServer):
         if diagnostics.pending:
             # Large files checked whole off the request path: publishDiagnostics follows.
             result["diagnosticsPending"] = diagnostics.pending
-        if self.settings.save_after_edit:
-            await self.save_touched(changes, locations, result)
+        if self.settings.save_after_edit or to_disk:
+            await self.save_touched(changes, locations, result, to_disk)
         return result
 
     async def _apply_mixed(
@@ -545,36 +545,50 @@ class AgentEditServer(LanguageServer):
         )
 
     async def save_touched(
-        self, changes: list[FileChange], locations: dict[str, Location], result: dict[str, Any]
+        self,
+        changes: list[FileChange],
+        locations: dict[str, Location],
+        result: dict[str, Any],
+        on_disk: list[FileChange] | None = None,
     ) -> None:
         """Ask the editor to save what the edit touched (`agentEdit/saveDocuments`).
 
         The client decides what is safe to save (VS Code's extension skips documents that were
         dirty before the edit, so the user's own unsaved text is never persisted); the result
-        tells the agent, per file, what is now on disk.
+        tells the agent, per file, what is now on disk. Files the disk writer changed are on
+        disk already: saved, without asking (and the editor is asked only with saveAfterEdit).
         """
+        written = {c.target_path for c in on_disk or [] if c.change != "delete"}
         uris = {
-            c.target_path: locations[c.target_path].uri for c in changes if c.change != "delete"
+            c.target_path: locations[c.target_path].uri
+            for c in changes
+            if c.change != "delete" and c.target_path not in written
         }
-        saved: set[str] = set()
+        if not self.settings.save_after_edit:
+            uris = {}
+        saved = await self._save_documents(list(uris.values())) if uris else set()
+        for entry in result["files"]:
+            target = entry.get("movedTo") or entry["path"]
+            if target in written:
+                entry["saved"] = True
+            elif target in uris:
+                entry["saved"] = uris[target] in saved
+        result["saved"] = bool(written or uris) and all(u in saved for u in uris.values())
+
+    async def _save_documents(self, uris: list[str]) -> set[str]:
+        """The URIs the editor says it saved; none when it cannot (no such request, timeout)."""
         try:
             answer = await asyncio.wait_for(
-                self.protocol.send_request_async(
-                    "agentEdit/saveDocuments", {"uris": list(uris.values())}
-                ),
+                self.protocol.send_request_async("agentEdit/saveDocuments", {"uris": uris}),
                 self.settings.apply_timeout_ms / 1000,
             )
-            listed = getattr(answer, "saved", None)
-            if listed is None and isinstance(answer, dict):
-                listed = answer.get("saved")
-            saved = {str(u) for u in listed or []}
         except Exception as exc:  # noqa: BLE001 - a client without the request: nothing saved
             log.info("agentEdit/saveDocuments failed: %s", exc)
-        for entry in result["files"]:
-            uri = uris.get(entry.get("movedTo") or entry["path"])
-            if uri is not None:
-                entry["saved"] = uri in saved
-        result["saved"] = bool(uris) and all(u in saved for u in uris.values())
+            return set()
+        listed = getattr(answer, "saved", None)
+        if listed is None and isinstance(answer, dict):
+            listed = answer.get("saved")
+        return {str(u) for u in listed or []}
 
 
 RECOVERY_DELAY_S = 0.5
