@@ -132,6 +132,9 @@ function fakeLinter(context) {
 }
 
 async function lmTool() {
+  // Open in the editor, as a file under discussion usually is: linters (the stand-in above)
+  // report on open documents; a file not open is written on disk by the server itself.
+  await open('tool.py');
   const texts = (r) => r.content.map((p) => p.value);
   const tools = vscode.lm.tools.filter((t) => t.name.startsWith('agentEdit_'));
   const read = await vscode.lm.invokeTool('agentEdit_read', {
