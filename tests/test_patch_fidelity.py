@@ -430,8 +430,10 @@ async def test_lsp_open_buffer_deleted_then_added_is_updated_in_place(vscode: Ed
     assert vscode.apply_requests == []
     result = await vscode.command("agentEdit.applyPatch", {"patch": patch})
     assert result["ok"], result
-    # The same files and diff (the applied result adds the open buffer's new version).
-    assert [{k: v for k, v in f.items() if k != "version"} for f in result["files"]] == dry["files"]
+    # The same files and diff (the applied result adds the open buffer's new version, and
+    # `saved` for the files the server wrote on disk itself).
+    added = ("version", "saved")
+    assert [{k: v for k, v in f.items() if k not in added} for f in result["files"]] == dry["files"]
     assert result["diff"] == dry["diff"]
     assert [(f["path"], f["change"]) for f in result["files"]] == [
         ("f.txt", "update"),
