@@ -10,6 +10,7 @@ from lsp_server.engine.history import History
 from lsp_server.engine.model import Plan
 from lsp_server.engine.planner import plan_replace
 from lsp_server.engine.text import Snapshot
+from lsp_server.engine.undo import plan_undo
 from tests.history_helpers import FS, apply_plan, snap, snaps
 
 FILES: FS = {"a.txt": "one\ntwo\n", "b.txt": "bee\n"}
@@ -72,3 +73,23 @@ def test_a_bom_is_left_out_of_both_texts() -> None:
     result = texts_result(history, entry_id, now.get)
     (f,) = result["files"]
     assert (f["before"], f["after"]) == ("one\ntwo\n", "one\nTWO\n")
+
+
+def test_an_undone_edit_is_shown_from_its_undo_not_from_lines_found_elsewhere() -> None:
+    # The edit's new line `x = 2` also occurs further down: read off the undone file, its
+    # "before" showed line 6 changed, a change the edit never made.
+    fs: FS = {"a.txt": "a\nx = 1\nb\nc\nd\nx = 2\ne\n"}
+    original = fs["a.txt"]
+    history = History()
+    plan = Plan("replace", (plan_replace(snap(fs, "a.txt"), "a\nx = 1", "a\nx = 2"),))
+    entry_id = history.begin(plan, {})
+    fs = apply_plan(fs, plan)
+    after = fs["a.txt"]
+    history.finish(entry_id, "applied")
+    undo = plan_undo(history.entry(entry_id), snaps(fs, ["a.txt"]))
+    undo_id = history.begin(undo, {}, undoes=entry_id)
+    fs = apply_plan(fs, undo)
+    history.finish(undo_id, "applied")
+    assert fs["a.txt"] == original
+    (f,) = texts_result(history, entry_id, snaps(fs, ["a.txt"]).get)["files"]
+    assert (f.get("before"), f.get("after")) == (original, after)
