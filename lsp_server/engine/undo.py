@@ -299,9 +299,7 @@ def _context_ok(lines: Sequence[str], p: int, h: Hunk) -> bool:
     return _matches(lines, end, h.ctx_after)
 
 
-def _relocate(
-    lines: Sequence[str], h: Hunk, expected: int, floor: int, slack: int
-) -> int | None:
+def _relocate(lines: Sequence[str], h: Hunk, expected: int, floor: int, slack: int) -> int | None:
     """Where the hunk's after-region is now: its expected place, else the nearest unique match.
     `slack` is how many lines the file grew or shrank since the edit (in absolute value)."""
     if expected >= floor and _matches(lines, expected, h.after):
