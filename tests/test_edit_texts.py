@@ -8,6 +8,7 @@ from __future__ import annotations
 from lsp_server.engine.edit_texts import entry_texts, texts_result
 from lsp_server.engine.history import History
 from lsp_server.engine.model import Plan
+from lsp_server.engine.patching import plan_patch
 from lsp_server.engine.planner import plan_replace
 from lsp_server.engine.text import Snapshot
 from lsp_server.engine.undo import plan_undo
@@ -93,3 +94,19 @@ def test_an_undone_edit_is_shown_from_its_undo_not_from_lines_found_elsewhere() 
     assert fs["a.txt"] == original
     (f,) = texts_result(history, entry_id, snaps(fs, ["a.txt"]).get)["files"]
     assert (f.get("before"), f.get("after")) == (original, after)
+
+
+def test_a_moved_file_is_shown_when_a_new_file_took_its_old_path() -> None:
+    fs: FS = {"a.txt": "one\ntwo\n"}
+    history = History()
+    patch = (
+        "*** Begin Patch\n*** Update File: a.txt\n*** Move to: b.txt\n"
+        "@@\n-two\n+TWO\n*** End Patch\n"
+    )
+    plan = plan_patch(patch, lambda p: snap(fs, p))
+    entry_id = history.begin(plan, {})
+    fs = apply_plan(fs, plan)
+    history.finish(entry_id, "applied")
+    fs["a.txt"] = "a new file\n"  # blocks undoing the move, not showing it
+    (f,) = texts_result(history, entry_id, snaps(fs, ["a.txt", "b.txt"]).get)["files"]
+    assert (f.get("before"), f.get("after")) == ("one\ntwo\n", "one\nTWO\n"), f

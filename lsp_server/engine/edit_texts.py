@@ -55,8 +55,13 @@ def _one(entry: Entry, rec: ChangeRecord, current: Mapping[str, Snapshot]) -> di
         out["before"], out["after"] = rec.before_text or "", ""
         return out
     snap = current.get(rec.target_path) or absent(rec.target_path)
+    view = dict(current)
+    if rec.change == "move":
+        # A file made since at the path it moved away from blocks undoing the move, not showing
+        # it: without this, its diff was refused as "lines changed again", which they were not.
+        view[rec.path] = absent(rec.path)
     try:
-        plan = plan_undo(_OneFile(entry.id, (rec,)), current)
+        plan = plan_undo(_OneFile(entry.id, (rec,)), view)
     except EditError as exc:
         # plan_undo's messages are about undoing; here the question is what can be shown.
         out["reason"] = (
