@@ -110,3 +110,22 @@ def test_a_moved_file_is_shown_when_a_new_file_took_its_old_path() -> None:
     fs["a.txt"] = "a new file\n"  # blocks undoing the move, not showing it
     (f,) = texts_result(history, entry_id, snaps(fs, ["a.txt", "b.txt"]).get)["files"]
     assert (f.get("before"), f.get("after")) == ("one\ntwo\n", "one\nTWO\n"), f
+
+
+def test_an_edit_whose_undo_was_undone_is_shown_from_the_file() -> None:
+    fs: FS = {"a.txt": "one\ntwo\n"}
+    history = History()
+    plan = Plan("replace", (plan_replace(snap(fs, "a.txt"), "two", "TWO"),))
+    entry_id = history.begin(plan, {})
+    fs = apply_plan(fs, plan)
+    history.finish(entry_id, "applied")
+    undone_id = entry_id
+    for _ in range(2):  # the undo, then the undo of the undo: the edit's lines are back
+        undo = plan_undo(history.entry(undone_id), snaps(fs, ["a.txt"]))
+        undo_id = history.begin(undo, {}, undoes=undone_id)
+        fs = apply_plan(fs, undo)
+        history.finish(undo_id, "applied")
+        undone_id = undo_id
+    assert fs["a.txt"] == "one\nTWO\n"
+    (f,) = texts_result(history, entry_id, snaps(fs, ["a.txt"]).get)["files"]
+    assert (f.get("before"), f.get("after")) == ("one\ntwo\n", "one\nTWO\n"), f

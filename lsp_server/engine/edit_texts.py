@@ -137,7 +137,8 @@ def texts_result(
     entry = history.entry(edit_id)
     current = {p: live(p) or absent(p) for p in history.undo_paths(edit_id)}
     files = entry_texts(entry, current)
-    if entry.undone_by is not None:
+    # An undo that was itself undone put the edit's lines back: they are read off the file.
+    if entry.undone_by is not None and history.entry(entry.undone_by).undone_by is None:
         files = _through_undo(history, entry, files, live)
     return {"ok": True, "editId": edit_id, "files": files}
 
