@@ -300,6 +300,11 @@ def test_gptel_tools_called_as_gptel_calls_them(emacs: str, tmp_path: Path) -> N
     assert no_match["code"] == "NO_MATCH" and no_match["message"] and no_match["hint"]
     assert ok(json.loads(data["patch"]), data)["status"] == "applied"
     assert data["text_after_patch"] == "shipped: write tests\n"
+    # A flag the model sent as a string is refused, never read as true.
+    string_flag = refused(json.loads(data["string_flag"]), data)
+    assert string_flag["code"] in ("RPC_ERROR", "INVALID_ARGUMENT"), string_flag
+    assert "replaceAll" in string_flag["message"], string_flag
+    assert data["text_after_string_flag"] == "shipped: write tests\n"
     bad = refused(json.loads(data["bad_args"]), data)
     assert bad["code"] in ("RPC_ERROR", "INVALID_ARGUMENT"), bad
     assert "path" in bad["message"], bad

@@ -404,3 +404,17 @@ def test_property_undo_refuses_with_conflict_when_its_lines_changed(
                 "current": "changed by the user",
             }
         ]
+
+
+def test_undo_never_reverts_lines_that_only_read_like_the_edits_own() -> None:
+    # The agent changed line 2 to `x = 2`; the user then retyped line 2. Line 6 already read
+    # `x = 2` (untouched by the edit, nothing around it like the edit's context): taken as the
+    # edit's region moved there, the undo rewrote line 6 to `x = 1`, a line the agent never
+    # changed, and reported success.
+    fs: FS = {"a.txt": "a\nx = 1\nb\nc\nd\nx = 2\ne\n"}
+    plan = Plan("replace", (plan_replace(Snapshot("a.txt", fs["a.txt"]), "a\nx = 1", "a\nx = 2"),))
+    entry = entry_for(plan)
+    fs = {"a.txt": "a\nx = 3\nb\nc\nd\nx = 2\ne\n"}
+    with pytest.raises(EditError) as err:
+        undo(fs, entry)
+    assert err.value.code == Code.CONFLICT

@@ -595,8 +595,12 @@ prefix argument, ask for the edit id.  Returns the server's result."
 
 (defun agent-edit--flag (value)
   "A tool argument VALUE as a JSON boolean.
-gptel may hand false as :json-false or :false."
-  (if (memq value '(nil :json-false :false)) :json-false t))
+gptel may hand false as :json-false or :false.  Anything else but t
+\(a model's \"false\" or 0) goes out as it is, for the server to
+refuse: read as true, it would widen the edit (every occurrence)."
+  (cond ((memq value '(nil :json-false :false)) :json-false)
+        ((eq value t) t)
+        (t value)))
 
 (defun agent-edit--tool-call (callback run)
   "Call RUN with a result callback that hands CALLBACK the result as JSON.

@@ -55,8 +55,13 @@ def _one(entry: Entry, rec: ChangeRecord, current: Mapping[str, Snapshot]) -> di
         out["before"], out["after"] = rec.before_text or "", ""
         return out
     snap = current.get(rec.target_path) or absent(rec.target_path)
+    view = dict(current)
+    if rec.change == "move":
+        # A file made since at the path it moved away from blocks undoing the move, not showing
+        # it: without this, its diff was refused as "lines changed again", which they were not.
+        view[rec.path] = absent(rec.path)
     try:
-        plan = plan_undo(_OneFile(entry.id, (rec,)), current)
+        plan = plan_undo(_OneFile(entry.id, (rec,)), view)
     except EditError as exc:
         # plan_undo's messages are about undoing; here the question is what can be shown.
         out["reason"] = (
@@ -76,25 +81,30 @@ def entry_texts(entry: Entry, current: Mapping[str, Snapshot]) -> list[dict[str,
     """Per file of `entry`: `{path, change, movedTo?, before, after}` (whole texts, BOM left
     out) or `{path, change, movedTo?, reason}`. `current` maps the entry's paths (`History.
     undo_paths`) to what they show now."""
-    landed = entry.outcome == "applied" or any(
-        c.get("state") in ("applied", "unknown") for c in entry.committed
-    )
-    states = {c.get("path"): c.get("state") for c in entry.committed}
     out: list[dict[str, Any]] = []
     for rec in entry.changes:
-        if not entry.finished:
-            # Whether it landed is not known yet: say that, never "changed nothing".
+        why = _not_landed(entry, rec)
+        if why is not None:
             item = _file_head(rec)
-            item["reason"] = f"edit #{entry.id} has not finished"
-            out.append(item)
-            continue
-        if not landed or states.get(rec.path) == "not-applied":
-            item = _file_head(rec)
-            item["reason"] = f"edit #{entry.id} changed nothing in this file ({entry.outcome})"
+            item["reason"] = why
             out.append(item)
             continue
         out.append(_one(entry, rec, current))
     return out
+
+
+def _not_landed(entry: Entry, rec: ChangeRecord) -> str | None:
+    """Why `rec` of `entry` has nothing to show (it did not land, or that is not known yet)."""
+    if not entry.finished:
+        # Whether it landed is not known yet: say that, never "changed nothing".
+        return f"edit #{entry.id} has not finished"
+    landed = entry.outcome == "applied" or any(
+        c.get("state") in ("applied", "unknown") for c in entry.committed
+    )
+    states = {c.get("path"): c.get("state") for c in entry.committed}
+    if not landed or states.get(rec.path) == "not-applied":
+        return f"edit #{entry.id} changed nothing in this file ({entry.outcome})"
+    return None
 
 
 def net_texts(history: History) -> list[dict[str, Any]]:
@@ -127,7 +137,8 @@ def texts_result(
     entry = history.entry(edit_id)
     current = {p: live(p) or absent(p) for p in history.undo_paths(edit_id)}
     files = entry_texts(entry, current)
-    if entry.undone_by is not None:
+    # An undo that was itself undone put the edit's lines back: they are read off the file.
+    if entry.undone_by is not None and history.entry(entry.undone_by).undone_by is None:
         files = _through_undo(history, entry, files, live)
     return {"ok": True, "editId": edit_id, "files": files}
 
@@ -149,10 +160,23 @@ def _through_undo(
         for rec, item in zip(undo.changes, entry_texts(undo, current), strict=True)
     }
     out: list[dict[str, Any]] = []
-    for item in files:
-        back = mirror.get(item["path"])
-        if "reason" in item and back is not None and "before" in back:
-            item = {k: v for k, v in item.items() if k != "reason"}
+    for rec, item in zip(entry.changes, files, strict=True):
+        # Only the undo can tell where an undone update or move was: its own regions are gone
+        # from the file, and reading them off the file as it is now would find the same lines
+        # wherever else they occur and show a change the edit never made. An add or a delete
+        # keeps whole texts, and an item that did not land has nothing to show either way.
+        if rec.change in ("add", "delete") or not rec.preimage or _not_landed(entry, rec):
+            out.append(item)
+            continue
+        back = mirror.get(rec.path)
+        item = _file_head(rec)
+        if back is not None and "before" in back:
             item["before"], item["after"] = back["after"], back["before"]
+        else:
+            item["reason"] = (
+                f"edit #{entry.id} was undone by edit #{undo.id}, and the lines the undo "
+                f"changed in {rec.path} were changed again since, so it cannot be shown on "
+                "the file as it is now"
+            )
         out.append(item)
     return out

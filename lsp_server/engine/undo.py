@@ -299,8 +299,9 @@ def _context_ok(lines: Sequence[str], p: int, h: Hunk) -> bool:
     return _matches(lines, end, h.ctx_after)
 
 
-def _relocate(lines: Sequence[str], h: Hunk, expected: int, floor: int) -> int | None:
-    """Where the hunk's after-region is now: its expected place, else the nearest unique match."""
+def _relocate(lines: Sequence[str], h: Hunk, expected: int, floor: int, slack: int) -> int | None:
+    """Where the hunk's after-region is now: its expected place, else the nearest unique match.
+    `slack` is how many lines the file grew or shrank since the edit (in absolute value)."""
     if expected >= floor and _matches(lines, expected, h.after):
         if h.after or _context_ok(lines, expected, h):
             return expected
@@ -324,8 +325,13 @@ def _relocate(lines: Sequence[str], h: Hunk, expected: int, floor: int) -> int |
         ):
             return None  # two equally likely places: refuse rather than guess
         return with_context[0]
-    # Without its context the region is only trusted where it is the one place it occurs.
-    return bare[0] if len(bare) == 1 else None
+    # Without its context the region is only trusted where it is the one place it occurs, and
+    # only as far from its place as the file's lines grew or shrank: the same lines found
+    # further away are other lines that happen to read the same (the edit's own were retyped),
+    # and reverting them would change lines the edit never touched.
+    if len(bare) == 1 and abs(bare[0] - expected) <= slack:
+        return bare[0]
+    return None
 
 
 def _best_guess(lines: Sequence[str], h: Hunk, expected: int, floor: int) -> int:
@@ -394,9 +400,11 @@ def _reverse_hunks(
     shift = 0
     floor = 0
     ok = True
+    delta = sum(len(h.after) - len(h.before) for h in rec.hunks)
+    slack = abs(len(lines) - (rec.before_lines + delta))
     for h in rec.hunks:
         expected = h.after_start + shift
-        p = expected if exact else _relocate(lines, h, expected, floor)
+        p = expected if exact else _relocate(lines, h, expected, floor, slack)
         if p is None:
             ok = False
             where = _best_guess(lines, h, expected, floor)

@@ -60,5 +60,10 @@
                                 (json-serialize
                                  (list :patch "*** Begin Patch\n*** Update File: notes.txt\n@@\n-done: write tests\n+shipped: write tests\n*** End Patch\n"))))
    (h-observe "text_after_patch" (h-text buf))
+   ;; replace_all as a string: "false" must not be taken as true (every "t" replaced).
+   (h-observe "string_flag"
+              (gptel-stub--call "agent_edit_replace"
+                                "{\"path\": \"notes.txt\", \"old_text\": \"t\", \"new_text\": \"T\", \"replace_all\": \"false\"}"))
+   (h-observe "text_after_string_flag" (h-text buf))
    ;; A malformed call (the model sent a number for the path) still answers, never hangs gptel.
    (h-observe "bad_args" (gptel-stub--call "agent_edit_read" "{\"path\": 42}"))))

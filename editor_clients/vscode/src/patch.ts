@@ -26,6 +26,18 @@ async function apply(run: Run, history: HistoryView, log: vscode.LogOutputChanne
   try {
     result = await run('agentEdit.applyPatch', { patch });
   } catch (err: any) {
+    // Only a refusal of the request itself (malformed params, unknown command) is known to have
+    // changed nothing; a request that timed out or lost its connection may have been applied.
+    const refusedUpFront = [-32700, -32600, -32601, -32602].includes(err?.code);
+    if (!refusedUpFront) {
+      const message = String(err?.message ?? err);
+      log.error(`apply patch from the ${from}: no answer: ${message}`);
+      void vscode.window.showWarningMessage(
+        `Agent Edit: the server gave no answer about the patch (${message}); it may or may not ` +
+          'have been applied. Check the Agent Edit history before applying it again.',
+      );
+      return { ok: false, code: 'UNKNOWN', message };
+    }
     result = { ok: false, code: 'INVALID_ARGUMENT', message: String(err?.message ?? err) };
   }
   log.info(`apply patch from the ${from}: ${result?.ok ? `edit #${result.editId}` : `${result?.code}: ${result?.message}`}`);
