@@ -326,3 +326,40 @@ async def test_a_held_workspace_lock_does_not_freeze_the_server(
     result = await asyncio.wait_for(edit, 60)
     assert result["ok"], result
     assert closed.read_text() == "one\n2\n"
+
+
+@pytest.mark.asyncio
+async def test_a_cancelled_disk_side_edit_never_leaves_the_workspace_lock_held(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """A request cancelled ($/cancelRequest) while its disk side waits for the workspace lock in
+    its worker thread: the thread still takes the lock and prepares; what it prepared must be
+    aborted then, or the lock stays held and every later disk edit and CLI apply waits for ever."""
+    import asyncio
+
+    from lsp_server.engine import files
+    from lsp_server.engine.patching import plan_patch
+    from lsp_server.lsp import disk_side
+
+    monkeypatch.setenv(files.STATE_DIR_ENV, str(tmp_path / "state"))
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "a.txt").write_text("a\n")
+    ws = str(root)
+    patch = "*** Begin Patch\n*** Update File: a.txt\n@@\n-a\n+A\n*** End Patch\n"
+    changes = list(plan_patch(patch, lambda p: files.read_snapshot(ws, p)).changes)
+    with files.workspace_lock(ws):
+        task = asyncio.ensure_future(disk_side.prepare(ws, changes, "applyPatch"))
+        await asyncio.sleep(0)  # a loop turn: its worker thread now waits for the lock
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    def take_the_lock() -> None:
+        with files.workspace_lock(ws):
+            pass
+
+    # The bound only ends the failing case (the lock never freed).
+    await asyncio.wait_for(asyncio.to_thread(take_the_lock), 30)
+    assert (root / "a.txt").read_text() == "a\n"
+    no_temporaries(root)

@@ -21,6 +21,7 @@ disk is never written under an open buffer.
 
 from __future__ import annotations
 
+import asyncio
 import os
 from dataclasses import replace
 from typing import Any
@@ -174,3 +175,22 @@ class DiskSide:
         if self._held:
             self._held = False
             self._lock.__exit__(None, None, None)
+
+
+async def prepare(root: str, changes: list[FileChange], action: str) -> DiskSide:
+    """A `DiskSide`, made in a worker thread: the workspace lock may be held by a CLI apply or
+    another server waiting for its editor, and writing and syncing the temporaries waits on the
+    disk; neither may freeze the event loop. If the request is cancelled meanwhile, the thread
+    still finishes: what it prepared is then aborted, so the lock is never left held."""
+    made = asyncio.ensure_future(asyncio.to_thread(DiskSide, root, changes, action))
+    try:
+        return await asyncio.shield(made)
+    except asyncio.CancelledError:
+        made.add_done_callback(_abort_orphan)
+        raise
+
+
+def _abort_orphan(made: asyncio.Future[DiskSide]) -> None:
+    if made.cancelled() or made.exception() is not None:
+        return  # nothing was prepared (or it already released the lock itself)
+    made.result().abort()

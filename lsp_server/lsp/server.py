@@ -358,11 +358,8 @@ class AgentEditServer(LanguageServer):
         # nothing); put in place only after the editor's part is verified.
         disk = None
         if to_disk:
-            # In a worker thread: the workspace lock may be held by a CLI apply or by another
-            # server waiting for its editor (up to its apply timeout), and writing and syncing the
-            # temporaries waits on the disk; neither may freeze this server's other requests.
-            disk = await asyncio.to_thread(
-                disk_side.DiskSide, *disk_side.in_one_folder(to_disk, self.paths.roots), action
+            disk = await disk_side.prepare(
+                *disk_side.in_one_folder(to_disk, self.paths.roots), action
             )
         try:
             if disk is not None:
