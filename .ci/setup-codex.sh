@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs Codex 0.169.0's apply_patch for the differential tests (tests/test_patch_fidelity.py)
+# Installs Codex 0.169.0's apply_patch for the differential tests (tests/engine/test_patch_fidelity.py)
 # and bench/bench_patch.py: the npm package @openai/codex ships its native binary, which answers
 # as apply_patch when called by that name. Into $AGENT_EDIT_CODEX_TOOLS (default
 # /opt/agent-edit-codex) so a machine kept between sessions reuses it; bench/.codex/bin/apply_patch

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs Emacs 30 (with its built-in eglot) for tests/test_emacs*.py from Debian's
+# Installs Emacs 30 (with its built-in eglot) for tests/clients/test_emacs.py from Debian's
 # bookworm-backports suite: Debian 12's own emacs-nox is 28.2, whose eglot 1.9 the package does not
 # support. Adds the backports suite to apt's sources when no source lists it, refreshes only that
 # suite's index (once), installs emacs-nox from it. Idempotent and quiet: does nothing when an

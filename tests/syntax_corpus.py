@@ -1,6 +1,6 @@
 """Real-looking source files for every shipped grammar, and random edits of them.
 
-Shared by tests/test_syntax_region.py (the differential property in CI) and
+Shared by tests/engine/test_syntax_region.py (the differential property in CI) and
 bench/bench_diagnostics_equivalence.py (the same property over thousands of edits).
 """
 

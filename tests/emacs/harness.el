@@ -1,4 +1,4 @@
-;;; harness.el --- What every Emacs scenario of tests/test_emacs.py shares  -*- lexical-binding: t; -*-
+;;; harness.el --- What every Emacs scenario of tests/clients/test_emacs.py shares  -*- lexical-binding: t; -*-
 
 ;;; Commentary:
 

@@ -3,7 +3,7 @@
 --- Owns: putting the plugin on 'runtimepath', starting agent-edit through the plugin with the
 --- repo's server, helpers that act like a user (open, type) and wait for the LSP client, and
 --- writing the scenario's observations (plus :messages and any Lua error) as JSON to
---- $AGENT_EDIT_OUT before quitting. Scenarios record facts; tests/test_neovim.py asserts on them.
+--- $AGENT_EDIT_OUT before quitting. Scenarios record facts; tests/clients/test_neovim.py asserts on them.
 
 local H = {}
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from lsp_server import __version__
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 # A Python that has agent-edit on its path but not pygls (the newcomer's system python3 with a
 # checkout on PYTHONPATH): pygls is made unfindable before the CLI runs.

@@ -19,7 +19,7 @@ from lsp_server.engine.errors import EditError
 from lsp_server.engine.files import apply_plan, read_snapshot
 from lsp_server.engine.patching import plan_patch
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _scenarios_dir() -> Path:

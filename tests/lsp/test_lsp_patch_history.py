@@ -9,11 +9,11 @@ from lsprotocol import types as t
 from pytest_lsp import LanguageClient
 
 from tests.editor_client import Editor, start_session
-from tests.test_conformance import NAMES, SAFER, SCENARIOS, tree
+from tests.engine.test_conformance import NAMES, SAFER, SCENARIOS, tree
 
 # The 5-file patch (create, open-buffer edit, move with edit, delete, unopened edit) and its
 # seed are shared with the fault-injection tests.
-from tests.test_lsp_faults import OLD, PATCH, seed  # noqa: E402
+from tests.lsp.test_lsp_faults import OLD, PATCH, seed  # noqa: E402
 
 
 @pytest.mark.asyncio

@@ -30,7 +30,7 @@ from lsp_server import cli as cli_module
 from lsp_server.engine import files
 from lsp_server.engine.errors import Code, EditError
 from lsp_server.engine.patching import plan_patch
-from tests.test_cli_atomic import _large, _many, apply_killed_after, cli, make, tree
+from tests.cli.test_cli_atomic import _large, _many, apply_killed_after, cli, make, tree
 
 NOBODY = 65534
 

@@ -13,7 +13,7 @@ from xml.etree import ElementTree
 from lsp_server.engine.policy import SETTING_KEYS, PathPolicy
 from lsp_server.lsp.settings import Settings
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 EXT = REPO / "editor_clients" / "vscode"
 PKG = json.loads((EXT / "package.json").read_text())
 VERBS = ["read", "replace", "applyPatch", "write", "history", "undo"]

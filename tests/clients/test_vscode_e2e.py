@@ -31,7 +31,7 @@ from typing import Any
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 EXT_DIR = REPO / "editor_clients" / "vscode"
 TEST_EXT_DIR = REPO / "tests" / "vscode" / "extension"
 DRIVER = REPO / "tests" / "vscode" / "driver.js"

@@ -137,7 +137,7 @@ async def test_soak_edits_and_typing(client: LanguageClient, tmp_path) -> None:
             await same_copies(ed, files)
     await same_copies(ed, files)
     growth = rss_bytes(pid) - base_rss
-    # The figure, for `pytest tests/test_soak.py -s`.
+    # The figure, for `pytest tests/lsp/test_soak.py -s`.
     print(
         f"soak: {outcomes}, server RSS {base_rss / 2**20:.1f} MB after warm-up, growth "
         f"{growth / 2**20:+.1f} MB over {EDITS - WARMUP} edits"

@@ -22,8 +22,8 @@ from lsp_server.engine.model import FileChange, Plan
 from lsp_server.engine.planner import plan_replace
 from lsp_server.engine.state import workspace_state_path
 from lsp_server.engine.text import absent
+from tests.cli.test_cli_atomic import cli
 from tests.history_helpers import FS, apply_plan, snap
-from tests.test_cli_atomic import cli
 
 ORIGINAL = "".join(f"line {i}\n" for i in range(1, 21))
 HOSTILE = [

@@ -34,7 +34,7 @@ from lsp_server.engine.files import apply_plan, read_snapshot
 from lsp_server.engine.patching import plan_patch
 from tests.editor_client import Editor
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 CODEX = REPO / "bench" / ".codex" / "bin" / "apply_patch"
 # Skipped only on a developer's machine without Codex; in CI (.ci/setup-codex.sh installs it) a
 # missing binary fails these tests instead of letting them pass unseen.

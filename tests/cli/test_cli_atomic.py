@@ -23,7 +23,7 @@ from lsp_server.engine.diffing import plan_diff
 from lsp_server.engine.errors import Code, EditError
 from lsp_server.engine.patching import plan_patch
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 OLD_TREE = {
     "a.txt": b"alpha\nbeta\ngamma\n",

@@ -26,9 +26,9 @@ from typing import Any
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 PACKAGE = REPO / "editor_clients" / "emacs"
-SCENARIOS = Path(__file__).resolve().parent / "emacs"
+SCENARIOS = Path(__file__).resolve().parents[1] / "emacs"
 # A hang guard only, never an assertion about speed.
 HANG_GUARD_S = 90
 MIN_EMACS = 29

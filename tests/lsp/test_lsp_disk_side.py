@@ -21,7 +21,7 @@ from lsprotocol import types as t
 from pytest_lsp import ClientServerConfig, LanguageClient
 
 from tests.editor_client import EDITORS, Editor, server_config, start_session
-from tests.test_lsp_honest import _settled
+from tests.lsp.test_lsp_honest import _settled
 
 CONTROL = Path(tempfile.mkdtemp(prefix="agent-edit-hook-")) / "control.json"
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 EXT = REPO / "editor_clients" / "vscode"
 HERE = REPO / "tests" / "vscode" / "discovery"
 TOOLS = Path(os.environ.get("AGENT_EDIT_VSCODE_TOOLS", "/opt/agent-edit-vscode"))

@@ -351,7 +351,7 @@ def test_absent_live_file_is_changed_when_the_agent_left_it() -> None:
 
 
 def partial_setup() -> tuple[Session, Plan, FS, list[dict[str, Any]]]:
-    from tests.test_undo import ALL_PATHS, BEFORE, apply_subset, five_file_plan
+    from tests.engine.test_undo import ALL_PATHS, BEFORE, apply_subset, five_file_plan
 
     s = Session(BEFORE)
     plan = five_file_plan()
@@ -379,7 +379,7 @@ def test_partial_entry_shows_only_what_landed_and_undoes_only_that() -> None:
     assert sorted(n["path"] for n in s.history.net()) == ["new/name.py", "up1.py"]
     assert "+++ b/new.py" not in entry["diff"] and "+++ b/up1.py" in entry["diff"]
     s.undo(1)
-    from tests.test_undo import BEFORE
+    from tests.engine.test_undo import BEFORE
 
     assert s.fs == BEFORE
     assert s.history.net() == []

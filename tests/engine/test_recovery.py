@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from lsprotocol import types as t
 
+from tests.cli.test_cli_atomic import apply_killed_after, cli, make, tree
 from tests.editor_client import STATE_DIR, server_config, start_session
-from tests.test_cli_atomic import apply_killed_after, cli, make, tree
 
 FILES = 400
 OLD = {f"pkg{i % 7}/m{i:03d}.py": f"value = {i}\nkeep = True\n".encode() for i in range(FILES)}

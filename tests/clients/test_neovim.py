@@ -20,9 +20,9 @@ from typing import Any
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 PLUGIN = REPO / "editor_clients" / "neovim"
-DRIVERS = Path(__file__).resolve().parent / "nvim"
+DRIVERS = Path(__file__).resolve().parents[1] / "nvim"
 # A hang guard only (each scenario takes about a second); never an assertion about speed.
 HANG_GUARD_S = 60
 

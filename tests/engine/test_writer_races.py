@@ -24,7 +24,7 @@ from lsp_server.engine import files
 from lsp_server.engine.errors import Code, EditError
 from lsp_server.engine.patching import plan_patch
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 OLD = {
     "d/a.txt": b"alpha\n",
@@ -383,7 +383,7 @@ def test_a_large_cli_apply_with_reserved_files_under_attack(
     folder swapped or a file saved at each step is never written through or lost, and a
     refusal leaves no reserved file behind."""
     from lsp_server import cli as cli_module
-    from tests.test_cli_atomic import _many
+    from tests.cli.test_cli_atomic import _many
 
     monkeypatch.setenv(files.STATE_DIR_ENV, str(tmp_path / "state"))
     monkeypatch.setattr(files, "_FINE_WINDOW_NS", 10**18)

@@ -10,7 +10,7 @@ from lsprotocol import types as t
 from pytest_lsp import LanguageClient
 
 from tests.editor_client import Editor, server_config, start_session
-from tests.test_lsp_honest import _entry, _settled, _Wire
+from tests.lsp.test_lsp_honest import _entry, _settled, _Wire
 
 
 async def _direct(ed: Editor, name: str, arg: dict[str, Any]) -> Any:

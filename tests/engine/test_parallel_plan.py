@@ -463,7 +463,7 @@ def test_a_split_apply_does_not_import_pickle(tmp_path: os.PathLike[str]) -> Non
         "assert made == [True], made\n"
         "assert 'pickle' not in sys.modules, 'pickle was imported'\n"
     )
-    repo = Path(__file__).resolve().parent.parent
+    repo = Path(__file__).resolve().parents[2]
     env = dict(os.environ, PYTHONPATH=str(repo), AGENT_EDIT_STATE_DIR=str(root.parent / "st"))
     proc = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60

@@ -29,7 +29,7 @@ from lsp_server.engine import files
 from lsp_server.engine.errors import Code, EditError
 from lsp_server.engine.patching import plan_patch
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 PATCH = "*** Begin Patch\n*** Update File: a.txt\n@@\n-alpha\n+ALPHA\n*** End Patch\n"
 THEIRS = b"alphA\n"  # another program's save: same size as "alpha\n"
 
@@ -253,7 +253,7 @@ def test_recovery_does_not_put_back_a_file_the_killed_apply_never_reached(
     the apply had not reached yet (its temporary file is still there). The recovery puts the
     first file back and leaves the deleted one deleted (it recreated it with its old content
     and reported it restored)."""
-    from tests.test_cli_atomic import apply_killed_after, cli
+    from tests.cli.test_cli_atomic import apply_killed_after, cli
 
     (root / "b.txt").write_bytes(b"beta\n")
     patch = PATCH.replace(
@@ -324,7 +324,7 @@ def test_a_new_apply_never_overwrites_a_journal_that_is_not_rolled_back_yet(
     disk refuses, simulated at the hook). That run must not go on to apply another patch: its
     journal would replace the one that still names a.txt, and a.txt would stay half-applied
     for good (nothing left to roll it back with)."""
-    from tests.test_cli_atomic import apply_killed_after
+    from tests.cli.test_cli_atomic import apply_killed_after
 
     (root / "b.txt").write_bytes(b"beta\n")
     state = tmp_path / "state"

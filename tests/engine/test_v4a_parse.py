@@ -566,7 +566,7 @@ def test_tables_parse_the_lenient_corpus_as_lark_does(
 
 
 def test_tables_parse_the_conformance_patches_as_lark_does() -> None:
-    from tests.test_conformance import SCENARIOS  # the corpus the conformance test reads
+    from tests.engine.test_conformance import SCENARIOS  # the corpus the conformance test reads
 
     patches = sorted(SCENARIOS.glob("*/patch.txt"))
     assert len(patches) >= 20

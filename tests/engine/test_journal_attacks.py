@@ -19,10 +19,10 @@ from lsp_server.engine.history import History, drive
 from lsp_server.engine.journal import BLOB_MIN, Journal
 from lsp_server.engine.model import Plan
 from lsp_server.engine.planner import plan_replace
+from tests.cli.test_cli_atomic import cli
 from tests.history_helpers import FS, apply_plan, snap
-from tests.test_cli_atomic import cli
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _journal(tmp_path: Path) -> Journal:

@@ -21,7 +21,7 @@ from lsp_server.engine.text import Snapshot
 from tests.history_helpers import FS, apply_plan, snap, snaps
 
 ORIGINAL = "".join(f"line {i}\n" for i in range(1, 31))
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
