@@ -29,8 +29,8 @@ local defaults = {
   --- nothing (and tells the server not to ask). Sets the server's `saveAfterEdit` unless
   --- `settings.saveAfterEdit` is given.
   save_after_edit = 'clean',
-  --- How long the synchronous API waits for the server's answer. The server itself bounds its wait
-  --- for the editor, so this only has to outlast that.
+  --- How long the API (synchronous or with a callback) waits for the server's answer. The server
+  --- itself bounds its wait for the editor, so this only has to outlast that.
   timeout_ms = 10000,
   --- Show the server's code lenses (agent edit #N · undo · diff) in attached buffers.
   codelens = true,
@@ -38,6 +38,9 @@ local defaults = {
 
 --- Options in force (defaults merged with setup's table).
 M.config = vim.deepcopy(defaults)
+
+--- Whether setup() ran (the agent plugin adapters call it when the user did not).
+M.is_setup = false
 
 local group = vim.api.nvim_create_augroup('agent_edit', { clear = true })
 
@@ -267,6 +270,91 @@ local function client_failure(code, message, hint, details)
   }
 end
 
+--- Byte position of the first byte of `s` that is not part of valid UTF-8 (overlong forms,
+--- UTF-16 surrogates and code points past U+10FFFF included), or nil.
+--- @param s string
+--- @return integer?
+local function invalid_utf8_at(s)
+  local i = s:find('[\128-\255]')
+  local n = #s
+  while i and i <= n do
+    local c = s:byte(i)
+    if c < 0x80 then
+      i = i + 1
+    else
+      local len
+      if c >= 0xC2 and c <= 0xDF then
+        len = 2
+      elseif c >= 0xE0 and c <= 0xEF then
+        len = 3
+      elseif c >= 0xF0 and c <= 0xF4 then
+        len = 4
+      else
+        return i
+      end
+      for j = 1, len - 1 do
+        local cc = s:byte(i + j)
+        if cc == nil or cc < 0x80 or cc > 0xBF then
+          return i
+        end
+      end
+      local c2 = s:byte(i + 1)
+      if
+        (c == 0xE0 and c2 < 0xA0)
+        or (c == 0xED and c2 > 0x9F)
+        or (c == 0xF0 and c2 < 0x90)
+        or (c == 0xF4 and c2 > 0x8F)
+      then
+        return i
+      end
+      i = s:find('[\128-\255]', i + len) or n + 1
+    end
+  end
+  return nil
+end
+
+M.invalid_utf8_at = invalid_utf8_at
+
+--- The first string in `args` (keys included) that is not valid UTF-8, as {field, byte}. Such a
+--- request cannot be sent: the server answers it with a JSON-RPC parse error that carries no
+--- request id, so the caller would wait for an answer that never comes.
+--- @param value any
+--- @param where string
+--- @return table?
+local function find_invalid_utf8(value, where)
+  if type(value) == 'string' then
+    local at = invalid_utf8_at(value)
+    return at and { field = where, byte = at } or nil
+  end
+  if type(value) ~= 'table' then
+    return nil
+  end
+  for k, v in pairs(value) do
+    local name = type(k) == 'string' and k or ('[' .. tostring(k) .. ']')
+    local key_at = type(k) == 'string' and invalid_utf8_at(k) or nil
+    if key_at then
+      -- Never echo the bad bytes: the message itself must be valid UTF-8.
+      return { field = (where == '' and '' or where .. '.') .. '<a key>', byte = key_at }
+    end
+    local bad = find_invalid_utf8(v, where == '' and name or (where .. '.' .. name))
+    if bad then
+      return bad
+    end
+  end
+  return nil
+end
+
+--- @param timeout integer ms
+--- @return table
+local function timeout_failure(timeout)
+  return client_failure(
+    'TIMEOUT',
+    string.format('no answer from the server within %d ms', timeout),
+    'read the file again before retrying: the edit may still have been applied',
+    { timeoutMs = timeout }
+  )
+end
+
 --- @param err table? lsp.ResponseError
 --- @param result any
 --- @return table
@@ -292,7 +380,8 @@ end
 
 --- Runs `agentEdit.<verb>` with `args` as the single argument.
 --- Synchronous unless `opts.callback` is given: then it returns nil at once and calls
---- `opts.callback(result)` later (on the main loop).
+--- `opts.callback(result)` once later (on the main loop), with TIMEOUT if the server has not
+--- answered within `timeout_ms`.
 --- @param verb string
 --- @param args table
 --- @param opts table? {bufnr?, timeout_ms?, callback?}
@@ -301,14 +390,32 @@ function M.execute(verb, args, opts)
   vim.validate('args', args, 'table')
   opts = opts or {}
   local callback = opts.callback
-  local client = M.pick_client(args, opts)
-  if client == nil then
-    local r = client_failure(
-      'NO_SERVER',
-      'the agent-edit server is not running and could not be started',
-      'run :checkhealth agent_edit',
-      { cmd = M.server_cmd() }
+  local bad = find_invalid_utf8(args, '')
+  local client = nil
+  local r
+  if bad then
+    r = client_failure(
+      'INVALID_ARGUMENT',
+      string.format(
+        '%s is not valid UTF-8 (byte %d); nothing was sent to the server',
+        bad.field,
+        bad.byte
+      ),
+      'send text as valid UTF-8',
+      { argument = bad.field, byte = bad.byte }
     )
+  else
+    client = M.pick_client(args, opts)
+    if client == nil then
+      r = client_failure(
+        'NO_SERVER',
+        'the agent-edit server is not running and could not be started',
+        'run :checkhealth agent_edit',
+        { cmd = M.server_cmd() }
+      )
+    end
+  end
+  if client == nil then
     if callback then
       vim.schedule(function()
         callback(r)
@@ -321,29 +428,54 @@ function M.execute(verb, args, opts)
     command = 'agentEdit.' .. verb,
     arguments = { as_json_object(args) },
   }
+  local timeout = opts.timeout_ms or M.config.timeout_ms
   if callback then
-    local ok = client:request('workspace/executeCommand', params, function(err, result)
-      callback(to_result(err, result))
+    -- Exactly one answer, as for the synchronous call: the server's, or TIMEOUT when it does not
+    -- come (an agent plugin waits for this callback; without a bound it would wait forever).
+    local done, timer = false, nil
+    local function finish(r)
+      if done then
+        return
+      end
+      done = true
+      if timer and not timer:is_closing() then
+        timer:stop()
+        timer:close()
+      end
+      callback(r)
+    end
+    local ok, request_id = client:request('workspace/executeCommand', params, function(err, result)
+      finish(to_result(err, result))
     end, opts.bufnr)
     if not ok then
       vim.schedule(function()
-        callback(
+        finish(
           client_failure('NO_SERVER', 'the agent-edit server stopped', 'restart it: :LspRestart')
         )
       end)
+      return nil
+    end
+    timer = vim.uv.new_timer()
+    if timer then
+      timer:start(
+        timeout,
+        0,
+        vim.schedule_wrap(function()
+          if done then
+            return
+          end
+          -- As request_sync does on its timeout; a late answer is dropped by `finish`.
+          pcall(client.cancel_request, client, request_id)
+          finish(timeout_failure(timeout))
+        end)
+      )
     end
     return nil
   end
-  local timeout = opts.timeout_ms or M.config.timeout_ms
   local response, why = client:request_sync('workspace/executeCommand', params, timeout, opts.bufnr)
   if response == nil then
     if why == 'timeout' then
-      return client_failure(
-        'TIMEOUT',
-        string.format('no answer from the server within %d ms', timeout),
-        'read the file again before retrying: the edit may still have been applied',
-        { timeoutMs = timeout }
-      )
+      return timeout_failure(timeout)
     end
     return client_failure(
       'NO_SERVER',
@@ -533,6 +665,7 @@ function M.setup(opts)
     )
     return
   end
+  M.is_setup = true
   M.config = vim.tbl_deep_extend('force', vim.deepcopy(defaults), opts or {})
   if opts and opts.root_markers then
     M.config.root_markers = opts.root_markers
