@@ -238,6 +238,24 @@ def test_avante_tools_edit_the_unsaved_buffer_and_report_refusals(tmp_path: Path
     assert data["write"]["is_error"] is False
     assert first_json(data["history"]["content"])["total"] >= 4
     assert_whole_refusal(data["undo"]["content"], "INVALID_ARGUMENT")
+    # avante's own confirmation was asked before each edit (its default auto-approves), never
+    # before a read or the history; a "no" reaches the model as avante's declined text.
+    assert [a["tool_name"] for a in data["asked"]] == [
+        "agent_edit_replace",
+        "agent_edit_replace",
+        "agent_edit_replace",
+        "agent_edit_apply_patch",
+        "agent_edit_write",
+        "agent_edit_undo",
+        "agent_edit_write",
+    ]
+    assert data["asked"][0]["message"] == "Run agent_edit_replace lib.lua?"
+    declined = data["declined"]
+    assert declined["is_error"] is True
+    assert declined["content"] == (
+        "User declined agent_edit_write; nothing was changed. Reason: not this one"
+    )
+    assert data["declined_file"] is None
 
 
 def test_tool_faults_end_in_one_clear_result(tmp_path: Path) -> None:

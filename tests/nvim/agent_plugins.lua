@@ -141,6 +141,25 @@ function P.codecompanion_call(config, chat, name, arguments, hooks)
   return observed
 end
 
+--- Stands in for avante.llm_tools.helpers (its `confirm(message, callback, confirm_opts,
+--- session_ctx, tool_name)`, whose callback runs scheduled): answers with `answer()`, which
+--- returns yes and a reason, and records each question.
+--- @param answer fun(): boolean, string?
+--- @return table asked list of {message, tool_name}
+function P.avante_confirm(answer)
+  local asked = {}
+  package.loaded['avante.llm_tools.helpers'] = {
+    confirm = function(message, callback, _, _, tool_name)
+      table.insert(asked, { message = message, tool_name = tool_name })
+      local yes, reason = answer()
+      vim.schedule(function()
+        callback(yes, reason)
+      end)
+    end,
+  }
+  return asked
+end
+
 --- The tool list avante would use: `custom_tools` as configured (a list or a function).
 --- @param custom_tools table|fun(): table
 --- @return table[]

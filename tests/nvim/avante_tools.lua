@@ -29,6 +29,10 @@ H.run(function(data)
     return { lines = H.lines(buf), modified = vim.bo[buf].modified, disk = H.read_file('lib.lua') }
   end
 
+  local approve, reason = true, nil
+  data.asked = P.avante_confirm(function()
+    return approve, reason
+  end)
   data.read = call('agent_edit_read', { path = 'lib.lua' })
   -- While the model still streams the call, avante runs the tool on the input so far.
   data.streaming = call(
@@ -51,4 +55,8 @@ H.run(function(data)
   data.write = call('agent_edit_write', { path = 'new.txt', text = 'new\n' })
   data.history = call('agent_edit_history', { format = 'json' })
   data.undo = call('agent_edit_undo', { editId = 999 })
+  -- The user says no in avante's confirmation.
+  approve, reason = false, 'not this one'
+  data.declined = call('agent_edit_write', { path = 'declined.txt', text = 'no\n' })
+  data.declined_file = H.read_file('declined.txt') or vim.NIL
 end)

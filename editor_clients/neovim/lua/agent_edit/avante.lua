@@ -6,9 +6,11 @@
 --- as the error text (avante marks it is_error), whole in both cases. No avante module is
 --- required here.
 ---
---- The interface used, as read in avante.nvim (lua/avante/llm_tools/init.lua process_tool_use and
---- lua/avante/llm.lua): `func(input, {session_ctx, on_log, set_store, on_complete, streaming,
---- tool_use_id})`; returning `nil, nil` means "answered later through on_complete". avante also
+--- The interface used, as read in avante.nvim (lua/avante/llm_tools/init.lua process_tool_use,
+--- lua/avante/llm.lua, lua/avante/llm_tools/helpers.lua): `func(input, {session_ctx, on_log,
+--- set_store, on_complete, streaming, tool_use_id})`; returning `nil, nil` means "answered later
+--- through on_complete"; `helpers.confirm(message, callback(yes, reason), opts, session_ctx,
+--- tool_name)` asks the user as avante's own edit tools do. avante also
 --- calls tools on partial input while the model is still streaming (`streaming = true`, with an
 --- on_complete that discards the answer): an edit must never run on that.
 
@@ -19,6 +21,10 @@ local M = {}
 M.defaults = {
   --- Short names of the tools to return (all by default).
   tools = { 'read', 'replace', 'apply_patch', 'write', 'history', 'undo' },
+  --- Ask through avante's own confirmation (avante.llm_tools.helpers.confirm, which follows its
+  --- `behaviour.auto_approve_tool_permissions`, auto-approving by default) before a tool that
+  --- changes files runs, as avante's built-in edit tools do.
+  confirm = true,
   --- How long a tool call waits for the server (default: agent_edit's timeout_ms).
   timeout_ms = nil,
   --- Options for require("agent_edit").setup(), called if it has not run yet.
@@ -113,13 +119,33 @@ function M.tool(spec, opts)
       if type(func_opts.on_log) == 'function' then
         pcall(func_opts.on_log, vim.trim('agent-edit ' .. spec.name .. ' ' .. tools.target(input)))
       end
-      tools.run(spec, input, function(result)
-        if result.ok == true then
-          on_complete(tools.model_text(result), nil)
+      local function run()
+        tools.run(spec, input, function(result)
+          if result.ok == true then
+            on_complete(tools.model_text(result), nil)
+          else
+            on_complete(nil, tools.model_text(result))
+          end
+        end, { timeout_ms = opts.timeout_ms })
+      end
+      local ok_helpers, helpers = pcall(require, 'avante.llm_tools.helpers')
+      if not (spec.edits and opts.confirm and ok_helpers and type(helpers.confirm) == 'function') then
+        run()
+        return nil, nil
+      end
+      local question = string.format('Run %s %s?', name, tools.target(input))
+      helpers.confirm(question, function(yes, reason)
+        if yes then
+          run()
         else
-          on_complete(nil, tools.model_text(result))
+          -- avante recognises a refusal by this prefix (is_user_declined).
+          local text = string.format('User declined %s; nothing was changed.', name)
+          if type(reason) == 'string' and reason ~= '' then
+            text = text .. ' Reason: ' .. reason
+          end
+          on_complete(nil, text)
         end
-      end, { timeout_ms = opts.timeout_ms })
+      end, nil, func_opts.session_ctx, name)
       return nil, nil
     end,
   }
