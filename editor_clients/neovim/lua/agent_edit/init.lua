@@ -455,7 +455,8 @@ function M.execute(verb, args, opts)
       end)
       return nil
     end
-    timer = vim.uv.new_timer()
+    -- (An answer may already have come, synchronously: then no timer is needed.)
+    timer = not done and vim.uv.new_timer() or nil
     if timer then
       timer:start(
         timeout,
