@@ -296,8 +296,12 @@ def test_tool_faults_end_in_one_clear_result(tmp_path: Path) -> None:
         "The user rejected agent_edit_replace; nothing was changed. Their reason: not now"
     )
     assert "cancelled agent_edit_replace" in data["cancelled"]["for_llm"]
-    # None of it changed anything.
-    assert data["lines"] == ["x = 1"] and data["disk"] == "x = 1\n"
+    # The user typed while the edit was on its way: the editor refused it, the model is told.
+    race = assert_whole_refusal(data["race"]["output"]["for_llm"], "CLIENT_REJECTED")
+    assert "STALE" in race["message"]
+    # None of it changed anything but the user's own typing.
+    assert data["lines"] == ["x = 1", "# typed during the round trip"]
+    assert data["disk"] == "x = 1\n"
     assert data["bad_file"] is None
 
 

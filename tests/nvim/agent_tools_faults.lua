@@ -73,6 +73,18 @@ H.run(function(data)
   tool.output.cancelled(tool, { tools = { chat = chat } })
   data.cancelled = chat.outputs[#chat.outputs]
 
+  -- The user types while the edit is on its way (inside the applyEdit round trip): the plugin's
+  -- handler refuses it, and the model is told why.
+  local apply_edit = require('agent_edit.apply_edit')
+  local real_handler = apply_edit.handler
+  apply_edit.handler = function(err, params, ctx)
+    H.type(buf, 'Go# typed during the round trip')
+    return real_handler(err, params, ctx)
+  end
+  call('agent_edit_read', '{"path": "app.py"}')
+  data.race = call('agent_edit_replace', '{"path": "app.py", "oldText": "x = 1", "newText": "x = 4"}')
+  apply_edit.handler = real_handler
+
   data.lines = H.lines(buf)
   data.disk = H.read_file('app.py')
   data.bad_file = H.read_file('bad\192.txt') or vim.NIL
