@@ -167,10 +167,11 @@ function M.register(config, opts)
   if not ae.is_setup then
     ae.setup(opts.setup)
   end
-  -- `strategies` was renamed `interactions` in codecompanion v18; older configs have only it.
-  local root = config.interactions or config.strategies
+  -- The tool API used here (cmds with an opts table holding output_cb, output handlers with a
+  -- meta table) is codecompanion v19's; v18 had `interactions` but called both differently.
+  local root = config.interactions
   if type(root) ~= 'table' or type(root.chat) ~= 'table' then
-    error('agent_edit: codecompanion config has no interactions.chat (codecompanion too old?)', 2)
+    error('agent_edit: codecompanion has no interactions.chat config; it needs v19 or newer', 2)
   end
   root.chat.tools = root.chat.tools or {}
   local chat_tools = root.chat.tools
