@@ -125,6 +125,7 @@ def test_each_plugin_gets_the_one_spec_table(tmp_path: Path) -> None:
             if prop["type"] == "object" and "properties" in prop:
                 assert {g["name"] for g in f["fields"]} == set(prop["properties"])
         assert [r["name"] for r in tool["returns"]] == ["result", "error"]
+        assert sorted(tool["param"].get("usage", {})) == sorted(params["required"])
 
 
 def test_codecompanion_tools_edit_the_unsaved_buffer_and_report_refusals(tmp_path: Path) -> None:

@@ -80,6 +80,18 @@ function M.fields(schema)
   return fields
 end
 
+--- An example input for avante's prompt-based tool calling (its `param.usage`, shown to models
+--- without native tool calls): each required field with its description; nil when none is.
+--- @param schema table
+--- @return table?
+local function usage(schema)
+  local example = {}
+  for _, name in ipairs(schema.required or {}) do
+    example[name] = schema.properties[name].description
+  end
+  return next(example) and example or nil
+end
+
 --- The avante tool for one spec.
 --- @param spec table an entry of agent_edit.tools.specs
 --- @param opts table?
@@ -90,7 +102,11 @@ function M.tool(spec, opts)
   return {
     name = name,
     description = spec.description,
-    param = { type = 'table', fields = M.fields(spec.parameters) },
+    param = {
+      type = 'table',
+      fields = M.fields(spec.parameters),
+      usage = usage(spec.parameters),
+    },
     returns = {
       {
         name = 'result',
