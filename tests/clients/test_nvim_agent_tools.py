@@ -152,6 +152,7 @@ def test_codecompanion_tools_edit_the_unsaved_buffer_and_report_refusals(tmp_pat
     assert after["lines"] == ["x = 10", "y = 2", "# typed by the user"]
     assert after["modified"] is True and after["disk"] == "x = 1\ny = 2\n"
     assert first_json(llm)["saved"] is False
+    assert data["mark_after_replace"] == [2, 2], "the buffer was replaced, not edited"
 
     # Read, the user typed, then the edit computed from that read: STALE, whole, to the model.
     assert data["typed"] == ["x = 10  # user again", "y = 2", "# typed by the user"]

@@ -25,12 +25,17 @@ H.run(function(data)
     return P.codecompanion_call(config, chat, name, arguments, hooks)
   end
 
+  -- A mark on the user's own line: a whole-buffer replacement (what the plugins' built-in edit
+  -- tools do) would drop it to the top; a real edit of line 1 leaves it where it is.
+  local ns = vim.api.nvim_create_namespace('agent_edit_test')
+  local mark = vim.api.nvim_buf_set_extmark(buf, ns, 2, 2, {})
   data.read = call('agent_edit_read', '{"path": "app.py"}')
   data.replace = call(
     'agent_edit_replace',
     vim.json.encode({ path = 'app.py', oldText = 'x = 1', newText = 'x = 10' })
   )
   data.after_replace = { lines = H.lines(buf), modified = vim.bo[buf].modified, disk = H.read_file('app.py') }
+  data.mark_after_replace = vim.api.nvim_buf_get_extmark_by_id(buf, ns, mark, {})
 
   -- The model read, then the user typed, then the model's edit from what it read arrives.
   local read2 = call('agent_edit_read', '{"path": "app.py"}')
