@@ -314,3 +314,32 @@ def test_every_tool_is_documented(short: str) -> None:
     doc = (repo / "editor_clients" / "neovim" / "doc" / "agent_edit.txt").read_text()
     assert f"agent_edit_{short}" in readme
     assert f"agent_edit_{short}" in doc
+
+
+def test_server_killed_mid_edit_answers_at_once_and_the_next_server_sees_the_buffers(
+    tmp_path: Path,
+) -> None:
+    data = run_scenario("agent_tools_server_exit", tmp_path)
+    assert data["server_pids"] == 1 and data["stopped"] is True
+    # The pending call is answered by the exit (its timeout is longer than the driver waits).
+    killed = data["killed"]
+    assert killed["answers"] == 1 and killed["outputs_added"] == 1
+    result = assert_whole_refusal(killed["output"]["for_llm"], "NO_SERVER")
+    assert "exited" in result["message"] and result["details"]["signal"] == 9
+    assert "may have been applied" in result["hint"]
+    # (It had landed: the editor applied it as the server died.)
+    assert data["after_kill"] == ["x = 4", "# unsaved, typed before the crash"]
+    # The next call starts a server that is given the open buffer, unsaved text and all.
+    read = data["read"]
+    assert read["status"] == "success", read["output"]["for_llm"]
+    assert first_json(read["output"]["for_llm"])["source"] == "buffer"
+    assert read["output"]["for_llm"].endswith("\nx = 4\n# unsaved, typed before the crash\n")
+    edit = data["edit"]
+    assert edit["status"] == "success", edit["output"]["for_llm"]
+    assert first_json(edit["output"]["for_llm"])["status"] == "applied"
+    assert data["lines"] == ["x = 5", "# unsaved, typed before the crash"]
+    assert data["disk"] == "x = 1\n"  # never written under the unsaved buffer
+    assert data["clients"] == 1
+    sync_read = data["sync_read"]
+    assert sync_read["ok"] is True, sync_read
+    assert sync_read["source"] == "buffer" and sync_read["text"].startswith("x = 5\n")

@@ -86,10 +86,81 @@ function M.root_for(path)
   return nil
 end
 
---- The agent-edit clients running now.
+--- The agent-edit clients running now (optionally only those attached to `filter.bufnr`).
+--- @param filter table? vim.lsp.get_clients filter
 --- @return vim.lsp.Client[]
-function M.clients()
-  return vim.lsp.get_clients({ name = M.name })
+function M.clients(filter)
+  -- Neovim keeps listing a client whose server died until a later turn of the event loop; a
+  -- request to it fails, so it must not be picked (a new server is started instead).
+  return vim.tbl_filter(function(c)
+    return not c:is_stopped()
+  end, vim.lsp.get_clients(vim.tbl_extend('force', filter or {}, { name = M.name })))
+end
+
+--- Client id -> request id -> the function answering that asynchronous call. Neovim never calls
+--- the handler of a request whose server exited, so the exit answers them (else each would wait
+--- for its timeout, then say only that no answer came).
+local pending = {}
+
+--- @param client_id integer
+--- @param code integer?
+--- @param signal integer?
+function M._client_exited(client_id, code, signal)
+  local waiting = pending[client_id]
+  pending[client_id] = nil
+  if waiting == nil then
+    return
+  end
+  vim.schedule(function()
+    for _, finish in pairs(waiting) do
+      finish({
+        ok = false,
+        code = 'NO_SERVER',
+        message = string.format(
+          'the agent-edit server exited (code %s, signal %s) before answering',
+          tostring(code),
+          tostring(signal)
+        ),
+        hint = 'read the file again: the edit may have been applied before the server exited; '
+          .. 'the next call starts it again',
+        details = { exitCode = code, signal = signal },
+        committed = {},
+      })
+    end
+  end)
+end
+
+--- Client id -> functions waiting for that client's server to be initialized.
+local waiting_init = {}
+
+--- Runs `fn` once the client's server is initialized and has been sent the didOpen of every
+--- buffer attached to it (Neovim sends those right after the initialize answer; a request sent
+--- earlier overtakes them, and the server would answer from the files on disk instead of the
+--- user's unsaved text), or at once if that already happened or the client stopped.
+--- @param client vim.lsp.Client
+--- @param fn fun()
+local function when_ready(client, fn)
+  if client.initialized or client:is_stopped() then
+    fn()
+    return
+  end
+  waiting_init[client.id] = waiting_init[client.id] or {}
+  table.insert(waiting_init[client.id], fn)
+end
+
+--- on_init (and on_exit) of an agent-edit client: releases the calls waiting for it. Scheduled,
+--- because on_init runs before Neovim sends the didOpen of the attached buffers.
+--- @param client_id integer
+function M._client_ready(client_id)
+  local fns = waiting_init[client_id]
+  waiting_init[client_id] = nil
+  if fns then
+    vim.schedule(function()
+      for _, fn in ipairs(fns) do
+        fn()
+      end
+    end)
+  end
 end
 
 local function on_history_changed(_, params, ctx)
@@ -152,6 +223,13 @@ local function client_config(root)
         return require('agent_edit.apply_edit').save_documents(...)
       end,
     },
+    on_init = function(client)
+      M._client_ready(client.id)
+    end,
+    on_exit = function(code, signal, client_id)
+      M._client_ready(client_id)
+      M._client_exited(client_id, code, signal)
+    end,
     on_attach = function(client, bufnr)
       if M.config.codelens and client:supports_method('textDocument/codeLens') then
         vim.lsp.codelens.refresh({ bufnr = bufnr })
@@ -200,7 +278,21 @@ local function client_for_root(root)
     end
   end
   local id = vim.lsp.start(client_config(root), { attach = false })
-  return id and vim.lsp.get_client_by_id(id) or nil
+  if id == nil then
+    return nil
+  end
+  -- Open buffers of this workspace attached to no running server (its server exited; Neovim
+  -- detached them): attach them to this one, or it would read the files on disk instead of the
+  -- user's unsaved text and write edits to disk under their buffers.
+  for _, bufnr in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.api.nvim_buf_is_loaded(bufnr) then
+      local path = managed_path(bufnr)
+      if path and M.root_for(path) == root then
+        vim.lsp.buf_attach_client(bufnr, id)
+      end
+    end
+  end
+  return vim.lsp.get_client_by_id(id)
 end
 
 --- Picks the client that should run a command: the one attached to `opts.bufnr` (or the current
@@ -210,7 +302,7 @@ end
 --- @return vim.lsp.Client?
 function M.pick_client(args, opts)
   local bufnr = opts.bufnr or vim.api.nvim_get_current_buf()
-  local attached = vim.lsp.get_clients({ name = M.name, bufnr = bufnr })
+  local attached = M.clients({ bufnr = bufnr })
   if attached[1] and not opts.bufnr and type(args.path) == 'string' then
     -- An explicit path wins over whatever buffer happens to be current.
     attached = {}
@@ -432,7 +524,7 @@ function M.execute(verb, args, opts)
   if callback then
     -- Exactly one answer, as for the synchronous call: the server's, or TIMEOUT when it does not
     -- come (an agent plugin waits for this callback; without a bound it would wait forever).
-    local done, timer = false, nil
+    local done, timer, request_id = false, nil, nil
     local function finish(r)
       if done then
         return
@@ -442,21 +534,12 @@ function M.execute(verb, args, opts)
         timer:stop()
         timer:close()
       end
+      if request_id and pending[client.id] then
+        pending[client.id][request_id] = nil
+      end
       callback(r)
     end
-    local ok, request_id = client:request('workspace/executeCommand', params, function(err, result)
-      finish(to_result(err, result))
-    end, opts.bufnr)
-    if not ok then
-      vim.schedule(function()
-        finish(
-          client_failure('NO_SERVER', 'the agent-edit server stopped', 'restart it: :LspRestart')
-        )
-      end)
-      return nil
-    end
-    -- (An answer may already have come, synchronously: then no timer is needed.)
-    timer = not done and vim.uv.new_timer() or nil
+    timer = vim.uv.new_timer()
     if timer then
       timer:start(
         timeout,
@@ -466,12 +549,40 @@ function M.execute(verb, args, opts)
             return
           end
           -- As request_sync does on its timeout; a late answer is dropped by `finish`.
-          pcall(client.cancel_request, client, request_id)
+          if request_id then
+            pcall(client.cancel_request, client, request_id)
+          end
           finish(timeout_failure(timeout))
         end)
       )
     end
+    when_ready(client, function()
+      if done then
+        return
+      end
+      local ok
+      ok, request_id = client:request('workspace/executeCommand', params, function(err, result)
+        finish(to_result(err, result))
+      end, opts.bufnr)
+      if not ok then
+        vim.schedule(function()
+          finish(
+            client_failure('NO_SERVER', 'the agent-edit server stopped', 'restart it: :LspRestart')
+          )
+        end)
+      elseif request_id and not done then
+        pending[client.id] = pending[client.id] or {}
+        pending[client.id][request_id] = finish
+      end
+    end)
     return nil
+  end
+  if not client.initialized then
+    -- See when_ready: a request sent before the server is initialized overtakes the didOpen of
+    -- the buffers it will get.
+    vim.wait(timeout, function()
+      return client.initialized or client:is_stopped()
+    end, 10)
   end
   local response, why = client:request_sync('workspace/executeCommand', params, timeout, opts.bufnr)
   if response == nil then
