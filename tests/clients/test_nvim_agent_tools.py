@@ -238,6 +238,9 @@ def test_avante_tools_edit_the_unsaved_buffer_and_report_refusals(tmp_path: Path
     ]
     assert data["after_patch"]["disk"] == "local a = 1\nlocal b = 2\nreturn a + b\n"
     assert data["write"]["is_error"] is False
+    # A buffer that had no unsaved changes is saved after the edit, as save_after_edit says.
+    assert first_json(data["clean"]["content"])["saved"] is True
+    assert data["after_clean"] == {"lines": ["return 2"], "modified": False, "disk": "return 2\n"}
     assert first_json(data["history"]["content"])["total"] >= 4
     assert_whole_refusal(data["undo"]["content"], "INVALID_ARGUMENT")
     # avante's own confirmation was asked before each edit (its default auto-approves), never
@@ -248,6 +251,7 @@ def test_avante_tools_edit_the_unsaved_buffer_and_report_refusals(tmp_path: Path
         "agent_edit_replace",
         "agent_edit_apply_patch",
         "agent_edit_write",
+        "agent_edit_replace",
         "agent_edit_undo",
         "agent_edit_write",
     ]

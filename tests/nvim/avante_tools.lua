@@ -6,7 +6,10 @@ local H = dofile(vim.env.AGENT_EDIT_HARNESS)
 local P = dofile(vim.fs.dirname(vim.env.AGENT_EDIT_HARNESS) .. '/agent_plugins.lua')
 H.run(function(data)
   H.write_file('lib.lua', 'local a = 1\nlocal b = 2\nreturn a + b\n')
+  H.write_file('clean.lua', 'return 1\n')
   H.setup()
+  -- Open with no unsaved changes: saved after the edit, as save_after_edit = "clean" says.
+  local clean = H.open('clean.lua')
   local buf = H.open('lib.lua')
   H.type(buf, 'Go-- typed by the user')
   data.modified_before = vim.bo[buf].modified
@@ -53,6 +56,8 @@ H.run(function(data)
   })
   data.after_patch = state()
   data.write = call('agent_edit_write', { path = 'new.txt', text = 'new\n' })
+  data.clean = call('agent_edit_replace', { path = 'clean.lua', oldText = 'return 1', newText = 'return 2' })
+  data.after_clean = { lines = H.lines(clean), modified = vim.bo[clean].modified, disk = H.read_file('clean.lua') }
   data.history = call('agent_edit_history', { format = 'json' })
   data.undo = call('agent_edit_undo', { editId = 999 })
   -- The user says no in avante's confirmation.
