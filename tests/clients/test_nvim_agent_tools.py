@@ -347,3 +347,7 @@ def test_server_killed_mid_edit_answers_at_once_and_the_next_server_sees_the_buf
     sync_read = data["sync_read"]
     assert sync_read["ok"] is True, sync_read
     assert sync_read["source"] == "buffer" and sync_read["text"].startswith("x = 5\n")
+    assert data["third_pids"] == 1 and data["third_stopped"] is True
+    sync_killed = data["sync_killed"]
+    assert sync_killed["ok"] is False and sync_killed["code"] == "NO_SERVER", sync_killed
+    assert "exited" in sync_killed["message"]

@@ -49,4 +49,22 @@ H.run(function(data)
     return second:is_stopped()
   end, 'the second server to stop')
   data.sync_read = require('agent_edit').read({ path = 'app.py' })
+  -- A synchronous edit in flight when the server dies is answered by the exit too, not after its
+  -- timeout (a whole 20 s here).
+  local third = H.wait_attached(buf)
+  data.third_pids = #vim.api.nvim_get_proc_children(vim.fn.getpid())
+  apply_edit.handler = function(err, params, ctx)
+    for _, pid in ipairs(vim.api.nvim_get_proc_children(vim.fn.getpid())) do
+      if pid > 1 then
+        vim.uv.kill(pid, 'sigkill')
+      end
+    end
+    return real_handler(err, params, ctx)
+  end
+  data.sync_killed = require('agent_edit').replace(
+    { path = 'app.py', oldText = 'x = 5', newText = 'x = 6' },
+    { timeout_ms = 20000 }
+  )
+  apply_edit.handler = real_handler
+  data.third_stopped = third:is_stopped()
 end)

@@ -472,8 +472,9 @@ end
 
 --- Runs `agentEdit.<verb>` with `args` as the single argument.
 --- Synchronous unless `opts.callback` is given: then it returns nil at once and calls
---- `opts.callback(result)` once later (on the main loop), with TIMEOUT if the server has not
---- answered within `timeout_ms`.
+--- `opts.callback(result)` exactly once later (on the main loop): the server's result, or a
+--- failure of the same shape (TIMEOUT if the server has not answered within `timeout_ms`,
+--- NO_SERVER at once if it exits first).
 --- @param verb string
 --- @param args table
 --- @param opts table? {bufnr?, timeout_ms?, callback?}
@@ -481,12 +482,28 @@ end
 function M.execute(verb, args, opts)
   vim.validate('args', args, 'table')
   opts = opts or {}
+  local timeout = opts.timeout_ms or M.config.timeout_ms
+  if opts.callback == nil then
+    -- The synchronous call is the asynchronous one waited for, so both end the same way (Neovim's
+    -- request_sync would wait out its timeout for a server that already exited).
+    local got
+    M.execute(verb, args, vim.tbl_extend('force', opts, {
+      callback = function(result)
+        got = result
+      end,
+    }))
+    -- The call answers by its own timeout; this only has to outlast it.
+    vim.wait(timeout + 1000, function()
+      return got ~= nil
+    end, 5)
+    return got or timeout_failure(timeout)
+  end
   local callback = opts.callback
   local bad = find_invalid_utf8(args, '')
   local client = nil
-  local r
+  local failure
   if bad then
-    r = client_failure(
+    failure = client_failure(
       'INVALID_ARGUMENT',
       string.format(
         '%s is not valid UTF-8 (byte %d); nothing was sent to the server',
@@ -499,7 +516,7 @@ function M.execute(verb, args, opts)
   else
     client = M.pick_client(args, opts)
     if client == nil then
-      r = client_failure(
+      failure = client_failure(
         'NO_SERVER',
         'the agent-edit server is not running and could not be started',
         'run :checkhealth agent_edit',
@@ -508,94 +525,69 @@ function M.execute(verb, args, opts)
     end
   end
   if client == nil then
-    if callback then
-      vim.schedule(function()
-        callback(r)
-      end)
-      return nil
-    end
-    return r
+    vim.schedule(function()
+      callback(failure)
+    end)
+    return nil
   end
   local params = {
     command = 'agentEdit.' .. verb,
     arguments = { as_json_object(args) },
   }
-  local timeout = opts.timeout_ms or M.config.timeout_ms
-  if callback then
-    -- Exactly one answer, as for the synchronous call: the server's, or TIMEOUT when it does not
-    -- come (an agent plugin waits for this callback; without a bound it would wait forever).
-    local done, timer, request_id = false, nil, nil
-    local function finish(r)
-      if done then
-        return
-      end
-      done = true
-      if timer and not timer:is_closing() then
-        timer:stop()
-        timer:close()
-      end
-      if request_id and pending[client.id] then
-        pending[client.id][request_id] = nil
-      end
-      callback(r)
+  -- Exactly one answer: the server's, TIMEOUT when it does not come (an agent plugin waits for
+  -- this callback; without a bound it would wait forever), or NO_SERVER when the server exits.
+  local done, timer, request_id = false, nil, nil
+  local function finish(result)
+    if done then
+      return
     end
-    timer = vim.uv.new_timer()
-    if timer then
-      timer:start(
-        timeout,
-        0,
-        vim.schedule_wrap(function()
-          if done then
-            return
-          end
-          -- As request_sync does on its timeout; a late answer is dropped by `finish`.
-          if request_id then
-            pcall(client.cancel_request, client, request_id)
-          end
-          finish(timeout_failure(timeout))
-        end)
-      )
+    done = true
+    if timer and not timer:is_closing() then
+      timer:stop()
+      timer:close()
     end
-    when_ready(client, function()
-      if done then
-        return
-      end
-      local ok
-      ok, request_id = client:request('workspace/executeCommand', params, function(err, result)
-        finish(to_result(err, result))
-      end, opts.bufnr)
-      if not ok then
-        vim.schedule(function()
-          finish(
-            client_failure('NO_SERVER', 'the agent-edit server stopped', 'restart it: :LspRestart')
-          )
-        end)
-      elseif request_id and not done then
-        pending[client.id] = pending[client.id] or {}
-        pending[client.id][request_id] = finish
-      end
-    end)
-    return nil
+    if request_id and pending[client.id] then
+      pending[client.id][request_id] = nil
+    end
+    callback(result)
   end
-  if not client.initialized then
-    -- See when_ready: a request sent before the server is initialized overtakes the didOpen of
-    -- the buffers it will get.
-    vim.wait(timeout, function()
-      return client.initialized or client:is_stopped()
-    end, 10)
-  end
-  local response, why = client:request_sync('workspace/executeCommand', params, timeout, opts.bufnr)
-  if response == nil then
-    if why == 'timeout' then
-      return timeout_failure(timeout)
-    end
-    return client_failure(
-      'NO_SERVER',
-      'the request could not be sent or was interrupted (' .. tostring(why) .. ')',
-      'run :checkhealth agent_edit'
+  timer = vim.uv.new_timer()
+  if timer then
+    timer:start(
+      timeout,
+      0,
+      vim.schedule_wrap(function()
+        if done then
+          return
+        end
+        -- As request_sync does on its timeout; a late answer is dropped by `finish`.
+        if request_id then
+          pcall(client.cancel_request, client, request_id)
+        end
+        finish(timeout_failure(timeout))
+      end)
     )
   end
-  return to_result(response.err, response.result)
+  when_ready(client, function()
+    if done then
+      return
+    end
+    local ok
+    ok, request_id = client:request('workspace/executeCommand', params, function(err, result)
+      finish(to_result(err, result))
+    end, opts.bufnr)
+    if not ok then
+      vim.schedule(function()
+        finish(
+          client_failure('NO_SERVER', 'the agent-edit server stopped', 'restart it: :LspRestart')
+        )
+      end)
+    elseif request_id and not done then
+      pending[client.id] = pending[client.id] or {}
+      pending[client.id][request_id] = finish
+    end
+  end)
+  return nil
 end
 
 --- `agentEdit.read {path, startLine?, endLine?}`
