@@ -29,8 +29,8 @@ local defaults = {
   --- nothing (and tells the server not to ask). Sets the server's `saveAfterEdit` unless
   --- `settings.saveAfterEdit` is given.
   save_after_edit = 'clean',
-  --- How long the synchronous API waits for the server's answer. The server itself bounds its wait
-  --- for the editor, so this only has to outlast that.
+  --- How long the API (synchronous or with a callback) waits for the server's answer. The server
+  --- itself bounds its wait for the editor, so this only has to outlast that.
   timeout_ms = 10000,
   --- Show the server's code lenses (agent edit #N · undo · diff) in attached buffers.
   codelens = true,
@@ -38,6 +38,9 @@ local defaults = {
 
 --- Options in force (defaults merged with setup's table).
 M.config = vim.deepcopy(defaults)
+
+--- Whether setup() ran (the agent plugin adapters call it when the user did not).
+M.is_setup = false
 
 local group = vim.api.nvim_create_augroup('agent_edit', { clear = true })
 
@@ -83,10 +86,81 @@ function M.root_for(path)
   return nil
 end
 
---- The agent-edit clients running now.
+--- The agent-edit clients running now (optionally only those attached to `filter.bufnr`).
+--- @param filter table? vim.lsp.get_clients filter
 --- @return vim.lsp.Client[]
-function M.clients()
-  return vim.lsp.get_clients({ name = M.name })
+function M.clients(filter)
+  -- Neovim keeps listing a client whose server died until a later turn of the event loop; a
+  -- request to it fails, so it must not be picked (a new server is started instead).
+  return vim.tbl_filter(function(c)
+    return not c:is_stopped()
+  end, vim.lsp.get_clients(vim.tbl_extend('force', filter or {}, { name = M.name })))
+end
+
+--- Client id -> request id -> the function answering that asynchronous call. Neovim never calls
+--- the handler of a request whose server exited, so the exit answers them (else each would wait
+--- for its timeout, then say only that no answer came).
+local pending = {}
+
+--- @param client_id integer
+--- @param code integer?
+--- @param signal integer?
+function M._client_exited(client_id, code, signal)
+  local waiting = pending[client_id]
+  pending[client_id] = nil
+  if waiting == nil then
+    return
+  end
+  vim.schedule(function()
+    for _, finish in pairs(waiting) do
+      finish({
+        ok = false,
+        code = 'NO_SERVER',
+        message = string.format(
+          'the agent-edit server exited (code %s, signal %s) before answering',
+          tostring(code),
+          tostring(signal)
+        ),
+        hint = 'read the file again: the edit may have been applied before the server exited; '
+          .. 'the next call starts it again',
+        details = { exitCode = code, signal = signal },
+        committed = {},
+      })
+    end
+  end)
+end
+
+--- Client id -> functions waiting for that client's server to be initialized.
+local waiting_init = {}
+
+--- Runs `fn` once the client's server is initialized and has been sent the didOpen of every
+--- buffer attached to it (Neovim sends those right after the initialize answer; a request sent
+--- earlier overtakes them, and the server would answer from the files on disk instead of the
+--- user's unsaved text), or at once if that already happened or the client stopped.
+--- @param client vim.lsp.Client
+--- @param fn fun()
+local function when_ready(client, fn)
+  if client.initialized or client:is_stopped() then
+    fn()
+    return
+  end
+  waiting_init[client.id] = waiting_init[client.id] or {}
+  table.insert(waiting_init[client.id], fn)
+end
+
+--- on_init (and on_exit) of an agent-edit client: releases the calls waiting for it. Scheduled,
+--- because on_init runs before Neovim sends the didOpen of the attached buffers.
+--- @param client_id integer
+function M._client_ready(client_id)
+  local fns = waiting_init[client_id]
+  waiting_init[client_id] = nil
+  if fns then
+    vim.schedule(function()
+      for _, fn in ipairs(fns) do
+        fn()
+      end
+    end)
+  end
 end
 
 local function on_history_changed(_, params, ctx)
@@ -149,6 +223,13 @@ local function client_config(root)
         return require('agent_edit.apply_edit').save_documents(...)
       end,
     },
+    on_init = function(client)
+      M._client_ready(client.id)
+    end,
+    on_exit = function(code, signal, client_id)
+      M._client_ready(client_id)
+      M._client_exited(client_id, code, signal)
+    end,
     on_attach = function(client, bufnr)
       if M.config.codelens and client:supports_method('textDocument/codeLens') then
         vim.lsp.codelens.refresh({ bufnr = bufnr })
@@ -197,7 +278,21 @@ local function client_for_root(root)
     end
   end
   local id = vim.lsp.start(client_config(root), { attach = false })
-  return id and vim.lsp.get_client_by_id(id) or nil
+  if id == nil then
+    return nil
+  end
+  -- Open buffers of this workspace attached to no running server (its server exited; Neovim
+  -- detached them): attach them to this one, or it would read the files on disk instead of the
+  -- user's unsaved text and write edits to disk under their buffers.
+  for _, bufnr in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.api.nvim_buf_is_loaded(bufnr) then
+      local path = managed_path(bufnr)
+      if path and M.root_for(path) == root then
+        vim.lsp.buf_attach_client(bufnr, id)
+      end
+    end
+  end
+  return vim.lsp.get_client_by_id(id)
 end
 
 --- Picks the client that should run a command: the one attached to `opts.bufnr` (or the current
@@ -207,7 +302,7 @@ end
 --- @return vim.lsp.Client?
 function M.pick_client(args, opts)
   local bufnr = opts.bufnr or vim.api.nvim_get_current_buf()
-  local attached = vim.lsp.get_clients({ name = M.name, bufnr = bufnr })
+  local attached = M.clients({ bufnr = bufnr })
   if attached[1] and not opts.bufnr and type(args.path) == 'string' then
     -- An explicit path wins over whatever buffer happens to be current.
     attached = {}
@@ -267,6 +362,91 @@ local function client_failure(code, message, hint, details)
   }
 end
 
+--- Byte position of the first byte of `s` that is not part of valid UTF-8 (overlong forms,
+--- UTF-16 surrogates and code points past U+10FFFF included), or nil.
+--- @param s string
+--- @return integer?
+local function invalid_utf8_at(s)
+  local i = s:find('[\128-\255]')
+  local n = #s
+  while i and i <= n do
+    local c = s:byte(i)
+    if c < 0x80 then
+      i = i + 1
+    else
+      local len
+      if c >= 0xC2 and c <= 0xDF then
+        len = 2
+      elseif c >= 0xE0 and c <= 0xEF then
+        len = 3
+      elseif c >= 0xF0 and c <= 0xF4 then
+        len = 4
+      else
+        return i
+      end
+      for j = 1, len - 1 do
+        local cc = s:byte(i + j)
+        if cc == nil or cc < 0x80 or cc > 0xBF then
+          return i
+        end
+      end
+      local c2 = s:byte(i + 1)
+      if
+        (c == 0xE0 and c2 < 0xA0)
+        or (c == 0xED and c2 > 0x9F)
+        or (c == 0xF0 and c2 < 0x90)
+        or (c == 0xF4 and c2 > 0x8F)
+      then
+        return i
+      end
+      i = s:find('[\128-\255]', i + len) or n + 1
+    end
+  end
+  return nil
+end
+
+M.invalid_utf8_at = invalid_utf8_at
+
+--- The first string in `args` (keys included) that is not valid UTF-8, as {field, byte}. Such a
+--- request cannot be sent: the server answers it with a JSON-RPC parse error that carries no
+--- request id, so the caller would wait for an answer that never comes.
+--- @param value any
+--- @param where string
+--- @return table?
+local function find_invalid_utf8(value, where)
+  if type(value) == 'string' then
+    local at = invalid_utf8_at(value)
+    return at and { field = where, byte = at } or nil
+  end
+  if type(value) ~= 'table' then
+    return nil
+  end
+  for k, v in pairs(value) do
+    local name = type(k) == 'string' and k or ('[' .. tostring(k) .. ']')
+    local key_at = type(k) == 'string' and invalid_utf8_at(k) or nil
+    if key_at then
+      -- Never echo the bad bytes: the message itself must be valid UTF-8.
+      return { field = (where == '' and '' or where .. '.') .. '<a key>', byte = key_at }
+    end
+    local bad = find_invalid_utf8(v, where == '' and name or (where .. '.' .. name))
+    if bad then
+      return bad
+    end
+  end
+  return nil
+end
+
+--- @param timeout integer ms
+--- @return table
+local function timeout_failure(timeout)
+  return client_failure(
+    'TIMEOUT',
+    string.format('no answer from the server within %d ms', timeout),
+    'read the file again before retrying: the edit may still have been applied',
+    { timeoutMs = timeout }
+  )
+end
+
 --- @param err table? lsp.ResponseError
 --- @param result any
 --- @return table
@@ -292,7 +472,9 @@ end
 
 --- Runs `agentEdit.<verb>` with `args` as the single argument.
 --- Synchronous unless `opts.callback` is given: then it returns nil at once and calls
---- `opts.callback(result)` later (on the main loop).
+--- `opts.callback(result)` exactly once later (on the main loop): the server's result, or a
+--- failure of the same shape (TIMEOUT if the server has not answered within `timeout_ms`,
+--- NO_SERVER at once if it exits first).
 --- @param verb string
 --- @param args table
 --- @param opts table? {bufnr?, timeout_ms?, callback?}
@@ -300,58 +482,112 @@ end
 function M.execute(verb, args, opts)
   vim.validate('args', args, 'table')
   opts = opts or {}
+  local timeout = opts.timeout_ms or M.config.timeout_ms
+  if opts.callback == nil then
+    -- The synchronous call is the asynchronous one waited for, so both end the same way (Neovim's
+    -- request_sync would wait out its timeout for a server that already exited).
+    local got
+    M.execute(verb, args, vim.tbl_extend('force', opts, {
+      callback = function(result)
+        got = result
+      end,
+    }))
+    -- The call answers by its own timeout; this only has to outlast it.
+    vim.wait(timeout + 1000, function()
+      return got ~= nil
+    end, 5)
+    return got or timeout_failure(timeout)
+  end
   local callback = opts.callback
-  local client = M.pick_client(args, opts)
-  if client == nil then
-    local r = client_failure(
-      'NO_SERVER',
-      'the agent-edit server is not running and could not be started',
-      'run :checkhealth agent_edit',
-      { cmd = M.server_cmd() }
+  local bad = find_invalid_utf8(args, '')
+  local client = nil
+  local failure
+  if bad then
+    failure = client_failure(
+      'INVALID_ARGUMENT',
+      string.format(
+        '%s is not valid UTF-8 (byte %d); nothing was sent to the server',
+        bad.field,
+        bad.byte
+      ),
+      'send text as valid UTF-8',
+      { argument = bad.field, byte = bad.byte }
     )
-    if callback then
-      vim.schedule(function()
-        callback(r)
-      end)
-      return nil
+  else
+    client = M.pick_client(args, opts)
+    if client == nil then
+      failure = client_failure(
+        'NO_SERVER',
+        'the agent-edit server is not running and could not be started',
+        'run :checkhealth agent_edit',
+        { cmd = M.server_cmd() }
+      )
     end
-    return r
+  end
+  if client == nil then
+    vim.schedule(function()
+      callback(failure)
+    end)
+    return nil
   end
   local params = {
     command = 'agentEdit.' .. verb,
     arguments = { as_json_object(args) },
   }
-  if callback then
-    local ok = client:request('workspace/executeCommand', params, function(err, result)
-      callback(to_result(err, result))
+  -- Exactly one answer: the server's, TIMEOUT when it does not come (an agent plugin waits for
+  -- this callback; without a bound it would wait forever), or NO_SERVER when the server exits.
+  local done, timer, request_id = false, nil, nil
+  local function finish(result)
+    if done then
+      return
+    end
+    done = true
+    if timer and not timer:is_closing() then
+      timer:stop()
+      timer:close()
+    end
+    if request_id and pending[client.id] then
+      pending[client.id][request_id] = nil
+    end
+    callback(result)
+  end
+  timer = vim.uv.new_timer()
+  if timer then
+    timer:start(
+      timeout,
+      0,
+      vim.schedule_wrap(function()
+        if done then
+          return
+        end
+        -- As request_sync does on its timeout; a late answer is dropped by `finish`.
+        if request_id then
+          pcall(client.cancel_request, client, request_id)
+        end
+        finish(timeout_failure(timeout))
+      end)
+    )
+  end
+  when_ready(client, function()
+    if done then
+      return
+    end
+    local ok
+    ok, request_id = client:request('workspace/executeCommand', params, function(err, result)
+      finish(to_result(err, result))
     end, opts.bufnr)
     if not ok then
       vim.schedule(function()
-        callback(
+        finish(
           client_failure('NO_SERVER', 'the agent-edit server stopped', 'restart it: :LspRestart')
         )
       end)
+    elseif request_id and not done then
+      pending[client.id] = pending[client.id] or {}
+      pending[client.id][request_id] = finish
     end
-    return nil
-  end
-  local timeout = opts.timeout_ms or M.config.timeout_ms
-  local response, why = client:request_sync('workspace/executeCommand', params, timeout, opts.bufnr)
-  if response == nil then
-    if why == 'timeout' then
-      return client_failure(
-        'TIMEOUT',
-        string.format('no answer from the server within %d ms', timeout),
-        'read the file again before retrying: the edit may still have been applied',
-        { timeoutMs = timeout }
-      )
-    end
-    return client_failure(
-      'NO_SERVER',
-      'the request could not be sent or was interrupted (' .. tostring(why) .. ')',
-      'run :checkhealth agent_edit'
-    )
-  end
-  return to_result(response.err, response.result)
+  end)
+  return nil
 end
 
 --- `agentEdit.read {path, startLine?, endLine?}`
@@ -533,6 +769,7 @@ function M.setup(opts)
     )
     return
   end
+  M.is_setup = true
   M.config = vim.tbl_deep_extend('force', vim.deepcopy(defaults), opts or {})
   if opts and opts.root_markers then
     M.config.root_markers = opts.root_markers
