@@ -90,7 +90,8 @@ def schema(name: str, names: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The JSON Schema of action `name`'s argument object. `names` maps each action to the tool
     name the descriptions should use for it (default: the LSP commands). The words for the
     action itself are `action(name).description` (with `describe`)."""
-    return {"$schema": SCHEMA_DIALECT, **object_schema(action(name).arguments, names or lsp_names())}
+    body = object_schema(action(name).arguments, names or lsp_names())
+    return {"$schema": SCHEMA_DIALECT, **body}
 
 
 def describe(name: str, names: Mapping[str, str] | None = None) -> str:

@@ -229,6 +229,4 @@ UNDO = Action(
     "and nothing changes. The undo is itself recorded as an edit, which can be undone.",
 )
 
-ACTIONS: dict[str, Action] = {
-    a.name: a for a in (READ, REPLACE, APPLY_PATCH, WRITE, HISTORY, UNDO)
-}
+ACTIONS: dict[str, Action] = {a.name: a for a in (READ, REPLACE, APPLY_PATCH, WRITE, HISTORY, UNDO)}

@@ -7,8 +7,8 @@ defined exactly once, here.
 
 from __future__ import annotations
 
-from enum import StrEnum
 from collections.abc import Callable
+from enum import StrEnum
 from typing import Any
 
 
