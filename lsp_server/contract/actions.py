@@ -179,7 +179,7 @@ REPLACE = Action(
     "changing anything if the file changed since you read it (STALE: read it again, then "
     "retry), if oldText matches nowhere (NO_MATCH, with the closest candidate lines and how "
     "they differ) or more than once (AMBIGUOUS, with every matching line). Returns the diff of "
-    "what changed and the syntax errors the edit introduced.",
+    "what changed and the diagnostics of the file.",
 )
 WRITE = Action(
     "write",
@@ -207,14 +207,15 @@ APPLY_PATCH = Action(
     "verified against the current editor buffers before anything changes; a hunk that matches "
     "nowhere (NO_MATCH) or at several places (AMBIGUOUS), or a file changed since you read it "
     "(STALE), refuses the whole patch and says which patch line failed and why. Returns the "
-    "diff and the syntax errors the patch introduced.",
+    "diff and the diagnostics of the touched files.",
 )
 HISTORY = Action(
     "history",
     HistoryArgs,
     "History",
     "every edit of the session (id, time, action, files, outcome, diff, error) and the net "
-    "diff per file",
+    "diff per file; with `texts: true` the whole before/after texts of one edit (`editId`) or "
+    "of the net change, for a diff editor",
     "List the edits made in this session (id, time, action, files, outcome, diff, error) and "
     "the net diff per file since the session first touched it. Use it to review what you "
     "changed, or to find the editId to undo.",

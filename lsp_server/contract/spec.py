@@ -23,7 +23,6 @@ import re
 import types
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cache
 from typing import Any, ClassVar, Literal, Union, get_args, get_origin, get_type_hints
 
 from lsp_server.contract.text import check_text
@@ -65,7 +64,7 @@ class Kind:
 
     json: Literal["string", "integer", "boolean", "enum", "object", "map"]
     choices: tuple[str, ...] = ()
-    cls: type | None = None  # the Nested class of an object, or of a map's values
+    cls: type[Nested] | None = None  # the class of an object, or of a map's values
 
 
 @dataclass(frozen=True)
@@ -110,9 +109,19 @@ def camel(name: str) -> str:
     return head + "".join(part[:1].upper() + part[1:] for part in rest)
 
 
-@cache
+# Per class, read once: evaluating the annotations on every request would cost each command.
+_SLOTS: dict[type, tuple[Slot, ...]] = {}
+
+
 def slots(cls: type) -> tuple[Slot, ...]:
     """The fields of an argument class, in declaration order (the order of the checks)."""
+    known = _SLOTS.get(cls)
+    if known is None:
+        known = _SLOTS[cls] = _read_slots(cls)
+    return known
+
+
+def _read_slots(cls: type) -> tuple[Slot, ...]:
     hints = get_type_hints(cls)
     out = []
     for f in dataclasses.fields(cls):
@@ -315,7 +324,8 @@ def parse_object(cls: type, raw: Any, label: str) -> Any:
 def to_json(instance: Any) -> dict[str, Any]:
     """The JSON object of an argument instance: its fields that are set, under their JSON names."""
     out: dict[str, Any] = {}
-    for s in slots(type(instance)):
+    cls: type = type(instance)
+    for s in slots(cls):
         value = getattr(instance, s.attr)
         if value is None:
             continue
