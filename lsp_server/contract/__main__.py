@@ -27,8 +27,13 @@ def main(argv: list[str] | None = None) -> int:
     if not (args.check or args.write):
         sys.stdout.write(json.dumps(export(), indent=2, ensure_ascii=False) + "\n")
         return 0
+    try:
+        rendered = render(args.repo)
+    except (OSError, ValueError) as exc:
+        sys.stderr.write(f"{args.repo} is not a checkout this can render: {exc}\n")
+        return 2
     drifted = []
-    for rel, (now, wanted) in render(args.repo).items():
+    for rel, (now, wanted) in rendered.items():
         if now != wanted:
             drifted.append(rel)
             if args.write:

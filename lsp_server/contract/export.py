@@ -210,7 +210,10 @@ def render(repo: Path) -> dict[str, tuple[str, str]]:
     for rel, renderer in RENDERERS.items():
         path = repo / rel
         now = path.read_text(encoding="utf-8") if path.exists() else ""
-        out[rel] = (now, renderer(now))
+        try:
+            out[rel] = (now, renderer(now))
+        except ValueError as exc:
+            raise ValueError(f"{rel}: {exc}") from None
     return out
 
 

@@ -7,8 +7,9 @@ JSON Schema (draft 2020-12). Because both read the one class, the schema a clien
 the checks the server makes cannot drift apart.
 
 What the schema does not spell out, the checks still make, the same for every field: a string
-holds at most MAX_STRING characters, an integer is a safe JSON integer (|n| < 2**53), and a
-field sent as `null` counts as not sent. Those are limits of the transport, not of an action.
+holds at most MAX_STRING characters, an integer is a safe JSON integer (|n| < 2**53) written
+without a fraction (`1.0` is refused, though JSON Schema calls it an integer), and a field sent
+as `null` counts as not sent. Those are limits of the transport, not of an action.
 
 JSON names are the Python names in camelCase (`old_text` is `oldText`). Malformed input (wrong
 type, missing or unknown field, a value outside an enum) raises `ContractError`, which each front
