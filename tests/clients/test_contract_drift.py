@@ -16,6 +16,8 @@ import pytest
 
 from lsp_server import contract
 from lsp_server.contract.export import RENDERERS, VSCODE_NAMES
+from lsp_server.engine.policy import SETTING_KEYS
+from lsp_server.lsp.settings import Settings
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -75,3 +77,18 @@ def test_readme_table_lists_every_argument() -> None:
         assert row, f"README has no row for {action.command}"
         listed = re.findall(r"(?:^|, )`(\w+)\??`", row.group(1))
         assert listed == contract.field_names(name), action.command
+
+
+def test_protocol_md_names_every_custom_method_and_capability_used() -> None:
+    protocol = (REPO / "editor_clients/PROTOCOL.md").read_text()
+    sources = [*(REPO / "lsp_server").rglob("*.py"), *(REPO / "editor_clients").rglob("*.ts")]
+    sources += [*(REPO / "editor_clients").rglob("*.lua"), *(REPO / "editor_clients").rglob("*.el")]
+    methods = {m for p in sources for m in re.findall(r"agentEdit/\w+", p.read_text())}
+    assert methods >= {"agentEdit/historyChanged", "agentEdit/saveDocuments"}
+    for method in sorted(methods):
+        assert f"`{method}`" in protocol, f"PROTOCOL.md does not describe {method}"
+    for capability in ("resourceOperations", "failureHandling", "refreshSupport", "clientInfo"):
+        assert capability in protocol
+    # the settings a client may send are the server's
+    for key in [*Settings._NAMES, *SETTING_KEYS]:
+        assert f"`{key}`" in protocol, key
