@@ -1,8 +1,8 @@
 """`python -m lsp_server.contract`: print the contract as JSON, or write/check the generated files.
 
-    python -m lsp_server.contract            # schemas, results, the VS Code tools block (JSON)
-    python -m lsp_server.contract --check    # exit 1 naming each generated file that drifted
-    python -m lsp_server.contract --write    # regenerate them (package.json, Neovim docs, README)
+python -m lsp_server.contract            # schemas, results, the VS Code tools block (JSON)
+python -m lsp_server.contract --check    # exit 1 naming each generated file that drifted
+python -m lsp_server.contract --write    # regenerate them (package.json, Neovim docs, README)
 """
 
 from __future__ import annotations

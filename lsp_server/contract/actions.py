@@ -112,7 +112,8 @@ class HistoryArgs:
     format: Literal["json", "diff"] = field(
         default="json",
         metadata=doc(
-            "json: the entries and the net change per file; diff: the same as one unified diff."
+            "json: the entries and the net change per file; diff: one unified diff (of "
+            "editId if given, else of the session's net change)."
         ),
     )
     edit_id: int | None = field(default=None, metadata=doc("Only this edit."))

@@ -100,7 +100,7 @@ _HELP_SIGNATURES = re.compile(
 def render_neovim_help(text: str) -> str:
     """doc/agent_edit.txt with its block of Lua API signatures regenerated."""
     if not _HELP_SIGNATURES.search(text):
-        raise ValueError("doc/agent_edit.txt has no block of require(\"agent_edit\") signatures")
+        raise ValueError('doc/agent_edit.txt has no block of require("agent_edit") signatures')
     return _HELP_SIGNATURES.sub(lambda _: lua_signatures(), text, count=1)
 
 
