@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Literal
 
-from lsp_server.engine.errors import Code, EditError
+from lsp_server.engine import errors
 from lsp_server.engine.matching import (
     MAX_LISTED_MATCHES,
     Match,
@@ -47,38 +47,35 @@ def check_precondition(
     token = expect if expect else last_read
     if not token:
         if required:
-            raise EditError(
-                Code.STALE,
+            raise errors.stale(
                 f"{snap.path} has not been read in this session and no `expect` was given, "
                 "so the edit could be based on text you have not seen.",
                 "Call agentEdit.read on the file first, or pass expect: {sha256} from a read.",
-                {"expected": None, "current": snap.token(), "path": snap.path},
+                expected=None,
+                current=snap.token(),
+                path=snap.path,
             )
         return
     version = token.get("version")
     sha = token.get("sha256")
     if version is None and sha is None and expect:
-        raise EditError(
-            Code.INVALID_ARGUMENT,
+        raise errors.invalid_argument(
             "`expect` must have `version` (a buffer version) or `sha256` (from agentEdit.read).",
             "Pass expect: {version: N} or expect: {sha256: '...'}.",
-            {"argument": "expect"},
+            argument="expect",
         )
     if version is not None and snap.source == "buffer" and snap.version == version:
         return
     if sha is not None and sha == snap.sha256:
         return
-    raise EditError(
-        Code.STALE,
+    raise errors.stale(
         f"{snap.path} changed since it was read "
         f"(expected {_describe(token)}, now {_describe(snap.token())}); "
         "the edit was computed from text the editor no longer shows.",
         "Read the file again with agentEdit.read and recompute the edit from what it shows now.",
-        {
-            "expected": {"version": version, "sha256": sha},
-            "current": snap.token(),
-            "path": snap.path,
-        },
+        expected={"version": version, "sha256": sha},
+        current=snap.token(),
+        path=snap.path,
     )
 
 
@@ -93,12 +90,11 @@ def _describe(token: dict[str, Any]) -> str:
 
 def require_exists(snap: Snapshot) -> None:
     if not snap.exists:
-        raise EditError(
-            Code.NOT_FOUND,
+        raise errors.not_found(
             f"{snap.path} does not exist.",
             "Check the path (agentEdit.read lists what exists), or create the file with "
             "agentEdit.write.",
-            {"path": snap.path},
+            path=snap.path,
         )
 
 
@@ -112,19 +108,18 @@ def plan_replace(
 ) -> FileChange:
     """The minimal edit that replaces `old_text` with `new_text`, or the reason it cannot."""
     if old_text == "":
-        raise EditError(
-            Code.INVALID_ARGUMENT,
+        raise errors.invalid_argument(
             "oldText is empty, so there is nothing to find.",
             "Give the exact text to replace; to create or overwrite a whole file use "
             "agentEdit.write.",
-            {"argument": "oldText"},
+            argument="oldText",
         )
     if old_text == new_text:
-        raise EditError(
-            Code.INVALID_ARGUMENT,
+        raise errors.invalid_argument(
             "NO_CHANGE: newText is the same as oldText, so the edit would change nothing.",
             "Send the text you want instead in newText.",
-            {"argument": "newText", "reason": "NO_CHANGE"},
+            argument="newText",
+            reason="NO_CHANGE",
         )
     require_exists(snap)
     old = normalise_arg(old_text)
@@ -134,12 +129,12 @@ def plan_replace(
     if not matches and match == "lenient":
         return _plan_lenient(snap, old, new, replace_all)
     if not matches:
-        raise EditError(
-            Code.NO_MATCH,
+        raise errors.no_match(
             f"oldText was not found in {snap.path}.",
             "Compare oldText with the candidates (read the file again if unsure) and resend it "
             "exactly as the file has it, including indentation.",
-            {"path": snap.path, "candidates": candidates(snap, old)},
+            path=snap.path,
+            candidates=candidates(snap, old),
         )
     if len(matches) > 1 and not replace_all:
         _raise_ambiguous(snap.path, [m.line + 1 for m in matches])
@@ -152,13 +147,14 @@ def _line_after(lines: list[str], last: int) -> str | None:
 
 def _raise_ambiguous(path: str, lines: list[int]) -> None:
     listed = lines[:MAX_LISTED_MATCHES]
-    raise EditError(
-        Code.AMBIGUOUS,
+    raise errors.ambiguous(
         f"oldText matches {len(lines)} places in {path} (lines {', '.join(map(str, listed))}); "
         "the edit would have to guess which one.",
         "Add surrounding lines to oldText so it matches exactly once, or set replaceAll: true "
         "to change every occurrence.",
-        {"path": path, "lines": listed, "count": len(lines)},
+        path=path,
+        lines=listed,
+        count=len(lines),
     )
 
 
@@ -223,12 +219,13 @@ def _plan_lenient(snap: Snapshot, old: str, new: str, replace_all: bool) -> File
         needle.pop()
     _level, hits = find_lines(contents, needle)
     if not hits:
-        raise EditError(
-            Code.NO_MATCH,
+        raise errors.no_match(
             f"oldText was not found in {snap.path}, even ignoring whitespace and typographic "
             "punctuation.",
             "Read the file again and resend oldText as the file has it.",
-            {"path": snap.path, "candidates": candidates(snap, old), "match": "lenient"},
+            path=snap.path,
+            candidates=candidates(snap, old),
+            match="lenient",
         )
     if len(hits) > 1 and not replace_all:
         _raise_ambiguous(snap.path, [h + 1 for h in hits])

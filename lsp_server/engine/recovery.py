@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from lsp_server.engine import files, state
+from lsp_server.engine import errors, files, state
 from lsp_server.engine.errors import Code, EditError
 
 if TYPE_CHECKING:
@@ -74,23 +74,23 @@ def recover(root: str, locked: str | None = None, wait: bool = True) -> Recovery
         # refusing rather than crash every entry point or guess.
         path = os.path.join(locked or state.workspace_state_path(root), files.JOURNAL)
         return Recovery(
-            error=EditError(
-                Code.IO_ERROR,
+            error=errors.io_error(
                 f"An interrupted apply's journal {path} cannot be read; nothing was rolled "
                 "back and files it touched may hold new content.",
                 "Inspect that file and the workspace (git status), then move the journal away.",
-                {"path": path, "reason": "RECOVERY_FAILED"},
+                path=path,
+                reason="RECOVERY_FAILED",
             )
         )
     except OSError as exc:
         return Recovery(
-            error=EditError(
-                Code.IO_ERROR,
+            error=errors.io_error(
                 f"An interrupted apply in this workspace could not be rolled back "
                 f"({exc.strerror or exc}); its journal is kept and files may hold new content.",
                 "Fix the cause (permissions, disk space), then run any agent-edit command in "
                 "this workspace: it retries the rollback first and reports it.",
-                {"path": exc.filename, "reason": "RECOVERY_FAILED"},
+                path=exc.filename,
+                reason="RECOVERY_FAILED",
             )
         )
 

@@ -19,7 +19,8 @@ import os
 import sys
 from collections.abc import Mapping
 
-from lsp_server.engine.errors import Code, EditError
+from lsp_server.engine import errors
+from lsp_server.engine.errors import EditError
 
 ENV_STATE_DIR = "AGENT_EDIT_STATE_DIR"
 APP_NAME = "agent-edit"
@@ -59,11 +60,11 @@ def check_outside(directory: str | os.PathLike[str], workspace: str | os.PathLik
     resolved = os.path.realpath(directory)
     root = os.path.realpath(workspace)
     if _is_within(resolved, root):
-        raise EditError(
-            Code.DENIED,
+        raise errors.denied(
             f"The agent-edit state folder {resolved} would be inside the workspace {root}.",
             f"Point {ENV_STATE_DIR} (or the user state directory) outside the workspace.",
-            {"rule": "journal outside the workspace", "path": resolved},
+            rule="journal outside the workspace",
+            path=resolved,
         )
 
 
@@ -108,12 +109,12 @@ def state_dir(root: str | os.PathLike[str]) -> str:
 
 def state_error(path: str, exc: OSError) -> EditError:
     """The result for a state folder (or a file in it) that cannot be made, read or written."""
-    return EditError(
-        Code.IO_ERROR,
+    return errors.io_error(
         f"The agent-edit state folder {path} cannot be used ({exc.strerror or exc}).",
         "Free disk space or fix that folder's permissions (a file in its place must go), or "
         f"point {ENV_STATE_DIR} to a writable folder outside the workspace; then try again.",
-        {"path": path, "reason": "STATE_DIR"},
+        path=path,
+        reason="STATE_DIR",
     )
 
 

@@ -590,7 +590,7 @@ function M.execute(verb, args, opts)
   return nil
 end
 
---- `agentEdit.read {path, startLine?, endLine?}`
+--- `agentEdit.read {path, startLine?, endLine?, lineNumbers?}`
 function M.read(args, opts)
   return M.execute('read', args, opts)
 end
@@ -610,12 +610,12 @@ function M.write(args, opts)
   return M.execute('write', args, opts)
 end
 
---- `agentEdit.history {format?, editId?}`
+--- `agentEdit.history {format?, editId?, limit?, texts?, netLimit?}`
 function M.history(args, opts)
   return M.execute('history', args or {}, opts)
 end
 
---- `agentEdit.undo {editId}`
+--- `agentEdit.undo {editId, dryRun?}`
 function M.undo(args, opts)
   return M.execute('undo', args, opts)
 end
