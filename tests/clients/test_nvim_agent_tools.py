@@ -18,10 +18,9 @@ from typing import Any
 
 import pytest
 
-from lsp_server.lsp import arguments
+from lsp_server import contract
 from tests.neovim_runner import run_scenario
 
-JSON_TYPES = {str: "string", int: "integer", bool: "boolean", dict: "object"}
 TOOL_SHORT_NAMES = ["read", "replace", "apply_patch", "write", "history", "undo"]
 
 
@@ -50,43 +49,35 @@ def assert_whole_refusal(text: str, code: str) -> dict[str, Any]:
     return result
 
 
-def expected_property(command: str, name: str, field: arguments.Field) -> dict[str, Any]:
-    """What the JSON Schema property of a server argument must say (type, enum)."""
-    prop: dict[str, Any] = {"type": JSON_TYPES[field.types[0]]}
-    choices = arguments.CHOICES.get((command, name))
-    if choices:
-        prop["enum"] = list(choices)
-    return prop
-
-
-def expect_schema_ok(prop: dict[str, Any]) -> None:
-    fields = arguments.EXPECT_FIELDS
-    assert set(prop["properties"]) == set(fields)
-    for name, field in fields.items():
-        assert prop["properties"][name]["type"] == JSON_TYPES[field.types[0]]
+def expect_schema_ok(prop: dict[str, Any], want: dict[str, Any]) -> None:
+    """The Lua expect schema names the contract's precondition fields with the same types."""
+    assert set(prop["properties"]) == set(want["properties"])
+    for name, field in want["properties"].items():
+        assert prop["properties"][name]["type"] == field["type"], name
 
 
 def test_tool_schemas_equal_the_servers_argument_schemas(tmp_path: Path) -> None:
-    """The drift test: the ONE Lua spec table against lsp_server/lsp/arguments.py."""
+    """The drift test: the ONE Lua spec table against the exported contract."""
     data = run_scenario("tool_specs", tmp_path)
     specs = {s["command"]: s for s in data["specs"]}
-    assert set(specs) == set(arguments.SCHEMAS), "a command without a tool, or a tool too many"
+    commands = {f"agentEdit.{name}": name for name in contract.ACTIONS}
+    assert set(specs) == set(commands), "a command without a tool, or a tool too many"
     assert [s["name"] for s in data["specs"]] == TOOL_SHORT_NAMES
-    for command, schema in arguments.SCHEMAS.items():
+    for command, name in commands.items():
+        schema = contract.schema(name)
         params = specs[command]["parameters"]
         assert params["type"] == "object"
-        assert set(params["properties"]) == set(schema), command
-        required = sorted(n for n, f in schema.items() if f.required)
-        assert sorted(params["required"]) == required, command
-        for name, field in schema.items():
-            prop = params["properties"][name]
-            want = expected_property(command, name, field)
-            assert {k: prop.get(k) for k in want} == want, (command, name)
-            assert prop["description"], (command, name)
-            if name == "expect" and command == "agentEdit.applyPatch":
-                expect_schema_ok(prop["additionalProperties"])
-            elif name == "expect":
-                expect_schema_ok(prop)
+        assert set(params["properties"]) == set(schema["properties"]), command
+        assert sorted(params.get("required") or []) == sorted(schema.get("required", [])), command
+        for arg, want_prop in schema["properties"].items():
+            prop = params["properties"][arg]
+            want = {k: want_prop[k] for k in ("type", "enum") if k in want_prop}
+            assert {k: prop.get(k) for k in want} == want, (command, arg)
+            assert prop["description"], (command, arg)
+            if arg == "expect" and command == "agentEdit.applyPatch":
+                expect_schema_ok(prop["additionalProperties"], want_prop["additionalProperties"])
+            elif arg == "expect":
+                expect_schema_ok(prop, want_prop)
     edits = {s["name"] for s in data["specs"] if s["edits"]}
     assert edits == {"replace", "apply_patch", "write", "undo"}
 
