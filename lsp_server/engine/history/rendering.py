@@ -80,7 +80,7 @@ def live_changed(tr: Tracked, live: Live | None) -> bool:
 
 def lens_spans(history: Replay, path: str, live: Snapshot | None = None) -> list[dict[str, Any]]:
     """Where to put code lenses in `path`: the lines each still-undoable agent edit left,
-    `[{line, endLine, editId, action, title}]` (0-based, end exclusive), in the coordinates
+    `[{line, endLine, editId, action}]` (0-based, end exclusive), in the coordinates
     of `live` (the buffer now) when given; user edits since the agent's last edit move them
     (an O(file) comparison, done only when the text differs)."""
     tr = history.tracked_at(path)
@@ -102,7 +102,6 @@ def lens_spans(history: Replay, path: str, live: Snapshot | None = None) -> list
                 "endLine": end,
                 "editId": entry_id,
                 "action": entry.action,
-                "title": f"agent edit #{entry_id}",
             }
         )
     return out
