@@ -16,14 +16,13 @@ from __future__ import annotations
 import os
 import re
 import stat
-import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
 from lsp_server.engine.errors import Code, EditError
-from lsp_server.engine.policy.globs import DEFAULT_DENY, any_rules, compile_glob
+from lsp_server.engine.policy.globs import DEFAULT_DENY, any_rules, compile_glob, nfc
 from lsp_server.engine.policy.names import (
     DRIVE,
     MAX_NAME_BYTES,
@@ -243,7 +242,7 @@ class PathPolicy:
         `anywhere_only` checks only globs that start with `**/` (they mean "at any depth", so
         they also hold for an absolute path: a workspace opened at ~/.ssh is still inside .ssh).
         """
-        subject = unicodedata.normalize("NFC", rel_path)
+        subject = nfc(rel_path)
         if self.windows_names:
             # Windows ignores trailing dots and spaces and reads `name:stream` as `name`.
             subject = "/".join(p.split(":")[0].rstrip(". ") for p in subject.split("/"))
@@ -472,7 +471,7 @@ class PathPolicy:
         as, up to the path itself (see `_in_known_folder`)."""
         prefix = self._simple_prefix
         assert prefix is not None
-        return unicodedata.normalize("NFC", prefix[0].lstrip("/"))
+        return nfc(prefix[0].lstrip("/"))
 
     @cached_property
     def _root_in_reach(self) -> bool:
@@ -490,7 +489,7 @@ class PathPolicy:
         for glob in (*self.deny, *(DEFAULT_DENY if self.default_deny else ())):
             if not glob.startswith("**/"):
                 continue  # not in `denied_by(..., anywhere_only=True)`
-            g = unicodedata.normalize("NFC", glob.strip())  # as glob_regex reads it
+            g = nfc(glob.strip())  # as glob_regex reads it
             rest = g[3:] + ("**" if g.endswith("/") else "")
             first, slash, _ = rest.partition("/")
             if "[" in rest or "{" in rest or "**" in first or not first or first != first.strip():
