@@ -63,3 +63,20 @@ def test_ascii_paths_resolve_without_unicodedata_and_globs_compile_on_first_use(
     assert out["ascii_unicodedata"] is False
     assert out["nfd"] == "DENIED **/caf\u00e9/**"
     assert out["nfd_unicodedata"] is True
+
+
+def test_nfc_is_unicodedatas_nfc_for_any_text() -> None:
+    import unicodedata
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from lsp_server.engine.policy.globs import nfc
+
+    @settings(max_examples=500, deadline=None)
+    @given(st.one_of(st.text(st.characters(max_codepoint=127)), st.text()))
+    def check(text: str) -> None:
+        assert nfc(text) == unicodedata.normalize("NFC", text)
+
+    check()
+    assert nfc("cafe\u0301") == "caf\u00e9"
