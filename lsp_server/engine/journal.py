@@ -178,7 +178,7 @@ class Journal:
             for rec in _parse(f.read().split(b"\n"), None, self.blobs):
                 t, entry_id = rec.get("t"), rec.get("id")
                 if type(entry_id) is not int:
-                    continue  # not a record this can use (history.py counts those)
+                    continue  # not a record this can use (history/replay.py counts those)
                 if t == "begin":
                     begun[entry_id] = rec
                 elif t in ("finish", "record"):
