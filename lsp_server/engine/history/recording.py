@@ -20,7 +20,6 @@ from lsp_server.engine.errors import Code, EditError
 from lsp_server.engine.history import rendering
 from lsp_server.engine.history.budgets import DEFAULT_UNDO_WINDOW
 from lsp_server.engine.history.entries import (
-    ENTRY_DIFF_CAP,
     Entry,
     args_json,
     cap_diff,
@@ -31,7 +30,6 @@ from lsp_server.engine.history.entries import (
     undoes_of,
 )
 from lsp_server.engine.history.netdiff import edits_json
-from lsp_server.engine.history.rendering import NET_FILES, Iterator_, Live, drive
 from lsp_server.engine.history.replay import Replay
 from lsp_server.engine.journal import Journal
 from lsp_server.engine.model import Plan
@@ -405,58 +403,15 @@ class History(Replay):
             )
         return plan_undo(entry, current)
 
-    # -- rendering (rendering.py) --------------------------------------------------------------
+    # -- rendering: the history's answers are rendering.py's functions, as methods -------------
 
-    def net(self, live: Live | None = None, files: int | None = None) -> list[dict[str, Any]]:
-        """Per file: the agent's net change since it first touched it, git-style, with notes
-        (the first `files` changed files when given)."""
-        return drive(self.iter_net(live, files))[0]
-
-    def iter_net(
-        self, live: Live | None = None, files: int | None = None
-    ) -> Iterator_[tuple[list[dict[str, Any]], bool]]:
-        """`net` one file at a time; see `rendering.iter_net`."""
-        return rendering.iter_net(self, live, files)
-
-    def lenses(self, path: str, live: Snapshot | None = None) -> list[dict[str, Any]]:
-        """Where the still-undoable agent edits sit in `path`; see `rendering.lens_spans`."""
-        return rendering.lens_spans(self, path, live)
-
-    def to_json(
-        self,
-        live: Live | None = None,
-        edit_id: int | None = None,
-        limit: int | None = None,
-        diffs: bool = True,
-        net_cap: int = ENTRY_DIFF_CAP,
-        net_files: int | None = NET_FILES,
-    ) -> dict[str, Any]:
-        """The `agentEdit.history` result (`format: json`); see `iter_json`."""
-        return drive(self.iter_json(live, edit_id, limit, diffs, net_cap, net_files))
-
-    def iter_json(
-        self,
-        live: Live | None = None,
-        edit_id: int | None = None,
-        limit: int | None = None,
-        diffs: bool = True,
-        net_cap: int = ENTRY_DIFF_CAP,
-        net_files: int | None = NET_FILES,
-    ) -> Iterator_[dict[str, Any]]:
-        """`to_json` as a generator; see `rendering.iter_json`."""
-        return rendering.iter_json(self, live, edit_id, limit, diffs, net_cap, net_files)
-
-    def to_diff_text(
-        self, live: Live | None = None, edit_id: int | None = None, net_files: int | None = None
-    ) -> str:
-        """The `agentEdit.history` result text for `format: diff`; see `iter_diff_text`."""
-        return drive(self.iter_diff_text(live, edit_id, net_files))
-
-    def iter_diff_text(
-        self, live: Live | None = None, edit_id: int | None = None, net_files: int | None = None
-    ) -> Iterator_[str]:
-        """`to_diff_text` as a generator; see `rendering.iter_diff_text`."""
-        return rendering.iter_diff_text(self, live, edit_id, net_files)
+    net = rendering.net
+    iter_net = rendering.iter_net
+    lenses = rendering.lens_spans
+    to_json = rendering.to_json
+    iter_json = rendering.iter_json
+    to_diff_text = rendering.to_diff_text
+    iter_diff_text = rendering.iter_diff_text
 
 
 def open_history(workspace: str | os.PathLike[str], **kwargs: Any) -> History:

@@ -42,6 +42,14 @@ def drive(gen: Generator[None, None, T]) -> T:
             return result
 
 
+def net(
+    history: Replay, live: Live | None = None, files: int | None = None
+) -> list[dict[str, Any]]:
+    """Per file: the agent's net change since it first touched it, git-style, with notes
+    (the first `files` changed files when given)."""
+    return drive(iter_net(history, live, files))[0]
+
+
 def iter_net(
     history: Replay, live: Live | None = None, files: int | None = None
 ) -> Iterator_[tuple[list[dict[str, Any]], bool]]:
@@ -107,6 +115,19 @@ def lens_spans(history: Replay, path: str, live: Snapshot | None = None) -> list
     return out
 
 
+def to_json(
+    history: Replay,
+    live: Live | None = None,
+    edit_id: int | None = None,
+    limit: int | None = None,
+    diffs: bool = True,
+    net_cap: int = ENTRY_DIFF_CAP,
+    net_files: int | None = NET_FILES,
+) -> dict[str, Any]:
+    """The `agentEdit.history` result (`format: json`); see `iter_json`."""
+    return drive(iter_json(history, live, edit_id, limit, diffs, net_cap, net_files))
+
+
 def iter_json(
     history: Replay,
     live: Live | None = None,
@@ -160,6 +181,16 @@ def iter_json(
         out["skipped"] = history.skipped
         out["skippedNote"] = history.skipped_note()
     return out
+
+
+def to_diff_text(
+    history: Replay,
+    live: Live | None = None,
+    edit_id: int | None = None,
+    net_files: int | None = None,
+) -> str:
+    """The `agentEdit.history` result text for `format: diff`; see `iter_diff_text`."""
+    return drive(iter_diff_text(history, live, edit_id, net_files))
 
 
 def iter_diff_text(
