@@ -10,7 +10,6 @@ history's net diff use. All pure.
 
 from __future__ import annotations
 
-import difflib
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -35,6 +34,11 @@ def line_diff(old: Sequence[str], new: Sequence[str], limit: int = MIDDLE_LIMIT)
     a, b = old[whole.start : whole.end], list(whole.new_lines)
     if not a or not b or len(a) + len(b) > limit:
         return [whole]
+    # Imported here, by the first diff with a middle to compare: at import it cost every server
+    # start and `agent-edit history`/`undo` 1.8-5 ms (`-X importtime`), more than the history
+    # package's own modules.
+    import difflib
+
     matcher = difflib.SequenceMatcher(None, a, b)
     return [
         LineEdit(p + i1, p + i2, tuple(b[j1:j2]))
