@@ -14,21 +14,20 @@ the file atomically (temporary file, fsync, rename, fsync of the directory); oth
 the new file by its inode and read it again from the start.
 
 Values too large for a line (a file's text, a long run of a hunk's lines: BLOB_MIN characters
-or more) live in content-addressed blob files beside the journal (`Blobs`), each written and
-fsynced before the record naming them is appended; a compaction that keeps one does not write it
+or more) live in content-addressed blob files beside the journal (`Blobs`, blobs.py), each written
+and fsynced before the record naming them is appended; a compaction that keeps one does not write it
 again, runs only once a quarter of `max_bytes` was appended since the last one, and removes the
 blobs nothing names any more. A line that cannot be read back (torn, hand-edited, a number no
 record holds, a blob missing or altered) is skipped and counted (`Batch.skipped`).
 
 The journal knows records only as JSON objects with a `t` (type) field; what they mean is
-`history.py`'s business.
+the history's business (history/replay.py).
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
-import hashlib
 import json
 import math
 import os
@@ -40,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from lsp_server.engine import state
+from lsp_server.engine.blobs import NOFOLLOW, Blobs
 from lsp_server.engine.state import ENV_STATE_DIR as ENV_STATE_DIR
 from lsp_server.engine.state import fsync_dir as _fsync_dir
 
@@ -178,7 +178,7 @@ class Journal:
             for rec in _parse(f.read().split(b"\n"), None, self.blobs):
                 t, entry_id = rec.get("t"), rec.get("id")
                 if type(entry_id) is not int:
-                    continue  # not a record this can use (history.py counts those)
+                    continue  # not a record this can use (history/replay.py counts those)
                 if t == "begin":
                     begun[entry_id] = rec
                 elif t in ("finish", "record"):
@@ -326,137 +326,11 @@ def _resolve(value: Any, blobs: Blobs, named: frozenset[str]) -> Any:
     return value
 
 
-class Blobs:
-    """Content-addressed files in the journal's folder (`blobs/<sha256>`) holding the values too
-    large for a journal line: written once (a value already there is not written again, so a
-    compaction that keeps a 50 MB baseline does not rewrite it), each fsynced and renamed into
-    place before the record naming it is appended. Used under the journal's lock only.
-
-    Every operation goes through a descriptor of the folder opened with O_NOFOLLOW: a `blobs`
-    that is a symlink (into the workspace, say) is never written through, and the clean-up
-    removes only names blobs write (`<sha256>`, `.<sha256>.<pid>.tmp`), never a file put there
-    by hand."""
-
-    def __init__(self, directory: Path) -> None:
-        self.dir = directory
-
-    def _open_dir(self, create: bool) -> tuple[int, bool]:
-        """The folder's descriptor (ELOOP when it is a symlink), and whether it was just made."""
-        created = False
-        if create:
-            try:
-                os.mkdir(self.dir, 0o700)
-                created = True
-            except FileExistsError:
-                pass
-        if not _DIR_FD:  # pragma: no cover - Windows: by path, a symlinked folder refused
-            if os.path.islink(self.dir) or not os.path.isdir(self.dir):
-                raise OSError(errno.ELOOP, "not a folder of its own", str(self.dir))
-            return _NO_FD, created
-        return os.open(self.dir, os.O_RDONLY | _DIRECTORY | _NOFOLLOW), created
-
-    def _at(self, dfd: int, name: str) -> tuple[str, int | None]:
-        """`name` and the dir_fd to use it with (a path, where there are no dir_fds)."""
-        return (name, dfd) if dfd != _NO_FD else (str(self.dir / name), None)
-
-    def put(self, data: bytes) -> str:
-        sha = hashlib.sha256(data).hexdigest()
-        dfd, created = self._open_dir(create=True)
-        try:
-            try:
-                # Kept only when it holds these bytes (a compare, far cheaper than the write
-                # and fsync it saves): one altered on disk, or a symlink or FIFO put in its
-                # place, is written again rather than named by one more record replay skips.
-                if _read_regular(*self._at(dfd, sha), len(data)) == data:
-                    return sha
-            except OSError:
-                pass
-            tmp, at = self._at(dfd, f".{sha}.{os.getpid()}.tmp")
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _NOFOLLOW, 0o600, dir_fd=at)
-            try:
-                _write_all(fd, data)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            os.replace(tmp, self._at(dfd, sha)[0], src_dir_fd=at, dst_dir_fd=at)
-            if dfd != _NO_FD:
-                os.fsync(dfd)
-            else:  # pragma: no cover - Windows
-                _fsync_dir(self.dir)
-        finally:
-            _close(dfd)
-        if created:
-            _fsync_dir(self.dir.parent)
-        return sha
-
-    def get(self, sha: str) -> bytes:
-        """The blob's bytes; ValueError when it is missing or not what its name says."""
-        if not isinstance(sha, str) or not _BLOB_NAME.fullmatch(sha):
-            raise ValueError("not a blob name")
-        try:
-            dfd, _ = self._open_dir(create=False)
-            try:
-                data = _read_regular(*self._at(dfd, sha))
-            finally:
-                _close(dfd)
-        except OSError as exc:
-            raise ValueError(f"blob {sha[:12]} cannot be read: {exc.strerror}") from None
-        if hashlib.sha256(data).hexdigest() != sha:
-            raise ValueError(f"blob {sha[:12]} does not hold what its name says")
-        return data
-
-    def collect(self, keep: set[str]) -> int:
-        """Remove every blob not in `keep` (and temporaries a crash left); how many went."""
-        removed = 0
-        try:
-            dfd, _ = self._open_dir(create=False)
-        except OSError:
-            return 0
-        try:
-            for name in os.listdir(dfd if dfd != _NO_FD else self.dir):
-                if name not in keep and (_BLOB_NAME.fullmatch(name) or _BLOB_TMP.fullmatch(name)):
-                    with contextlib.suppress(OSError):
-                        path, at = self._at(dfd, name)
-                        os.unlink(path, dir_fd=at)
-                        removed += 1
-        finally:
-            _close(dfd)
-        return removed
-
-
-_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
-_DIR_FD = {os.open, os.unlink, os.rename} <= os.supports_dir_fd and os.listdir in os.supports_fd
-_NO_FD = -1  # `_open_dir` where a folder cannot be opened (Windows): paths are used instead
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_BLOB_NAME = re.compile(r"[0-9a-f]{64}")
-_BLOB_TMP = re.compile(r"\.[0-9a-f]+\.[0-9]+\.tmp")
-
-
-def _close(dfd: int) -> None:
-    if dfd != _NO_FD:
-        os.close(dfd)
-
-
-def _read_regular(name: str, dfd: int | None, size: int | None = None) -> bytes:
-    """A blob file's bytes, refusing anything but a regular file (of `size` bytes, when given):
-    a blob replaced by a FIFO would block every server start on open(), a symlink to /dev/zero
-    would read for ever."""
-    fd = os.open(name, os.O_RDONLY | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0), dir_fd=dfd)
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or (size is not None and st.st_size != size):
-            raise OSError(errno.EINVAL, "not the blob file", name)
-        with os.fdopen(fd, "rb", closefd=False) as f:
-            return f.read()
-    finally:
-        os.close(fd)
-
-
 def _open_regular(path: Path, flags: int) -> int:
     """Open a journal file of the state folder: never through a symlink (one into the workspace
     would have records appended to, or a compaction written over, a user's file), and only a
     regular file (a FIFO would block the open, and the server with it, for ever)."""
-    fd = os.open(path, flags | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0), 0o600)
+    fd = os.open(path, flags | NOFOLLOW | getattr(os, "O_NONBLOCK", 0), 0o600)
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise OSError(errno.EINVAL, "not a regular file", str(path))
@@ -464,12 +338,6 @@ def _open_regular(path: Path, flags: int) -> int:
         os.close(fd)
         raise
     return fd
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
 
 
 def _no_constant(name: str) -> Any:

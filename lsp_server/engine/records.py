@@ -1,10 +1,10 @@
 """What a usable edit-history journal record looks like, checked before replay takes it in.
 
 The journal is a file anyone can edit, another version may have written, and a crash or a full
-disk may have cut: replay (history.py) must never stop a server start or crash `history`/`undo`
-on it. Each record is checked here, whole, before any of it is applied, so a bad record is
-skipped entirely (and counted) instead of leaving the history half-updated: the type of every
-field replay reads, ids and line numbers as non-negative integers a float can hold (`1e400`,
+disk may have cut: replay (history/replay.py) must never stop a server start or crash
+`history`/`undo` on it. Each record is checked here, whole, before any of it is applied, so a bad
+record is skipped entirely (and counted) instead of leaving the history half-updated: the type of
+every field replay reads, ids and line numbers as non-negative integers a float can hold (`1e400`,
 `NaN` and 5,000-digit numbers never get this far: journal.py's parser refuses them), line edits
 in order. `problem(rec)` returns why a record cannot be used, or None.
 """

@@ -35,7 +35,7 @@ from lsp_server.engine.policy import PathPolicy
 from lsp_server.engine.results import success
 from lsp_server.engine.text import Snapshot, absent, decode_file, describe_eol
 from lsp_server.engine.undo import plan_rollback
-from lsp_server.lsp import arguments, disk_side, protocol_reader
+from lsp_server.lsp import arguments, disk_side, lenses, protocol_reader
 from lsp_server.lsp.apply import (
     Location,
     Outcome,
@@ -308,24 +308,7 @@ class AgentEditServer(LanguageServer):
             rel = self.paths.resolve(uri).rel
         except EditError:
             return []
-        lenses: list[t.CodeLens] = []
-        for lens in self.history.lenses(rel, doc.snapshot()):
-            rng = t.Range(
-                start=t.Position(line=lens["line"], character=0),
-                end=t.Position(line=lens["endLine"], character=0),
-            )
-            edit = {"editId": lens["editId"]}
-            for title, command, arg in (
-                (lens["title"], "agentEdit.history", {"format": "diff", **edit}),
-                ("undo", "agentEdit.undo", edit),
-                ("diff", "agentEdit.history", {"format": "diff", **edit}),
-            ):
-                lenses.append(
-                    t.CodeLens(
-                        range=rng, command=t.Command(title=title, command=command, arguments=[arg])
-                    )
-                )
-        return lenses
+        return lenses.code_lenses(self.history.lenses(rel, doc.snapshot()))
 
     # -- carrying out plans ----------------------------------------------------------------
 

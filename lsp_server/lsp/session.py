@@ -5,7 +5,7 @@ A read token is a buffer version and a sha256. The version only means something 
 from 0), so across a reopen only the sha256 proves the agent saw the text. Each token remembers
 its open (`DocumentStore` numbers them); `for_open` drops the version of a token from another.
 
-Edit ids come from the workspace history (engine/history.py).
+Edit ids come from the workspace history (engine/history/).
 """
 
 from __future__ import annotations

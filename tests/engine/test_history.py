@@ -451,7 +451,8 @@ def test_lenses_sit_on_the_lines_each_agent_edit_left_and_follow_user_edits() ->
         (2, 3, second),
         (9, 11, first),
     ]
-    assert lenses[0]["title"] == f"agent edit #{second}"
+    # (Their titles are the LSP layer's: tests/lsp/test_lenses.py.)
+    assert lenses[0]["action"] == "replace"
     # The user adds two lines at the top: the lenses move with the text.
     s.fs["f.py"] = "# a\n# b\n" + s.fs["f.py"]
     moved = s.history.lenses("f.py", s.live("f.py"))

@@ -18,7 +18,6 @@ from typing import Any
 
 import pytest
 
-from lsp_server.engine import policy as policy_module
 from lsp_server.engine.errors import Code, EditError
 from lsp_server.engine.policy import (
     DEFAULT_DENY,
@@ -31,6 +30,7 @@ from lsp_server.engine.policy import (
     path_to_uri,
     uri_to_path,
 )
+from lsp_server.engine.policy import globs as globs_module
 
 OUT = Code.OUTSIDE_WORKSPACE
 DEN = Code.DENIED
@@ -692,8 +692,8 @@ def test_the_two_alternations_are_one_pattern_when_every_glob_holds_at_any_depth
     of all of them, each glob's source written once (a short CLI run's start-up), compiled
     once; a user glob without `**/` makes them two."""
     written: list[str] = []
-    real = policy_module.glob_regex
-    monkeypatch.setattr(policy_module, "glob_regex", lambda g: written.append(g) or real(g))
+    real = globs_module.glob_regex
+    monkeypatch.setattr(globs_module, "glob_regex", lambda g: written.append(g) or real(g))
     defaults = PathPolicy.from_settings([tree["ws"]]).compiled()
     assert sorted(written) == sorted(DEFAULT_DENY)
     assert all(g.startswith("**/") for g in DEFAULT_DENY)
@@ -715,7 +715,7 @@ def test_plain_relative_paths_resolve_as_the_general_way_does(
     folders, onto directories, FIFOs and hard links."""
     import re
 
-    from lsp_server.engine import policy as policy_mod
+    from lsp_server.engine.policy import resolution as policy_mod
 
     ws, outside = tmp_path / "ws", tmp_path / "outside"
     for rel in ("src/a.py", "src/sub/b.txt", "keys/server.pem", "x-y_z.1/c", "n/d"):
@@ -803,7 +803,7 @@ def test_a_batch_with_a_memo_resolves_as_each_path_alone(
     from hypothesis import given, settings
     from hypothesis import strategies as st
 
-    from lsp_server.engine import policy as policy_mod
+    from lsp_server.engine.policy import resolution as policy_mod
 
     outside = tmp_path / "outside"
     roots = [

@@ -1,0 +1,152 @@
+"""Content-addressed blob files beside the journal: the values too large for a journal line.
+
+`Blobs` keeps each value once as `blobs/<sha256>` (written, fsynced and renamed into place before
+the record naming it is appended; a value already there is not written again), reads one back only
+when it is a regular file holding what its name says, and removes the ones nothing names any more.
+Every operation goes through a descriptor of the folder opened with O_NOFOLLOW. Which values go to
+blobs, and the markers that name them in a record, are the journal's business (journal.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import hashlib
+import os
+import re
+import stat
+from pathlib import Path
+
+from lsp_server.engine.state import fsync_dir as _fsync_dir
+
+
+class Blobs:
+    """Content-addressed files in the journal's folder (`blobs/<sha256>`) holding the values too
+    large for a journal line: written once (a value already there is not written again, so a
+    compaction that keeps a 50 MB baseline does not rewrite it), each fsynced and renamed into
+    place before the record naming it is appended. Used under the journal's lock only.
+
+    Every operation goes through a descriptor of the folder opened with O_NOFOLLOW: a `blobs`
+    that is a symlink (into the workspace, say) is never written through, and the clean-up
+    removes only names blobs write (`<sha256>`, `.<sha256>.<pid>.tmp`), never a file put there
+    by hand."""
+
+    def __init__(self, directory: Path) -> None:
+        self.dir = directory
+
+    def _open_dir(self, create: bool) -> tuple[int, bool]:
+        """The folder's descriptor (ELOOP when it is a symlink), and whether it was just made."""
+        created = False
+        if create:
+            try:
+                os.mkdir(self.dir, 0o700)
+                created = True
+            except FileExistsError:
+                pass
+        if not _DIR_FD:  # pragma: no cover - Windows: by path, a symlinked folder refused
+            if os.path.islink(self.dir) or not os.path.isdir(self.dir):
+                raise OSError(errno.ELOOP, "not a folder of its own", str(self.dir))
+            return _NO_FD, created
+        return os.open(self.dir, os.O_RDONLY | _DIRECTORY | NOFOLLOW), created
+
+    def _at(self, dfd: int, name: str) -> tuple[str, int | None]:
+        """`name` and the dir_fd to use it with (a path, where there are no dir_fds)."""
+        return (name, dfd) if dfd != _NO_FD else (str(self.dir / name), None)
+
+    def put(self, data: bytes) -> str:
+        sha = hashlib.sha256(data).hexdigest()
+        dfd, created = self._open_dir(create=True)
+        try:
+            try:
+                # Kept only when it holds these bytes (a compare, far cheaper than the write
+                # and fsync it saves): one altered on disk, or a symlink or FIFO put in its
+                # place, is written again rather than named by one more record replay skips.
+                if _read_regular(*self._at(dfd, sha), len(data)) == data:
+                    return sha
+            except OSError:
+                pass
+            tmp, at = self._at(dfd, f".{sha}.{os.getpid()}.tmp")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | NOFOLLOW, 0o600, dir_fd=at)
+            try:
+                _write_all(fd, data)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(tmp, self._at(dfd, sha)[0], src_dir_fd=at, dst_dir_fd=at)
+            if dfd != _NO_FD:
+                os.fsync(dfd)
+            else:  # pragma: no cover - Windows
+                _fsync_dir(self.dir)
+        finally:
+            _close(dfd)
+        if created:
+            _fsync_dir(self.dir.parent)
+        return sha
+
+    def get(self, sha: str) -> bytes:
+        """The blob's bytes; ValueError when it is missing or not what its name says."""
+        if not isinstance(sha, str) or not _BLOB_NAME.fullmatch(sha):
+            raise ValueError("not a blob name")
+        try:
+            dfd, _ = self._open_dir(create=False)
+            try:
+                data = _read_regular(*self._at(dfd, sha))
+            finally:
+                _close(dfd)
+        except OSError as exc:
+            raise ValueError(f"blob {sha[:12]} cannot be read: {exc.strerror}") from None
+        if hashlib.sha256(data).hexdigest() != sha:
+            raise ValueError(f"blob {sha[:12]} does not hold what its name says")
+        return data
+
+    def collect(self, keep: set[str]) -> int:
+        """Remove every blob not in `keep` (and temporaries a crash left); how many went."""
+        removed = 0
+        try:
+            dfd, _ = self._open_dir(create=False)
+        except OSError:
+            return 0
+        try:
+            for name in os.listdir(dfd if dfd != _NO_FD else self.dir):
+                if name not in keep and (_BLOB_NAME.fullmatch(name) or _BLOB_TMP.fullmatch(name)):
+                    with contextlib.suppress(OSError):
+                        path, at = self._at(dfd, name)
+                        os.unlink(path, dir_fd=at)
+                        removed += 1
+        finally:
+            _close(dfd)
+        return removed
+
+
+_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_DIR_FD = {os.open, os.unlink, os.rename} <= os.supports_dir_fd and os.listdir in os.supports_fd
+_NO_FD = -1  # `_open_dir` where a folder cannot be opened (Windows): paths are used instead
+NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_BLOB_NAME = re.compile(r"[0-9a-f]{64}")
+_BLOB_TMP = re.compile(r"\.[0-9a-f]+\.[0-9]+\.tmp")
+
+
+def _close(dfd: int) -> None:
+    if dfd != _NO_FD:
+        os.close(dfd)
+
+
+def _read_regular(name: str, dfd: int | None, size: int | None = None) -> bytes:
+    """A blob file's bytes, refusing anything but a regular file (of `size` bytes, when given):
+    a blob replaced by a FIFO would block every server start on open(), a symlink to /dev/zero
+    would read for ever."""
+    fd = os.open(name, os.O_RDONLY | NOFOLLOW | getattr(os, "O_NONBLOCK", 0), dir_fd=dfd)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or (size is not None and st.st_size != size):
+            raise OSError(errno.EINVAL, "not the blob file", name)
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            return f.read()
+    finally:
+        os.close(fd)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]

@@ -1,0 +1,56 @@
+"""The history's memory budgets: how much of the past a long session keeps in memory.
+
+Pre-images (what undo needs) are kept for the last `undo_window` entries and at most
+PREIMAGE_BUDGET characters; entries' own diffs for at most DIFF_BUDGET characters. Oldest go
+first: an entry past its budget keeps its outcome and files but loses its pre-images (no longer
+undoable) or its diff (`diffDropped`).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Mapping
+
+from lsp_server.engine.history.entries import Entry
+
+DEFAULT_UNDO_WINDOW = 100
+# In-memory budgets (characters), so a long session stays small: oldest first are dropped.
+PREIMAGE_BUDGET = 8 * 1024 * 1024
+DIFF_BUDGET = 4 * 1024 * 1024
+
+
+class Budgets:
+    """Which entries still hold pre-images and diffs, oldest first, and what they weigh."""
+
+    __slots__ = ("with_preimages", "preimage_size", "diff_queue", "diff_size")
+
+    def __init__(self) -> None:
+        self.with_preimages: deque[int] = deque()
+        self.preimage_size = 0
+        self.diff_queue: deque[int] = deque()
+        self.diff_size = 0
+
+    def take(self, entry: Entry, entries: Mapping[int, Entry], undo_window: int) -> None:
+        """Count a finished `entry` in, and strip the oldest of `entries` past the budgets."""
+        if entry.changes and all(c.preimage for c in entry.changes):
+            self.with_preimages.append(entry.id)
+            self.preimage_size += sum(c.size() for c in entry.changes)
+        while self.with_preimages and (
+            len(self.with_preimages) > undo_window or self.preimage_size > PREIMAGE_BUDGET
+        ):
+            old = entries.get(self.with_preimages.popleft())
+            if old is not None:
+                self.preimage_size -= sum(c.size() for c in old.changes)
+                old.changes = tuple(c.stripped() for c in old.changes)
+        if entry.diff:
+            self.diff_queue.append(entry.id)
+            self.diff_size += len(entry.diff)
+        while self.diff_queue and self.diff_size > DIFF_BUDGET:
+            old = entries.get(self.diff_queue.popleft())
+            if old is not None and old.diff:
+                self.diff_size -= len(old.diff)
+                old.diff = None
+
+    def undoable_ids(self, undo_window: int) -> set[int]:
+        """The entries whose pre-images a compacted journal keeps (the last `undo_window`)."""
+        return set(list(self.with_preimages)[-undo_window:])

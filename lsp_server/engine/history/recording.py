@@ -1,0 +1,441 @@
+"""Recording actions in the history: the journal's transactions, `begin`/`finish`/`record`,
+recovery of interrupted plans and undo plans, over the state `Replay` keeps.
+
+Every action gets an entry. Actions that reach the editor or the disk are journaled in two
+steps: `begin` writes the plan with its pre-images (fsynced) *before* anything is sent, `finish`
+writes the outcome. Refused actions are one `record`. Each write takes in first what other
+processes journaled since (`refresh` does only that), so the server and the CLI agree.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from lsp_server.engine import state
+from lsp_server.engine.diffing import file_diff
+from lsp_server.engine.errors import Code, EditError
+from lsp_server.engine.history import rendering
+from lsp_server.engine.history.budgets import DEFAULT_UNDO_WINDOW
+from lsp_server.engine.history.entries import (
+    Entry,
+    args_json,
+    cap_diff,
+    error_json,
+    landed_paths,
+    now_iso,
+    summarize_args,
+    undoes_of,
+)
+from lsp_server.engine.history.netdiff import edits_json
+from lsp_server.engine.history.replay import Replay
+from lsp_server.engine.journal import Journal
+from lsp_server.engine.model import Plan
+from lsp_server.engine.text import Snapshot
+from lsp_server.engine.undo import (
+    ChangeRecord,
+    line_diff,
+    plan_undo,
+    record_change,
+    rollback_records,
+)
+
+
+class History(Replay):
+    """A workspace's edit history, kept in memory and (with a journal) on disk.
+
+    From the server, after each action:
+      - refused before anything was sent (or a dry run): `record(action, args, error=e)` /
+        `record(action, args, plan=plan, outcome="dry-run")`;
+      - about to send a plan (applyEdit or disk write): `entry_id = begin(plan, args)` first
+        (before the snapshots' lent lines are released), then after verification
+        `finish(entry_id, "applied", versions={path: version})` or
+        `finish(entry_id, error.code, error=error, committed=committed)`.
+    On start: `History.load(journal)`, then for each of `unfinished()` snapshot its `paths` and
+    call `recover(entry.id, snapshots)`; report it and offer `plan_undo`.
+    """
+
+    def __init__(
+        self,
+        journal: Journal | None = None,
+        *,
+        undo_window: int = DEFAULT_UNDO_WINDOW,
+        clock: Callable[[], str] = now_iso,
+    ) -> None:
+        self.journal = journal
+        self._own: set[int] = set()
+        self.listeners: list[Callable[[Entry], None]] = []
+        # Set when the journal could not be written: the history then lives in memory only.
+        self.journal_error: str | None = None
+        super().__init__(undo_window=undo_window, clock=clock)
+
+    @classmethod
+    def load(cls, journal: Journal, **kwargs: Any) -> History:
+        """The history as the journal has it (entries, net diff state, unfinished plans)."""
+        history = cls(journal, **kwargs)
+        history.refresh()
+        return history
+
+    # -- journal plumbing ---------------------------------------------------------------------
+
+    @contextmanager
+    def _txn(self) -> Iterator[Callable[[dict[str, Any], bool], None]]:
+        if self.journal is None:
+            yield lambda rec, sync: self._apply(rec)
+            return
+        with self.journal.transaction() as (batch, writer):
+            self._ingest(batch)
+
+            def write(rec: dict[str, Any], sync: bool) -> None:
+                writer.append(rec, sync=sync)
+                self._apply(rec)
+
+            yield write
+            if self.journal.wants_compaction():
+                try:
+                    writer.rewrite(self._compacted(self.journal.max_bytes // 2))
+                except OSError as exc:  # the old file is intact; compaction is retried later
+                    self.journal_error = f"compacting the journal failed: {exc}"
+
+    def refresh(self) -> bool:
+        """Take in what other processes journaled since; True when anything was new."""
+        if self.journal is None:
+            return False
+        try:
+            with self.journal.transaction() as (batch, _writer):
+                self._ingest(batch)
+        except OSError as exc:
+            self.journal_error = f"reading the journal failed: {exc}"
+            return False
+        return bool(batch.records) or batch.reset
+
+    def _notify(self, entry: Entry) -> None:
+        for listener in list(self.listeners):
+            listener(entry)
+
+    # -- the actions --------------------------------------------------------------------------
+
+    def _prepare(self, plan: Plan) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Baselines of files touched for the first time, and user edits since the agent's last."""
+        user: dict[str, Any] = {}
+        baselines: dict[str, Any] = {}
+        for c in plan.changes:
+            snap = c.before
+            tr = self._by_path.get(c.path)
+            if tr is None:
+                baselines[c.path] = {
+                    "text": snap.text if snap.exists else None,
+                    "bom": snap.bom,
+                    "exists": snap.exists,
+                }
+                continue
+            if tr.shows(snap):
+                continue
+            if snap.exists != tr.last_exists:
+                user[c.path] = {
+                    "rebase": {
+                        "text": snap.text if snap.exists else None,
+                        "bom": snap.bom,
+                        "exists": snap.exists,
+                    }
+                }
+                continue
+            edits = line_diff(tr.last, snap.lines)
+            user[c.path] = {"edits": edits_json(edits), "bom": snap.bom}
+        return user, baselines
+
+    def begin(
+        self,
+        plan: Plan,
+        args: Mapping[str, Any] | None = None,
+        *,
+        undoes: int | None = None,
+        action: str | None = None,
+    ) -> int:
+        """Journal `plan` with its pre-images (fsynced) before it is sent; returns the entry id."""
+        records = [record_change(c) for c in plan.changes]
+        diffs = {c.path: file_diff(c) for c in plan.changes}
+        try:
+            return self._begin(plan, args, undoes, action, records, diffs)
+        except OSError as exc:
+            # Without the pre-images on disk a crash could not be undone: do not send the plan.
+            self.journal_error = f"writing the journal failed: {exc}"
+            raise EditError(
+                Code.IO_ERROR,
+                f"The edit was not sent: its undo record could not be written ({exc}).",
+                "Free disk space or fix the permissions of the agent-edit state directory "
+                f"({self.journal.dir if self.journal else '?'}), then retry.",
+                {"path": str(self.journal.path) if self.journal else None},
+            ) from None
+
+    def _begin(
+        self,
+        plan: Plan,
+        args: Mapping[str, Any] | None,
+        undoes: int | None,
+        action: str | None,
+        records: list[ChangeRecord],
+        diffs: dict[str, str],
+    ) -> int:
+        with self._txn() as write:
+            user, baselines = self._prepare(plan)
+            entry_id = self._next_id
+            e = Entry(
+                id=entry_id,
+                time=self.clock(),
+                action=action or plan.action,
+                args_json=args_json(summarize_args(dict(args or {}))),
+                undoes=undoes if undoes is not None else undoes_of(plan),
+                changes=tuple(records),
+                _user=user,
+                _baselines=baselines,
+                pid=os.getpid(),
+            )
+            write(self._begin_json(e), True)
+            self._own.add(entry_id)
+            entry = self._entries[entry_id]
+            entry._diffs = diffs
+            entry._base_lines = {
+                c.path: list(c.before.lines)
+                for c in plan.changes
+                if c.path in baselines and c.before.exists
+            }
+        return entry_id
+
+    def finish(
+        self,
+        entry_id: int,
+        outcome: str,
+        *,
+        error: EditError | None = None,
+        committed: list[dict[str, Any]] | None = None,
+        versions: Mapping[str, int | None] | None = None,
+    ) -> Entry:
+        """Record how a begun plan ended: "applied", or the error code (with the committed list
+        from `plan_rollback` for partial outcomes). Returns the finished entry."""
+        entry = self._entries.get(entry_id)
+        if entry is None:
+            raise EditError(
+                Code.INVALID_ARGUMENT,
+                f"There is no edit #{entry_id} to finish.",
+                "Finish only ids returned by begin().",
+                {"argument": "editId"},
+            )
+        if entry.finished:
+            return entry
+        rec: dict[str, Any] = {
+            "t": "finish",
+            "id": entry_id,
+            "time": self.clock(),
+            "outcome": str(outcome),
+            "ok": str(outcome) in ("applied", "dry-run"),
+            "committed": committed or [],
+        }
+        if error is not None:
+            rec["error"] = error_json(error)
+        landed = set(landed_paths(entry, str(outcome), committed or []))
+        if entry._diffs:
+            rec["diff"] = cap_diff([d for p, d in entry._diffs.items() if p in landed])
+        if versions:
+            rec["versions"] = dict(versions)
+        try:
+            with self._txn() as write:
+                # Not fsynced: if this line is lost in a crash, the plan looks unfinished on the
+                # next start and recovery finds from the files that it landed. Only `begin` must
+                # be durable.
+                write(rec, False)
+        except OSError as exc:
+            self.journal_error = f"writing the journal failed: {exc}"
+            if not entry.finished:
+                self._apply(rec)
+        self._own.discard(entry_id)
+        self._notify(entry)
+        return entry
+
+    def record(
+        self,
+        action: str,
+        args: Mapping[str, Any] | None = None,
+        *,
+        plan: Plan | None = None,
+        outcome: str | None = None,
+        error: EditError | None = None,
+        committed: list[dict[str, Any]] | None = None,
+        versions: Mapping[str, int | None] | None = None,
+        files: Sequence[str] | None = None,
+    ) -> Entry:
+        """One-step entry for an action that never reached the editor or disk (refused, dry run),
+        or whose outcome is known at once (a front end without a crash window, a recovery);
+        `files` names the files of an entry without a plan."""
+        if outcome is None:
+            outcome = str(error.code) if error is not None else "applied"
+        done: list[int] = []
+
+        def build(write: Callable[[dict[str, Any], bool], None]) -> None:
+            entry_id = self._next_id
+            rec: dict[str, Any] = {
+                "t": "record",
+                "id": entry_id,
+                "time": self.clock(),
+                "action": action,
+                "args": summarize_args(dict(args or {})),
+                "outcome": outcome,
+                "ok": outcome in ("applied", "dry-run"),
+                "committed": committed or [],
+                "files": [],
+            }
+            if error is not None:
+                rec["error"] = error_json(error)
+                path = error.details.get("path") if isinstance(error.details, dict) else None
+                if path:
+                    rec["files"] = [{"path": path}]
+            if files:
+                rec["files"] = [{"path": str(p)} for p in files]
+            if plan is not None:
+                records = [record_change(c) for c in plan.changes]
+                rec["changes"] = [r.to_json() for r in records]
+                landed = {r.path for r in records} if outcome in ("applied", "dry-run") else set()
+                if committed:
+                    landed = {str(c["path"]) for c in committed if c.get("state") == "applied"}
+                rec["diff"] = cap_diff([file_diff(c) for c in plan.changes if c.path in landed])
+                if outcome != "dry-run":
+                    user, baselines = self._prepare(plan)
+                    if user:
+                        rec["user"] = user
+                    if baselines:
+                        rec["baselines"] = baselines
+                if undoes_of(plan) is not None:
+                    rec["undoes"] = undoes_of(plan)
+            else:
+                rec["diff"] = ""
+            if versions:
+                rec["versions"] = dict(versions)
+            write(rec, False)
+            done.append(entry_id)
+
+        try:
+            with self._txn() as write:
+                build(write)
+        except OSError as exc:
+            self.journal_error = f"writing the journal failed: {exc}"
+            if not done:
+                build(lambda rec, sync: self._apply(rec))
+        entry = self._entries[done[0]]
+        self._notify(entry)
+        return entry
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def unfinished(self) -> list[Entry]:
+        """Plans begun (journaled) but never finished, by a process that is gone (a plan another
+        live process, say the server while the CLI runs, is still carrying out is not listed)."""
+        return [
+            e
+            for e in self._entries.values()
+            if not e.finished and e.id not in self._own and not _pid_alive(e.pid)
+        ]
+
+    def recover(self, entry_id: int, observed: Mapping[str, Snapshot]) -> Entry:
+        """Settle an unfinished plan from what is observed now (snapshots of `entry.paths`):
+        all landed -> "applied"; none -> NOT_APPLIED; some -> PARTIAL with the committed list.
+        Undo stays available through `plan_undo` for what landed."""
+        entry = self.entry(entry_id)
+        committed, _ = rollback_records(entry.changes, observed)
+        states = {c["state"] for c in committed}
+        if states == {"applied"}:
+            outcome = "applied"
+            error = None
+        elif states <= {"not-applied"}:
+            outcome = str(Code.NOT_APPLIED)
+            error = EditError(
+                Code.NOT_APPLIED,
+                f"Edit #{entry_id} was interrupted (the process stopped before confirming it); "
+                "none of it landed.",
+                "Read the files again and redo the edit if it is still wanted.",
+                {"files": committed},
+                committed,
+            )
+        else:
+            outcome = str(Code.PARTIAL)
+            error = EditError(
+                Code.PARTIAL,
+                f"Edit #{entry_id} was interrupted (the process stopped before confirming it); "
+                "part of it landed.",
+                f"Inspect it with agentEdit.history {{editId: {entry_id}}} and undo it with "
+                f"agentEdit.undo {{editId: {entry_id}}}, or finish it by hand after reading "
+                "the files again.",
+                {"files": committed},
+                committed,
+            )
+        self._own.add(entry_id)
+        return self.finish(entry_id, outcome, error=error, committed=committed)
+
+    def undo_paths(self, entry_id: int) -> list[str]:
+        """The paths to snapshot for `plan_undo(entry_id, ...)`."""
+        return self.entry(entry_id).paths
+
+    def plan_undo(self, entry_id: int, current: Mapping[str, Snapshot]) -> Plan:
+        """The undo plan for an entry (three-way checked); send it, then `begin`/`finish` it as
+        any plan (its action is "undo" and it names the entry it undoes)."""
+        entry = self.entry(entry_id)
+        if entry.undone_by is not None:
+            raise EditError(
+                Code.INVALID_ARGUMENT,
+                f"Edit #{entry_id} was already undone by edit #{entry.undone_by}.",
+                f"Undo #{entry.undone_by} instead to redo it.",
+                {"argument": "editId", "editId": entry_id},
+            )
+        if not entry.finished:
+            raise EditError(
+                Code.INVALID_ARGUMENT,
+                f"Edit #{entry_id} has not finished.",
+                "Wait for it to finish, then undo it.",
+                {"argument": "editId", "editId": entry_id},
+            )
+        if not landed_paths(entry, entry.outcome, entry.committed, unknown=True):
+            raise EditError(
+                Code.INVALID_ARGUMENT,
+                f"Edit #{entry_id} changed nothing ({entry.outcome}), so there is nothing to undo.",
+                "Check agentEdit.history for the edit you meant.",
+                {"argument": "editId", "editId": entry_id},
+            )
+        return plan_undo(entry, current)
+
+    # -- rendering: the history's answers are rendering.py's functions, as methods -------------
+
+    net = rendering.net
+    iter_net = rendering.iter_net
+    lenses = rendering.lens_spans
+    to_json = rendering.to_json
+    iter_json = rendering.iter_json
+    to_diff_text = rendering.to_diff_text
+    iter_diff_text = rendering.iter_diff_text
+
+
+def open_history(workspace: str | os.PathLike[str], **kwargs: Any) -> History:
+    """The workspace's history from its journal; in memory only (with `journal_error` saying
+    why) when the journal cannot be used, so a broken state directory never stops editing."""
+    try:
+        journal = Journal(workspace)
+        state.make_dir(journal.dir)  # a folder that cannot be made: memory only, said once
+        return History.load(journal, **kwargs)
+    except (EditError, OSError) as exc:
+        history = History(**kwargs)
+        history.journal_error = f"the edit journal is not available: {exc}"
+        return history
+
+
+def _pid_alive(pid: int | None) -> bool:
+    if pid is None or pid == os.getpid():
+        return False
+    if os.name == "nt":  # os.kill would terminate it there; treat the plan as abandoned
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # exists, owned by someone else
+    return True

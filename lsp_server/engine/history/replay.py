@@ -1,0 +1,340 @@
+"""Replay: the history's in-memory state is what its journal's records give, applied in order.
+
+`Replay` holds the entries (by id), the files the agent touched (`Tracked`, by path, and the ones
+a move or a rebase retired), the next id and the memory budgets, and applies the journal's records
+to them: `begin` (an entry with its change records and the baselines and user edits the net diff
+needs), `finish` (its outcome; then its effect goes into the net diff), `record` (both at once) and
+`checkpoint` (a compacted journal's net-diff state). A record this version cannot use is skipped
+whole and counted. `_compacted` writes the state back as the records of a compacted journal.
+
+The server, a restarted server and the CLI all replay the same journal, so they agree;
+`History` (recording.py) adds the journal's transactions and the actions on top.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from itertools import islice
+from typing import Any
+
+from lsp_server.engine.errors import Code, EditError
+from lsp_server.engine.history.budgets import DEFAULT_UNDO_WINDOW, Budgets
+from lsp_server.engine.history.entries import (
+    Entry,
+    args_json,
+    cap_diff,
+    landed_paths,
+    now_iso,
+    record_diff,
+)
+from lsp_server.engine.history.netdiff import edits_from
+from lsp_server.engine.history.tracked import Tracked, fits, unsure
+from lsp_server.engine.journal import Batch, line_size
+from lsp_server.engine.records import problem
+from lsp_server.engine.undo import ChangeRecord
+
+# Shared empty containers for finished entries; never mutated.
+_NO_ANY: dict[str, Any] = {}
+_NO_DIFFS: dict[str, str] = {}
+_NO_LINES: dict[str, list[str]] = {}
+_NO_VERSIONS: dict[str, int | None] = {}
+_NO_FILES: list[dict[str, Any]] = []
+_NO_COMMITTED: list[dict[str, Any]] = []
+
+
+class Replay:
+    """The entries and the net-diff state of a history, built by applying journal records."""
+
+    def __init__(
+        self, *, undo_window: int = DEFAULT_UNDO_WINDOW, clock: Callable[[], str] = now_iso
+    ) -> None:
+        self.undo_window = undo_window
+        self.clock = clock
+        self._reset()
+
+    def _reset(self) -> None:
+        self._entries: dict[int, Entry] = {}
+        self._by_path: dict[str, Tracked] = {}
+        self._retired: list[Tracked] = []
+        self._next_id = 1
+        self._budgets = Budgets()
+        # Records replay could not use (records.py), counted from the journal's start.
+        self.skipped = 0
+        self.skip_reason = ""
+
+    def _ingest(self, batch: Batch) -> None:
+        if batch.reset:
+            self._reset()
+        if batch.skipped:
+            self._skip(batch.skipped, "a line that is not a JSON record")
+        for rec in batch.records:
+            # A record this version cannot use (hand-edited, cut, from another version) is
+            # skipped whole, checked before any of it is applied, rather than refuse to start.
+            why = problem(rec)
+            if why is None:
+                try:
+                    self._apply(rec)
+                except (ArithmeticError, LookupError, TypeError, ValueError, AttributeError) as exc:
+                    why = f"{type(exc).__name__}: {str(exc)[:80]}"
+            if why is not None:
+                self._skip(1, why)
+
+    def _skip(self, count: int, why: str) -> None:
+        self.skipped += count
+        self.skip_reason = why
+
+    def skipped_note(self) -> str | None:
+        """The sentence that says replay skipped records, if it did."""
+        if not self.skipped:
+            return None
+        return (
+            f"agent-edit: skipped {self.skipped} journal record(s) it could not use (last: "
+            f"{self.skip_reason}); the rest of the history is intact."
+        )
+
+    def _apply(self, rec: dict[str, Any]) -> None:
+        t = rec.get("t")
+        if t == "checkpoint":
+            tracked = [Tracked.from_json(data) for data in rec.get("tracked", [])]
+            for tr in tracked:
+                if not fits(tr.net, len(tr.base)):
+                    raise ValueError(f"the net diff of {tr.path[:80]} is outside its file")
+            self._next_id = max(self._next_id, int(rec.get("nextId", 1)))
+            self._by_path, self._retired = {}, []
+            for tr in tracked:
+                self._key(tr)
+            return
+        entry_id = int(rec["id"])
+        self._next_id = max(self._next_id, entry_id + 1)
+        if t == "begin":
+            self._apply_begin(rec)
+        elif t == "finish":
+            entry = self._entries.get(entry_id)
+            if entry is not None and not entry.finished:
+                self._apply_finish(entry, rec)
+        elif t == "record":
+            self._apply_begin(rec)
+            self._apply_finish(self._entries[entry_id], rec)
+
+    def _apply_begin(self, rec: Mapping[str, Any]) -> None:
+        changes = tuple(ChangeRecord.from_json(c) for c in rec.get("changes", []))
+        entry = Entry(
+            id=int(rec["id"]),
+            time=str(rec.get("time", "")),
+            action=str(rec.get("action", "")),
+            args_json=args_json(rec.get("args", {})),
+            refused_files=_NO_FILES if changes else list(rec.get("files", [])),
+            undoes=rec.get("undoes"),
+            pid=rec.get("pid"),
+            changes=changes,
+            _user=dict(rec.get("user", {})),
+            _baselines=dict(rec.get("baselines", {})),
+        )
+        self._entries[entry.id] = entry
+
+    def _apply_finish(self, entry: Entry, rec: Mapping[str, Any]) -> None:
+        entry.outcome = str(rec.get("outcome", ""))
+        entry.ok = bool(rec.get("ok", entry.outcome in ("applied", "dry-run")))
+        entry.error = rec.get("error")
+        entry.committed = list(rec["committed"]) if rec.get("committed") else _NO_COMMITTED
+        entry.finished = True
+        entry.pid = None  # only an unfinished entry needs the process that began it
+        entry.versions = dict(rec["versions"]) if rec.get("versions") else _NO_VERSIONS
+        if "undoneBy" in rec:
+            entry.undone_by = rec["undoneBy"]
+        if "diff" in rec:
+            entry.diff = rec["diff"]
+        elif entry._diffs:
+            landed = set(landed_paths(entry, entry.outcome, entry.committed))
+            entry.diff = cap_diff([d for p, d in entry._diffs.items() if p in landed])
+        else:
+            landed = set(landed_paths(entry, entry.outcome, entry.committed))
+            entry.diff = cap_diff([record_diff(c) for c in entry.changes if c.path in landed])
+        if not rec.get("compacted"):
+            self._track(entry)
+        # Done with them: share empty ones (four dicts per entry add up over 10,000 edits). The
+        # versions only served the net diff (`_track`).
+        entry.versions = _NO_VERSIONS
+        entry._user = entry._baselines = _NO_ANY
+        entry._diffs = _NO_DIFFS
+        entry._base_lines = _NO_LINES
+        if entry.undoes is not None and landed_paths(entry, entry.outcome, entry.committed):
+            target = self._entries.get(entry.undoes)
+            if target is not None:
+                target.undone_by = entry.id
+        self._budgets.take(entry, self._entries, self.undo_window)
+
+    def _key(self, tr: Tracked) -> None:
+        old = self._by_path.get(tr.path)
+        if old is not None and old is not tr:
+            self._retired.append(old)
+        self._by_path[tr.path] = tr
+
+    def _track(self, entry: Entry) -> None:
+        """Take the entry's effect into the net diff: user edits seen at begin, then what landed."""
+        for path, data in entry._baselines.items():
+            if path not in self._by_path:
+                self._key(
+                    Tracked.start(
+                        path,
+                        data.get("text"),
+                        bool(data.get("bom")),
+                        bool(data.get("exists")),
+                        entry._base_lines.get(path),
+                    )
+                )
+        for path, data in entry._user.items():
+            tr = self._by_path.get(path)
+            if tr is None:
+                continue
+            if "rebase" in data:
+                r = data["rebase"]
+                tr.rebase(r.get("text"), bool(r.get("bom")), bool(r.get("exists")), entry.id)
+            else:
+                edits = edits_from(data["edits"])
+                if not fits(edits, tr.last_len()):
+                    unsure(tr, entry.id)
+                    continue
+                tr.user_edits(edits, entry.id)
+                if "bom" in data:
+                    tr.last_bom = bool(data["bom"])
+        if entry.outcome == "dry-run":
+            return
+        landed = set(landed_paths(entry, entry.outcome, entry.committed))
+        states = {c.get("path"): c.get("state") for c in entry.committed}
+        for rec in entry.changes:
+            tr = self._by_path.get(rec.path)
+            if tr is None:
+                continue
+            if rec.path in landed:
+                if rec.change in ("update", "move") and not fits(rec.edits(), tr.last_len()):
+                    unsure(tr, entry.id)
+                    continue
+                tr.agent_change(rec, entry.versions.get(rec.target_path), entry.id)
+                if rec.moved_to and rec.moved_to != rec.path:
+                    del self._by_path[rec.path]
+                    self._key(tr)
+            elif states.get(rec.path) == "unknown":
+                tr.uncertain = True
+                tr.note(
+                    f"edit #{entry.id} may have partly landed here; later changes are compared "
+                    "with what the agent last knew"
+                )
+
+    def _compacted(self, target: int) -> list[dict[str, Any]]:
+        """The journal rewritten: entries (pre-images only inside the undo window), unfinished
+        plans as they are, and a checkpoint of the net diff state. Oldest diffs and then oldest
+        entries go first when it would still not fit in `target` bytes."""
+        keep_pre = self._budgets.undoable_ids(self.undo_window)
+        records: list[dict[str, Any]] = []
+        for e in self._entries.values():
+            if not e.finished:
+                records.append(self._begin_json(e))
+                continue
+            rec = {
+                "t": "record",
+                "compacted": True,
+                "id": e.id,
+                "time": e.time,
+                "action": e.action,
+                "args": e.args,
+                "files": e.files,
+                "outcome": e.outcome,
+                "ok": e.ok,
+                "committed": e.committed,
+                "diff": e.diff,
+                "changes": [(c if e.id in keep_pre else c.stripped()).to_json() for c in e.changes],
+            }
+            if e.error:
+                rec["error"] = e.error
+            if e.undoes is not None:
+                rec["undoes"] = e.undoes
+            if e.undone_by is not None:
+                rec["undoneBy"] = e.undone_by
+            records.append(rec)
+        checkpoint = {
+            "t": "checkpoint",
+            "time": self.clock(),
+            "nextId": self._next_id,
+            "tracked": [t.to_json() for t in [*self._retired, *self._by_path.values()]],
+        }
+
+        def size(r: dict[str, Any]) -> int:
+            return line_size(r)  # what stays in the line: big values live in blob files
+
+        sizes = [size(r) for r in records]
+        total = sum(sizes) + size(checkpoint)
+        for i, r in enumerate(records):  # oldest diffs first
+            if total <= target:
+                break
+            if r.get("t") == "record" and r.get("diff"):
+                r["diff"] = None
+                new = size(r)
+                total += new - sizes[i]
+                sizes[i] = new
+        for i, r in enumerate(records):  # then oldest entries outside the undo window
+            if total <= target:
+                break
+            if r.get("t") == "record" and r["id"] not in keep_pre:
+                total -= sizes[i]
+                sizes[i] = 0
+        return [r for r, s in zip(records, sizes, strict=True) if s] + [checkpoint]
+
+    def _begin_json(self, e: Entry) -> dict[str, Any]:
+        rec: dict[str, Any] = {
+            "t": "begin",
+            "id": e.id,
+            "time": e.time,
+            "action": e.action,
+            "args": e.args,
+            "changes": [c.to_json() for c in e.changes],
+        }
+        if e._user:
+            rec["user"] = e._user
+        if e._baselines:
+            rec["baselines"] = e._baselines
+        if e.undoes is not None:
+            rec["undoes"] = e.undoes
+        if e.pid is not None:
+            rec["pid"] = e.pid
+        return rec
+
+    # -- reading ------------------------------------------------------------------------------
+
+    @property
+    def entries(self) -> list[Entry]:
+        return list(self._entries.values())
+
+    def entry(self, entry_id: int) -> Entry:
+        entry = self._entries.get(entry_id)
+        if entry is None:
+            raise EditError(
+                Code.INVALID_ARGUMENT,
+                f"There is no edit #{entry_id} in the history.",
+                "List the history (agentEdit.history) and use one of its ids.",
+                {"argument": "editId", "editId": entry_id},
+            )
+        return entry
+
+    def find(self, entry_id: int) -> Entry | None:
+        """The entry with this id, or None."""
+        return self._entries.get(entry_id)
+
+    def latest(self, count: int) -> list[Entry]:
+        """The last `count` entries, oldest first."""
+        return list(islice(reversed(self._entries.values()), count))[::-1]
+
+    def entry_count(self) -> int:
+        return len(self._entries)
+
+    def tracked_at(self, path: str) -> Tracked | None:
+        """The file the agent touched that is now at `path`, or None."""
+        return self._by_path.get(path)
+
+    def tracked_files(self) -> list[Tracked]:
+        """Every file the agent touched this session (what `net` renders), oldest first."""
+        return [*self._retired, *self._by_path.values()]
+
+    def tracked_count(self) -> int:
+        """How many files the net diff can name (an upper bound: some may be back as they were)."""
+        return len(self._retired) + len(self._by_path)

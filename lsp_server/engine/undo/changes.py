@@ -1,0 +1,293 @@
+"""Reversible change records: what the journal keeps of one file's change to reverse it later.
+
+A `ChangeRecord` holds, for text edits, the changed regions as they were before and after (`Hunk`,
+with a little context to find them again), for a deletion the whole pre-image, for a creation the
+whole text; `record_change` makes one from a planned `FileChange` without building the whole new
+file. `is_after` / `is_before` tell, in O(edit) where no hash is known, whether a snapshot shows
+the state the change produced or started from. `line_diff` is the line diff both undo and the
+history's net diff use. All pure.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from lsp_server.engine.model import ChangeKind, EditedLines, FileChange, LineEdit, minimal_edit
+from lsp_server.engine.text import Snapshot
+
+CONTEXT = 3
+# A diff between two versions of a file trims the common prefix and suffix first (O(n)); only the
+# middle goes through difflib, and past this many lines it is reported as one changed block, so a
+# request never costs seconds (difflib needs 0.5-1.9 s on a 100k-line file).
+MIDDLE_LIMIT = 50_000
+
+
+def line_diff(old: Sequence[str], new: Sequence[str], limit: int = MIDDLE_LIMIT) -> list[LineEdit]:
+    """Sorted, non-overlapping line edits turning `old` into `new` (LSP line lists)."""
+    whole = minimal_edit(old, new)
+    if whole is None:
+        return []
+    p = whole.start
+    a, b = old[whole.start : whole.end], list(whole.new_lines)
+    if not a or not b or len(a) + len(b) > limit:
+        return [whole]
+    # Imported here, by the first diff with a middle to compare: at import it cost every server
+    # start and `agent-edit history`/`undo` 1.8-5 ms (`-X importtime`), more than the history
+    # package's own modules.
+    import difflib
+
+    matcher = difflib.SequenceMatcher(None, a, b)
+    return [
+        LineEdit(p + i1, p + i2, tuple(b[j1:j2]))
+        for tag, i1, i2, j1, j2 in matcher.get_opcodes()
+        if tag != "equal"
+    ]
+
+
+@dataclass(frozen=True, slots=True)
+class Hunk:
+    """One changed region: `before` was old lines [start, end); `after` is at `after_start` now."""
+
+    start: int
+    end: int
+    after_start: int
+    before: tuple[str, ...]
+    after: tuple[str, ...]
+    ctx_before: tuple[str, ...] = ()
+    ctx_after: tuple[str, ...] = ()
+
+    def to_json(self) -> list[Any]:
+        return [
+            self.start,
+            self.end,
+            self.after_start,
+            list(self.before),
+            list(self.after),
+            list(self.ctx_before),
+            list(self.ctx_after),
+        ]
+
+    @classmethod
+    def from_json(cls, data: Sequence[Any]) -> Hunk:
+        return cls(
+            int(data[0]),
+            int(data[1]),
+            int(data[2]),
+            tuple(data[3]),
+            tuple(data[4]),
+            tuple(data[5]),
+            tuple(data[6]),
+        )
+
+    def edit(self) -> LineEdit:
+        """The forward edit, in before-coordinates."""
+        return LineEdit(self.start, self.end, self.after)
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeRecord:
+    """One file's change as the journal keeps it: enough to verify and reverse it later."""
+
+    path: str
+    change: ChangeKind
+    moved_to: str | None = None
+    bom: bool = False
+    new_bom: bool = False
+    # Content hashes when they were known when the record was made (the failure path computes
+    # them; the hot path does not hash a 100k-line file just to journal an edit).
+    before_sha256: str | None = None
+    after_sha256: str | None = None
+    before_lines: int = 0  # line count before, so "is this the old / new state" is O(edit)
+    hunks: tuple[Hunk, ...] = ()
+    before_text: str | None = None  # delete: the whole pre-image
+    after_text: str | None = None  # add: the whole new text
+    # False once the pre-images were dropped (outside the undo window or over the size cap).
+    preimage: bool = True
+
+    @property
+    def target_path(self) -> str:
+        return self.moved_to or self.path
+
+    def edits(self) -> list[LineEdit]:
+        return [h.edit() for h in self.hunks]
+
+    def stripped(self) -> ChangeRecord:
+        # The hashes go too: they only serve telling old from new state, which an entry whose
+        # pre-images are gone never needs again (and 10,000 of them are ~1 MB).
+        return replace(
+            self,
+            hunks=(),
+            before_text=None,
+            after_text=None,
+            before_sha256=None,
+            after_sha256=None,
+            preimage=False,
+        )
+
+    def file_entry(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"path": self.path, "change": self.change}
+        if self.moved_to:
+            out["movedTo"] = self.moved_to
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "path": self.path,
+            "change": self.change,
+            "bom": self.bom,
+            "newBom": self.new_bom,
+            "beforeSha256": self.before_sha256,
+            "afterSha256": self.after_sha256,
+            "lines": self.before_lines,
+            "preimage": self.preimage,
+        }
+        if self.moved_to:
+            out["movedTo"] = self.moved_to
+        if self.hunks:
+            out["hunks"] = [h.to_json() for h in self.hunks]
+        if self.before_text is not None:
+            out["beforeText"] = self.before_text
+        if self.after_text is not None:
+            out["afterText"] = self.after_text
+        return out
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ChangeRecord:
+        return cls(
+            # Interned: a long session repeats the same few paths in thousands of records.
+            path=sys.intern(str(data["path"])),
+            change=data["change"],
+            moved_to=sys.intern(str(data["movedTo"])) if data.get("movedTo") else None,
+            bom=bool(data.get("bom", False)),
+            new_bom=bool(data.get("newBom", False)),
+            before_sha256=data.get("beforeSha256"),
+            after_sha256=data.get("afterSha256"),
+            before_lines=int(data.get("lines", 0)),
+            hunks=tuple(Hunk.from_json(h) for h in data.get("hunks", ())),
+            before_text=data.get("beforeText"),
+            after_text=data.get("afterText"),
+            preimage=bool(data.get("preimage", True)),
+        )
+
+    def size(self) -> int:
+        """Roughly how many characters of pre-image this record holds."""
+        n = len(self.before_text or "") + len(self.after_text or "")
+        for h in self.hunks:
+            n += sum(map(len, h.before)) + sum(map(len, h.after))
+        return n
+
+
+def _record_hunks(
+    old: Sequence[str], new: Sequence[str], edits: Sequence[LineEdit]
+) -> tuple[Hunk, ...]:
+    out: list[Hunk] = []
+    delta = 0
+    for e in edits:
+        a_start = e.start + delta
+        a_end = a_start + len(e.new_lines)
+        before = tuple(old[e.start : e.end])
+        after = tuple(new[a_start:a_end])
+        if e.end >= len(old):
+            # Applying an edit at the end may append the empty final line: keep it in the region.
+            before = tuple(old[e.start :])
+            after = tuple(new[a_start:])
+            a_end = len(new)
+        out.append(
+            Hunk(
+                e.start,
+                e.start + len(before),
+                a_start,
+                before,
+                after,
+                tuple(new[max(0, a_start - CONTEXT) : a_start]),
+                tuple(new[a_end : a_end + CONTEXT]),
+            )
+        )
+        delta += len(e.new_lines) - (e.end - e.start)
+    return tuple(out)
+
+
+def _known(obj: object, name: str, compute: bool) -> str | None:
+    # A cached_property already computed lives in the instance dict.
+    value = obj.__dict__.get(name)
+    if value is None and compute:
+        value = getattr(obj, name)
+    return value if isinstance(value, str) else None
+
+
+def record_change(fc: FileChange, *, hashes: bool = False) -> ChangeRecord:
+    """The reversible record of one planned file change (computed before it is sent).
+
+    Content hashes are included when already known, or always with `hashes`.
+    """
+    before_sha = _known(fc.before, "sha256", hashes) if fc.before.exists else None
+    after_sha = None if fc.change == "delete" else _known(fc, "new_sha256", hashes)
+    base = ChangeRecord(
+        path=fc.path,
+        change=fc.change,
+        moved_to=fc.moved_to,
+        bom=fc.before.bom,
+        new_bom=fc.bom,
+        before_sha256=before_sha,
+        after_sha256=after_sha,
+        before_lines=len(fc.before.lines) if fc.before.exists else 0,
+    )
+    if fc.change == "add":
+        return replace(base, after_text=fc.new_text)
+    if fc.change == "delete":
+        return replace(base, before_text=fc.before.text)
+    if fc.new_text_override is not None:
+        one = minimal_edit(fc.before.lines, fc.new_lines)
+        edits: Sequence[LineEdit] = [one] if one else []
+        new: Sequence[str] = fc.new_lines
+    else:
+        # Only the lines around the edits are read: no need to build the whole new file.
+        edits = fc.edits
+        new = EditedLines(fc.before.lines, edits)
+    return replace(base, hunks=_record_hunks(fc.before.lines, new, edits))
+
+
+def matches(lines: Sequence[str], p: int, want: Sequence[str]) -> bool:
+    k = len(want)
+    if p < 0 or p + k > len(lines):
+        return False
+    return all(lines[p + i] == want[i] for i in range(k))
+
+
+def hunks_at(rec: ChangeRecord, lines: Sequence[str], after: bool) -> bool:
+    """Whether every hunk's after (or before) lines are exactly where the edit put (or found)
+    them, and the file has the line count that goes with it: O(edit), no hashing."""
+    delta = sum(len(h.after) - len(h.before) for h in rec.hunks)
+    if len(lines) != rec.before_lines + (delta if after else 0):
+        return False
+    for h in rec.hunks:
+        if after and not matches(lines, h.after_start, h.after):
+            return False
+        if not after and not matches(lines, h.start, h.before):
+            return False
+    return True
+
+
+def is_after(rec: ChangeRecord, snap: Snapshot) -> bool:
+    """Whether `snap` shows the content the change produced (hash when known, else its regions)."""
+    if not snap.exists:
+        return False
+    if rec.change == "add" and rec.after_text is not None:
+        return snap.text == rec.after_text
+    if rec.after_sha256 is not None:
+        return snap.sha256 == rec.after_sha256
+    return rec.change in ("update", "move") and hunks_at(rec, snap.lines, after=True)
+
+
+def is_before(rec: ChangeRecord, snap: Snapshot) -> bool:
+    """Whether `snap` shows the content the change started from."""
+    if not snap.exists:
+        return False
+    if rec.change == "delete" and rec.before_text is not None:
+        return snap.text == rec.before_text
+    if rec.before_sha256 is not None:
+        return snap.sha256 == rec.before_sha256
+    return rec.change in ("update", "move") and hunks_at(rec, snap.lines, after=False)
