@@ -14,8 +14,8 @@
   with the change in the wrong place.
 
 Any exception other than `EditError` fails the property. The example counts add up to well over
-10,000 per run (see `EXAMPLES`); `pytest tests/engine/test_fuzz.py --hypothesis-show-statistics` prints
-the per-property figures.
+10,000 per run (see `EXAMPLES`);
+`pytest tests/engine/test_fuzz.py --hypothesis-show-statistics` prints the per-property figures.
 """
 
 from __future__ import annotations
