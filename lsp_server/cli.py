@@ -309,14 +309,25 @@ def _arg_text(value: str, what: str) -> str:
     return value
 
 
+def _write_json(result: dict[str, Any], indent: int | None = None) -> None:
+    """`result` as one JSON document on stdout, always valid UTF-8: text no file can hold (a
+    lone surrogate an agent sent, kept in the history's record of its refused request) is
+    written escaped (`\\udcff`), as a JSON-RPC client receives it, never as a raw byte."""
+    text = json.dumps(result, ensure_ascii=False, indent=indent)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = json.dumps(result, indent=indent)
+    sys.stdout.write(text + "\n")
+
+
 _LETTER = {"add": "A", "update": "M", "delete": "D", "move": "R"}
 
 
 def _print_success(result: dict[str, Any], as_json: bool) -> None:
     out = sys.stdout
     if as_json:
-        out.write(json.dumps(result, ensure_ascii=False))
-        out.write("\n")
+        _write_json(result)
         return
     if "text" in result:  # a read: the text itself, as `cat` (or `cat -n`) would print it
         out.write(result["text"])
@@ -333,7 +344,7 @@ def _print_success(result: dict[str, Any], as_json: bool) -> None:
 
 def _print_history(result: dict[str, Any], as_json: bool, as_diff: bool) -> None:
     if as_json or "entries" not in result and not as_diff:
-        print(json.dumps(result, indent=2, ensure_ascii=False))
+        _write_json(result, indent=2)
     elif as_diff:
         sys.stdout.write(result["diff"])
     else:
@@ -348,7 +359,7 @@ def _print_history(result: dict[str, Any], as_json: bool, as_diff: bool) -> None
 
 def _print_failure(result: dict[str, Any], as_json: bool) -> None:
     if as_json:
-        sys.stdout.write(json.dumps(result, ensure_ascii=False) + "\n")
+        _write_json(result)
         return
     msg = [f"agent-edit: {result['code']}: {result['message']}"]
     if result.get("hint"):

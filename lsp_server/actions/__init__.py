@@ -11,37 +11,46 @@ imports pygls, lsprotocol or mcp (ruff TID251).
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from lsp_server.actions import apply_patch, history, read, replace, undo, write
 from lsp_server.actions.args import InvalidArguments, parse
 from lsp_server.actions.context import Context
 from lsp_server.actions.execute import Journalled, refused
 from lsp_server.engine.errors import EditError
 
-__all__ = ["EDITS", "NAMES", "InvalidArguments", "run"]
+__all__ = ["EDITS", "NAMES", "InvalidArguments", "action", "run"]
 
 Action = Callable[[Context, dict[str, Any]], Awaitable[dict[str, Any]]]
 
-ACTIONS: dict[str, Action] = {
-    "read": read.run,
-    "replace": replace.run,
-    "write": write.run,
-    "applyPatch": apply_patch.run,
-    "history": history.run,
-    "undo": undo.run,
+# Each action's module (`run` in it). Imported when first run: a CLI process runs one action,
+# and `history` alone pulls in the edit-texts rendering.
+MODULES = {
+    "read": "read",
+    "replace": "replace",
+    "write": "write",
+    "applyPatch": "apply_patch",
+    "history": "history",
+    "undo": "undo",
 }
-NAMES = tuple(ACTIONS)
+NAMES = tuple(MODULES)
 EDITS = frozenset({"replace", "write", "applyPatch", "undo"})  # refusals of these are recorded
+
+
+def action(name: str) -> Action:
+    """Action `name`'s `run` (KeyError for a name not in NAMES)."""
+    module = importlib.import_module(f"lsp_server.actions.{MODULES[name]}")
+    run_action: Action = module.run
+    return run_action
 
 
 async def run(ctx: Context, name: str, raw_args: Any) -> dict[str, Any]:
     """Action `name`'s result object for `raw_args`; raises InvalidArguments if they are
     malformed (and KeyError for a name not in NAMES)."""
-    action = ACTIONS[name]
+    run_action = action(name)
     try:
-        return await action(ctx, parse(name, raw_args))
+        return await run_action(ctx, parse(name, raw_args))
     except Journalled as done:
         return done.error.to_result()
     except EditError as err:

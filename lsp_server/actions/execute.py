@@ -10,7 +10,6 @@ tokens from what landed. A failure the applier could not roll back is reported a
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from lsp_server.actions.context import Context
@@ -20,8 +19,6 @@ from lsp_server.engine.diffing import plan_diff
 from lsp_server.engine.errors import EditError
 from lsp_server.engine.model import FileChange, Plan
 from lsp_server.engine.results import success
-
-log = logging.getLogger(__name__)
 
 
 class Journalled(Exception):
@@ -91,4 +88,6 @@ def refused(ctx: Context, action: str, raw: Any, err: EditError) -> None:
         entry = ctx.history.record(action, raw if isinstance(raw, dict) else {}, error=err)
         err.details.setdefault("editId", entry.id)
     except Exception:  # noqa: BLE001 - a record failure must not hide the refusal
-        log.exception("could not record a refused %s", action)
+        import logging  # here: logging is a tenth of a headless command's imports
+
+        logging.getLogger(__name__).exception("could not record a refused %s", action)
