@@ -32,15 +32,13 @@ from lsp_server.actions.session import Session
 from lsp_server.engine import recovery
 from lsp_server.engine.errors import Code, EditError
 from lsp_server.engine.history import History, open_history
-from lsp_server.engine.model import Plan
-from lsp_server.engine.patching import plan_patch
 from lsp_server.engine.policy import PathPolicy
 from lsp_server.engine.text import Snapshot, absent, decode_file
 from lsp_server.lsp import protocol_reader
 from lsp_server.lsp.apply import Location, Verifier, reports_late_by_name, uri_of
 from lsp_server.lsp.diagnostics import document_changed, document_opened
 from lsp_server.lsp.documents import DocumentStore
-from lsp_server.lsp.editor_applier import EditorApplier
+from lsp_server.lsp.editor_context import EditorContext
 from lsp_server.lsp.pending import PendingEdits
 from lsp_server.lsp.settings import Settings, initial_policy, reconfigured
 from lsp_server.lsp.workspace_paths import real_path_of_uri
@@ -304,55 +302,6 @@ class AgentEditServer(LanguageServer):
     def context(self, session: Session | None = None) -> EditorContext:
         """The actions' context for `session`'s caller (default: the editor's own agents)."""
         return EditorContext(self, self.session if session is None else session)
-
-
-class EditorContext:
-    """`actions.context.Context` over the server: open buffers, the editor's apply-and-verify
-    (lsp/editor_applier.py), the workspace history and edit lock, and one caller's session."""
-
-    def __init__(self, server: AgentEditServer, session: Session) -> None:
-        self.server = server
-        self.session = session
-        self.applier = EditorApplier(server)
-
-    @property
-    def history(self) -> History:
-        return self.server.history  # replaced at initialize: read it each time
-
-    @property
-    def settings(self) -> Settings:
-        return self.server.settings
-
-    @property
-    def edit_lock(self) -> asyncio.Lock:
-        return self.server.edit_lock
-
-    def resolve(self, path: str, argument: str = "path") -> Resolved:
-        return self.server.paths.resolve(path, argument=argument)
-
-    def snapshot(self, where: Resolved) -> Snapshot:
-        return self.server.snapshot(where)
-
-    def open_id(self, where: Resolved) -> int | None:
-        doc = self.server.store.by_path(where.abs_path)
-        return doc.open_id if doc is not None else None
-
-    def read(self, where: Resolved) -> Snapshot:
-        doc = self.server.store.by_path(where.abs_path)
-        if doc is not None:
-            doc.sha256  # noqa: B018 - hashed by the document, which keeps marks for later edits
-        return self.server.snapshot(where)
-
-    def plan_patch(
-        self, patch: str, snapshot: Callable[[str], Snapshot], for_apply: bool = True
-    ) -> Plan:
-        return plan_patch(patch, snapshot)
-
-    def live(self, path: str) -> Snapshot | None:
-        return self.server.live(path)
-
-    async def steps(self, gen: Generator[None, None, T]) -> T:
-        return await in_slices(gen)
 
 
 RECOVERY_DELAY_S = 0.5
