@@ -36,6 +36,8 @@ class Expect(Nested):
 
 @dataclass(frozen=True)
 class ReadArgs:
+    """agentEdit.read's arguments. (A docstring: without one, dataclasses loads `inspect` for a signature.)"""
+
     path: str = field(metadata=doc(PATH_DOC))
     start_line: int | None = field(
         default=None, metadata=doc("First line to return (1-based); omit for the whole file.")
@@ -55,6 +57,8 @@ class ReadArgs:
 
 @dataclass(frozen=True)
 class ReplaceArgs:
+    """agentEdit.replace's arguments. (A docstring: without one, dataclasses loads `inspect` for a signature.)"""
+
     path: str = field(metadata=doc(PATH_DOC))
     old_text: str = field(
         metadata=doc(
@@ -83,6 +87,8 @@ class ReplaceArgs:
 
 @dataclass(frozen=True)
 class WriteArgs:
+    """agentEdit.write's arguments. (A docstring: without one, dataclasses loads `inspect` for a signature.)"""
+
     path: str = field(metadata=doc(PATH_DOC))
     text: str = field(metadata=doc("The complete new content of the file.", content=True))
     expect: Expect | None = field(default=None, metadata=doc(EXPECT_DOC))
@@ -91,6 +97,8 @@ class WriteArgs:
 
 @dataclass(frozen=True)
 class ApplyPatchArgs:
+    """agentEdit.applyPatch's arguments. (A docstring: without one, dataclasses loads `inspect` for a signature.)"""
+
     patch: str = field(
         metadata=doc(
             "The whole patch text, from '*** Begin Patch' to '*** End Patch'.", content=True
@@ -109,6 +117,8 @@ class ApplyPatchArgs:
 
 @dataclass(frozen=True)
 class HistoryArgs:
+    """agentEdit.history's arguments. (A docstring: without one, dataclasses loads `inspect` for a signature.)"""
+
     format: Literal["json", "diff"] = field(
         default="json",
         metadata=doc(
@@ -135,6 +145,8 @@ class HistoryArgs:
 
 @dataclass(frozen=True)
 class UndoArgs:
+    """agentEdit.undo's arguments. (A docstring: without one, dataclasses loads `inspect` for a signature.)"""
+
     edit_id: int = field(
         metadata=doc("The id of the edit to revert (from {@history} or the edit's result).")
     )

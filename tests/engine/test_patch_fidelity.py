@@ -255,7 +255,8 @@ def engine_apply(root: Path, patch: str) -> str | None:
 
 
 def cli(root: Path, patch: str, *extra: str) -> tuple[int, dict[str, object]]:
-    env = dict(os.environ, PYTHONPATH=str(REPO))
+    # The CLI records its applies in the workspace history: keep it out of the user's state.
+    env = dict(os.environ, PYTHONPATH=str(REPO), AGENT_EDIT_STATE_DIR=str(root.parent / "state"))
     proc = subprocess.run(
         [sys.executable, "-m", "lsp_server", "apply-patch", "--root", str(root), "--json"]
         + [*extra, "-"],
@@ -265,7 +266,11 @@ def cli(root: Path, patch: str, *extra: str) -> tuple[int, dict[str, object]]:
         timeout=60,
     )
     assert not proc.stderr, proc.stderr.decode()
-    return proc.returncode, json.loads(proc.stdout)
+    result = json.loads(proc.stdout)
+    # Each refusal is its own history entry: its id is not what a dry run and its apply must
+    # agree on.
+    (result.get("details") or {}).pop("editId", None)
+    return proc.returncode, result
 
 
 @pytest.mark.parametrize("name", list(GOLDEN))

@@ -13,6 +13,7 @@ import json
 import os
 import random
 from pathlib import Path
+from typing import Any
 
 import pytest
 from lsprotocol import types as t
@@ -51,6 +52,14 @@ def killed(root: Path, state: Path) -> set[str]:
     return landed
 
 
+def recoveries(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The history's recovery entries. The killed CLI apply is in the history too (it journals
+    its plan first, as the server does): settled, or still unfinished while the server waits for
+    the editor's buffers, never applied (everything was rolled back)."""
+    assert all(e["outcome"] != "applied" for e in entries if e["action"] == "applyPatch")
+    return [e for e in entries if e["action"] != "applyPatch"]
+
+
 def tree_files(root: Path) -> dict[str, bytes]:
     return {p: data for p, data in tree(root).items() if "agent-edit" not in p}
 
@@ -72,7 +81,7 @@ def test_history_rolls_back_a_killed_apply_and_shows_it(tmp_path: Path, state: P
     # Said once: the next look finds nothing to roll back, and the entry is in the journal.
     again = cli("history", "--root", str(root), "--json", state=state)
     assert MESSAGE not in again.stderr
-    (entry,) = json.loads(again.stdout)["entries"]
+    (entry,) = recoveries(json.loads(again.stdout)["entries"])
     assert entry["action"] == "recover" and {f["path"] for f in entry["files"]} == landed
 
 
@@ -89,7 +98,7 @@ def test_history_after_a_kill_among_the_temporary_files_cleans_them(
     assert proc.returncode == 0, proc.stderr
     assert tree(root) == OLD, step
     assert "nothing had changed yet" in proc.stderr
-    (entry,) = json.loads(proc.stdout)["entries"]
+    (entry,) = recoveries(json.loads(proc.stdout)["entries"])
     assert entry["action"] == "recover" and entry["files"] == []
 
 
@@ -125,7 +134,7 @@ async def test_a_server_start_rolls_back_says_it_and_records_it(tmp_path: Path) 
         assert MESSAGE in shown.message and "restored" in shown.message
         assert tree(root) == OLD
         hist = await ed.command("agentEdit.history", {"format": "json"})
-        (entry,) = hist["entries"]
+        (entry,) = recoveries(hist["entries"])
         # The same message (cut, as every argument in the history is, past 200 characters).
         assert (
             entry["action"] == "recover" and entry["args"]["message"][:200] == shown.message[:200]

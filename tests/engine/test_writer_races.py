@@ -382,8 +382,7 @@ def test_a_large_cli_apply_with_reserved_files_under_attack(
     """The CLI's large-patch path (temporary files reserved by a child while planning): a
     folder swapped or a file saved at each step is never written through or lost, and a
     refusal leaves no reserved file behind."""
-    from lsp_server import cli as cli_module
-    from tests.cli.test_cli_atomic import _many
+    from tests.cli.test_cli_atomic import _many, headless_apply_patch
 
     monkeypatch.setenv(files.STATE_DIR_ENV, str(tmp_path / "state"))
     monkeypatch.setattr(files, "_FINE_WINDOW_NS", 10**18)
@@ -412,7 +411,7 @@ def test_a_large_cli_apply_with_reserved_files_under_attack(
 
     files.TEST_HOOK = hook
     try:
-        cli_module._apply_patch(str(root), patch, [])
+        headless_apply_patch(str(root), patch)
         err = None
     except EditError as e:
         err = e

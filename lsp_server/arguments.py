@@ -1,27 +1,35 @@
-"""Validation of `workspace/executeCommand` arguments: malformed requests become InvalidParams.
+"""Validation of an action's arguments (every front's): malformed requests are `InvalidArguments`.
 
 Each command takes one JSON object, checked against the action's declaration in
 `lsp_server.contract` (the one source of the exported schemas too): types strictly (a number is
 not a path, `true` is not a number), unknown fields refused, so an agent's typo is reported
-instead of ignored. These are protocol errors (JSON-RPC -32602), unlike domain failures, which
-are result objects. Text no file can hold (a lone surrogate anywhere, a NUL in content) is such a
-domain failure: INVALID_ARGUMENT naming the argument and the position.
+instead of ignored. These are protocol errors, unlike domain failures, which are result
+objects: the LSP front answers JSON-RPC -32602 InvalidParams, the CLI a usage error, the MCP
+server an error result. Transport-neutral: no pygls here. Text no file can hold (a lone
+surrogate anywhere, a NUL in content) is such a domain failure: INVALID_ARGUMENT naming the
+argument and the position.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from pygls.exceptions import JsonRpcInvalidParams
-
 from lsp_server import contract
 from lsp_server.contract import MAX_STRING, check_text
 
-__all__ = ["MAX_STRING", "check_text", "invalid", "parse", "parse_typed"]
+__all__ = ["MAX_STRING", "InvalidArguments", "check_text", "invalid", "parse", "parse_typed"]
 
 
-def invalid(message: str) -> JsonRpcInvalidParams:
-    return JsonRpcInvalidParams(message=f"Invalid Params: {message}")
+class InvalidArguments(ValueError):
+    """A malformed request: not an object, an unknown field, a wrong type (each front maps it)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+def invalid(message: str) -> InvalidArguments:
+    return InvalidArguments(message)
 
 
 def parse_typed(command: str, args: tuple[Any, ...]) -> tuple[dict[str, Any], Any]:
@@ -39,6 +47,6 @@ def parse_typed(command: str, args: tuple[Any, ...]) -> tuple[dict[str, Any], An
 
 
 def parse(command: str, args: tuple[Any, ...]) -> dict[str, Any]:
-    """The validated argument object of `command` (as sent), or InvalidParams saying what is
-    wrong."""
+    """The validated argument object of `command` (as sent), or InvalidArguments saying what
+    is wrong."""
     return parse_typed(command, args)[0]

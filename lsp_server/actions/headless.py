@@ -1,0 +1,297 @@
+"""A disk-only `Context` (actions/context.py): the CLI's, and an MCP server's when no editor runs.
+
+    async with headless.open(root) as ctx:
+        result = await actions.run(ctx, "replace", {...})
+
+`open` takes the workspace lock for the whole block (planning and applying are one step for any
+other agent-edit process), first rolls back an apply that was interrupted in this workspace
+(engine/recovery.py; it is recorded in the history, and its messages go to `notify`), then
+settles history entries begun by a process that is gone, and opens the same history journal the
+language server keeps, so the editor shows headless edits. Files are read from disk and written
+by the atomic disk writer (engine/files.py). A workspace that cannot be made ready (a state
+folder that cannot be used, a rollback that fails) raises its `EditError`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from collections.abc import AsyncIterator, Callable, Generator
+from contextlib import asynccontextmanager, nullcontext
+from dataclasses import dataclass, replace
+from typing import Any, TypeVar
+
+from lsp_server.actions.context import Applied
+from lsp_server.actions.paths import Resolved
+from lsp_server.actions.session import Session
+from lsp_server.engine import files, recovery
+from lsp_server.engine.errors import EditError
+from lsp_server.engine.history import History, drive, open_history
+from lsp_server.engine.model import FileChange, Plan
+from lsp_server.engine.policy import PathPolicy
+from lsp_server.engine.text import Snapshot
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class HeadlessSettings:
+    """The settings the actions read; headless, the defaults (there is no editor to set them)."""
+
+    require_read: bool = True  # an overwrite needs `expect` (a read, in a session that reads)
+
+
+@asynccontextmanager
+async def open(  # the spelling every front calls: `headless.open(root)`
+    root: str,
+    session: Session | None = None,
+    notify: Callable[[str], None] | None = None,
+) -> AsyncIterator[HeadlessContext]:
+    root = os.path.realpath(root)
+    with files.workspace_lock(root) as sdir:
+        done = recovery.recover(root, sdir)
+        for text in done.messages():
+            if notify is not None:
+                notify(text)
+        if done.error is not None:
+            raise done.error
+        # Opened after the rollback, which it records: the history then says what happened to
+        # the files before anything is planned on them.
+        history = open_history(root)
+        recovery.record(history, done)
+        ctx = HeadlessContext(root, sdir, history, session or Session(), done.reports)
+        try:
+            ctx.settle_unfinished()
+            yield ctx
+        finally:
+            ctx.applier.discard()
+
+
+class HeadlessContext:
+    """Disk snapshots through the path policy (`root` its only folder), the disk writer."""
+
+    def __init__(
+        self,
+        root: str,
+        sdir: str,
+        history: History,
+        session: Session,
+        recovered: list[dict[str, Any]],
+    ) -> None:
+        self.root = root
+        self.history = history
+        self.session = session
+        self.settings = HeadlessSettings()
+        self.edit_lock = nullcontext()  # the workspace lock is held for the whole context
+        self.recovered = recovered  # what `open` rolled back (files.recover's reports)
+        self.policy = PathPolicy.from_settings([root]).compiled()
+        self.applier = DiskApplier(root, sdir, recovered)
+        # How each folder resolved (a patch names many files in few folders), for this context.
+        self._walk_memo: dict[str, Any] = {}
+        # Paths named by a symbolic link that is itself the name: rel -> the link's own rel path.
+        self._via_link: dict[str, str] = {}
+
+    def resolve(self, path: str, argument: str = "path") -> Resolved:
+        r = self.policy.resolve(path, argument=argument, memo=self._walk_memo)
+        rel = self.policy.name_of(r)
+        if r.named_path != r.abs_path:
+            link = _link_itself(self.root, r.named_path)
+            if link is not None:
+                self._via_link[rel] = link
+        return Resolved(rel, r.abs_path)
+
+    def snapshot(self, where: Resolved) -> Snapshot:
+        return files.read_snapshot(self.root, where.rel, self.policy.max_file_bytes)
+
+    read = snapshot
+
+    def open_id(self, where: Resolved) -> int | None:
+        return None  # nothing is open: a token is its sha256
+
+    def plan_patch(
+        self, patch: str, snapshot: Callable[[str], Snapshot], for_apply: bool = True
+    ) -> Plan:
+        """The plan of `patch` (a dry run's in order; see `_plan_for_apply`)."""
+        if not for_apply:
+            from lsp_server.engine.patching import plan_patch
+
+            return self._on_links(plan_patch(patch, snapshot))
+        return self._on_links(self._plan_for_apply(patch, snapshot))
+
+    def _plan_for_apply(self, patch: str, snapshot: Callable[[str], Snapshot]) -> Plan:
+        """Plan a patch about to be applied, with two children working meanwhile: a large
+        patch's second half is read, parsed and planned by one (`SplitPlanner`), and the
+        temporary files of the files it updates are created by another (`files.reserve`)
+        while the patch is parsed and planned; the reservation goes to the applier.
+
+        The files the patch updates are found by their `*** Update File:` lines before the
+        patch is even parsed, and read first. A line that only looks like a header (inside a
+        chunk) costs a read, or a temporary file that is removed again; a path that cannot be
+        read is refused only when planning reaches it, so every error is the one parsing and
+        planning in order would give.
+        """
+        from lsp_server.engine.parallel_plan import SplitPlanner
+
+        # Forked after the path policy is compiled (in __init__): the child resolves paths too.
+        with SplitPlanner(patch, snapshot) as planner:
+            read: dict[str, Snapshot | EditError] = {}
+            updated: dict[str, Snapshot] = {}
+            for path in update_paths(patch):
+                if path and path not in read:
+                    try:
+                        snap = read[path] = snapshot(path)
+                    except EditError as err:
+                        read[path] = err
+                        continue
+                    if snap.exists:
+                        updated.setdefault(snap.path, snap)
+
+            def get(path: str) -> Snapshot:
+                got = read.get(path)
+                if got is None:
+                    got = read[path] = snapshot(path)
+                if isinstance(got, EditError):
+                    raise got
+                return got
+
+            self.applier.discard()  # one reservation at a time
+            self.applier.reservation = files.reserve(
+                self.root, self.applier.sdir, list(updated.values())
+            )
+            try:
+                return planner.plan(get)
+            except BaseException:
+                self.applier.discard()
+                raise
+
+    def _on_links(self, plan: Plan) -> Plan:
+        """`plan` with each Delete and Move source that was named by a symbolic link acting on
+        that link (its path), never on the file it points to."""
+        if not self._via_link:
+            return plan
+        changes = []
+        for c in plan.changes:
+            link = self._via_link.get(c.path)
+            if link is not None and c.change in ("delete", "move"):
+                c = replace(c, before=replace(c.before, path=link))
+            changes.append(c)
+        return replace(plan, changes=tuple(changes))
+
+    def live(self, path: str) -> Snapshot | None:
+        try:
+            return self.snapshot(self.resolve(path))
+        except EditError:
+            return None
+
+    async def steps(self, gen: Generator[None, None, T]) -> T:
+        return drive(gen)  # nothing else to serve meanwhile
+
+    def settle_unfinished(self) -> None:
+        """Entries begun by a process that died before it finished them: settled from the disk
+        (after the rollback above, the disk shows what landed)."""
+        for entry in self.history.unfinished():
+            observed = {p: s for p in entry.paths if (s := self.live(p)) is not None}
+            try:
+                self.history.recover(entry.id, observed)
+            except EditError:
+                continue  # left unfinished: the next opener tries again
+
+
+def update_paths(patch_text: str) -> list[str]:
+    r"""The path of every `*** Update File: path` line, as v4a.normalise_patch accepts it (padded
+    with spaces and tabs, CRLF), anywhere in the patch: what `^[ \t]*\*\*\* Update File:(.*)$`
+    (MULTILINE) finds, stripped.
+
+    The marker is searched for as the literal it is, then its line checked for only blanks
+    before it: a regex that starts with `^[ \t]*` is tried at every character of the patch
+    (12 ms of a 1,000-file patch's 2 MB, against 2 ms).
+    """
+    out = []
+    for m in _UPDATE_MARKER.finditer(patch_text):
+        at = m.start()
+        # The first marker of a line is the one a header would start with; `(.*)` takes the rest
+        # of the line, so a later one on the same line is never found (nor would the line match).
+        if not patch_text[patch_text.rfind("\n", 0, at) + 1 : at].strip(" \t"):
+            out.append(m.group(1).strip())
+    return out
+
+
+_UPDATE_MARKER = re.compile(r"\*\*\* Update File:(.*)$", re.MULTILINE)
+
+
+def _link_itself(root: str, named: str) -> str | None:
+    """The workspace-relative path of the symbolic link `named` is (its folder resolved), or
+    None if it is not one or that folder is outside the workspace."""
+    try:
+        if not stat.S_ISLNK(os.lstat(named).st_mode):
+            return None
+    except OSError:
+        return None
+    folder = os.path.realpath(os.path.dirname(named))
+    rel = os.path.relpath(os.path.join(folder, os.path.basename(named)), root)
+    if rel == "." or rel.startswith("../") or rel == ".." or os.path.isabs(rel):
+        return None
+    return rel if files.note_link(root, rel) else None
+
+
+@dataclass
+class DiskApplier:
+    """The `Applier` of a disk-only context: the atomic disk writer (engine/files.py)."""
+
+    root: str
+    sdir: str  # the state folder, its lock held by `open`
+    recovered: list[dict[str, Any]]  # the context's: what was rolled back on the way
+    # Temporary files made ready while the plan was computed (`_plan_for_apply`), for its apply.
+    reservation: files.Reservation | None = None
+
+    def start(self, plan: Plan, where: dict[str, Resolved]) -> DiskAttempt:
+        reservation, self.reservation = self.reservation, None
+        return DiskAttempt(self.root, self.sdir, plan, self.recovered, reservation)
+
+    def discard(self) -> None:
+        """Drop a reservation no apply took (a refusal after planning, an interrupt)."""
+        reservation, self.reservation = self.reservation, None
+        if reservation is not None:
+            reservation.discard()
+
+
+@dataclass
+class DiskAttempt:
+    """One plan through the disk writer, under the workspace lock the context holds."""
+
+    root: str
+    sdir: str
+    plan: Plan
+    recovered: list[dict[str, Any]]
+    reservation: files.Reservation | None = None
+
+    def check_dry_run(self) -> None:
+        # The folders' writability, as the apply checks it: a dry run and the apply refuse
+        # alike (a read-only mount, an immutable folder).
+        files.check_writable(self.root, self.plan)
+
+    async def prepare(self) -> recovery.Recovery | None:
+        return None  # `open` rolled back what was interrupted, under the lock still held
+
+    async def apply(self, edit_id: int) -> Applied:
+        try:
+            self.recovered += files.apply_plan(
+                self.root, self.plan, locked=self.sdir, reservation=self.reservation
+            )
+        except EditError as err:  # rolled back by the writer itself, or PARTIAL saying what
+            return Applied(err)
+        return Applied()
+
+    def abort(self) -> None:
+        # The writer cleans up after itself; a reservation it did not take is removed here
+        # (one it took is its own: discarding it then only closes what is left).
+        reservation, self.reservation = self.reservation, None
+        if reservation is not None:
+            reservation.discard()
+
+    def landed(self, change: FileChange) -> tuple[int | None, int | None]:
+        return None, None  # on disk: no buffer, no version
+
+    async def report(self, result: dict[str, Any]) -> None:
+        result["saved"] = True  # on disk, an applied edit is saved by definition

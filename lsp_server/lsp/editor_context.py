@@ -1,0 +1,74 @@
+"""The language server's `Context` for the actions (actions/context.py): open buffers first,
+the editor's applier (lsp/editor_applier.py), the workspace history and edit lock of the server,
+and the session of one caller (the editor's own agents, or another client given its own)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Generator
+from typing import TYPE_CHECKING, TypeVar
+
+from lsp_server.actions.paths import Resolved
+from lsp_server.actions.session import Session
+from lsp_server.engine.history import History
+from lsp_server.engine.model import Plan
+from lsp_server.engine.patching import plan_patch
+from lsp_server.engine.text import Snapshot
+from lsp_server.lsp.editor_applier import EditorApplier
+from lsp_server.lsp.settings import Settings
+
+if TYPE_CHECKING:
+    from lsp_server.lsp.server import AgentEditServer
+
+T = TypeVar("T")
+
+
+class EditorContext:
+    """`actions.context.Context` over the server: open buffers, the editor's apply-and-verify
+    (lsp/editor_applier.py), the workspace history and edit lock, and one caller's session."""
+
+    def __init__(self, server: AgentEditServer, session: Session) -> None:
+        self.server = server
+        self.session = session
+        self.applier = EditorApplier(server)
+
+    @property
+    def history(self) -> History:
+        return self.server.history  # replaced at initialize: read it each time
+
+    @property
+    def settings(self) -> Settings:
+        return self.server.settings
+
+    @property
+    def edit_lock(self) -> asyncio.Lock:
+        return self.server.edit_lock
+
+    def resolve(self, path: str, argument: str = "path") -> Resolved:
+        return self.server.paths.resolve(path, argument=argument)
+
+    def snapshot(self, where: Resolved) -> Snapshot:
+        return self.server.snapshot(where)
+
+    def open_id(self, where: Resolved) -> int | None:
+        doc = self.server.store.by_path(where.abs_path)
+        return doc.open_id if doc is not None else None
+
+    def read(self, where: Resolved) -> Snapshot:
+        doc = self.server.store.by_path(where.abs_path)
+        if doc is not None:
+            doc.sha256  # noqa: B018 - hashed by the document, which keeps marks for later edits
+        return self.server.snapshot(where)
+
+    def plan_patch(
+        self, patch: str, snapshot: Callable[[str], Snapshot], for_apply: bool = True
+    ) -> Plan:
+        return plan_patch(patch, snapshot)
+
+    def live(self, path: str) -> Snapshot | None:
+        return self.server.live(path)
+
+    async def steps(self, gen: Generator[None, None, T]) -> T:
+        from lsp_server.lsp.server import in_slices  # the server's slicing (and its SLICE_S)
+
+        return await in_slices(gen)
