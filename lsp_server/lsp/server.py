@@ -35,7 +35,7 @@ from lsp_server.engine.policy import PathPolicy
 from lsp_server.engine.results import success
 from lsp_server.engine.text import Snapshot, absent, decode_file, describe_eol
 from lsp_server.engine.undo import plan_rollback
-from lsp_server.lsp import arguments, disk_side, protocol_reader
+from lsp_server.lsp import arguments, disk_side, peers, protocol_reader
 from lsp_server.lsp.apply import (
     Location,
     Outcome,
@@ -47,6 +47,7 @@ from lsp_server.lsp.apply import (
 )
 from lsp_server.lsp.diagnostics import document_changed, document_opened, publish_after_edit
 from lsp_server.lsp.documents import DocumentStore
+from lsp_server.lsp.endpoint import CURRENT_SESSION, Endpoint
 from lsp_server.lsp.pending import PendingEdits
 from lsp_server.lsp.session import Session, for_open
 from lsp_server.lsp.settings import Settings, initial_policy, reconfigured
@@ -127,7 +128,9 @@ class AgentEditServer(LanguageServer):
         super().__init__("agent-edit", __version__, protocol_cls=AgentEditProtocol)
         self.store = DocumentStore(real_path_of_uri)
         self.verifier = Verifier(self.store)
-        self.session = Session()
+        # The editor's own agent session; a caller on the endpoint gets its own (`session`).
+        self.own_session = Session()
+        self.endpoint = Endpoint(self)
         self.settings = Settings()
         # No workspace folder before `initialize`: every path is refused until then.
         self.paths = WorkspacePaths(PathPolicy())
@@ -151,6 +154,16 @@ class AgentEditServer(LanguageServer):
             pass
         finally:
             self.shutdown()
+
+    @property
+    def session(self) -> Session:
+        """The session of the command running now: an endpoint caller's (lsp/endpoint.py), else
+        the editor's own. A context variable, so concurrent commands never see each other's."""
+        return CURRENT_SESSION.get() or self.own_session
+
+    def shutdown(self) -> None:
+        self.endpoint.stop()
+        super().shutdown()
 
     def _warn_user(self, message: str) -> None:
         self.window_show_message(t.ShowMessageParams(type=t.MessageType.Warning, message=message))
@@ -358,6 +371,9 @@ class AgentEditServer(LanguageServer):
         # nothing); put in place only after the editor's part is verified.
         disk = None
         if to_disk:
+            # Another live agent-edit server whose editor has one of these files open: its buffer,
+            # not the disk, is what the user sees there (issue 14 item 5).
+            await peers.refuse_if_held(to_disk, locations, self.paths.roots)
             disk = await disk_side.prepare(
                 *disk_side.in_one_folder(to_disk, self.paths.roots), action
             )
@@ -652,6 +668,12 @@ def create_server() -> AgentEditServer:
             log.error("%s; that setting is ignored", problem)
         ls.paths = WorkspacePaths(policy)
         ls.open_history()
+        # Found by `agent-edit mcp`, the CLI and other servers on this workspace (discovery.py).
+        ls.endpoint.start(
+            roots,
+            params.client_info.name if params.client_info else "",
+            params.process_id,
+        )
 
     @server.feature(t.INITIALIZED)
     def initialized(ls: AgentEditServer, params: t.InitializedParams) -> None:

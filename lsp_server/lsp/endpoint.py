@@ -1,0 +1,261 @@
+"""The language server's local endpoint: other processes (`agent-edit mcp`, the CLI, another
+language server on the same workspace) reach the editor's buffers through it.
+
+At `initialize` the server listens on a Unix socket in the runtime folder (a 127.0.0.1 port when
+the socket path would be too long), then announces itself (lsp_server/discovery.py). Each
+connection sends one JSON object per line, `{token, session, action, args}`, and gets the result
+object back, one line. A wrong or missing token is refused. Actions run in the server's event loop
+exactly as `workspace/executeCommand` runs them: serialized with the editor's own edits (the same
+edit lock), each distinct `session` with its own reads. Nothing here writes to stdout (the LSP
+stream).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import hmac
+import json
+import logging
+import os
+import secrets
+import socket
+from collections import OrderedDict
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any
+
+from lsp_server import discovery
+from lsp_server.lsp.session import Session
+
+if TYPE_CHECKING:
+    from lsp_server.lsp.server import AgentEditServer
+
+log = logging.getLogger(__name__)
+
+# The session a command runs for: a caller on the endpoint, else (None) the editor's own.
+CURRENT_SESSION: ContextVar[Session | None] = ContextVar("agent_edit_session", default=None)
+
+ACTIONS = {
+    "read": "agentEdit.read",
+    "replace": "agentEdit.replace",
+    "write": "agentEdit.write",
+    "applyPatch": "agentEdit.applyPatch",
+    "history": "agentEdit.history",
+    "undo": "agentEdit.undo",
+}
+MAX_SESSIONS = 64
+UNIX_PATH_MAX = 100  # sun_path is 108 bytes on Linux, 104 on macOS
+
+
+def refusal(code: str, message: str, hint: str = "", **details: Any) -> dict[str, Any]:
+    return {
+        "ok": False,
+        "code": code,
+        "message": message,
+        "hint": hint,
+        "details": details,
+        "committed": [],
+    }
+
+
+async def run_action(
+    server: AgentEditServer, session: Session | None, action: str, args: Any
+) -> dict[str, Any]:
+    """Run one action for `session` exactly as `workspace/executeCommand` would: the one place the
+    endpoint (and the headless MCP front) call into the command handlers."""
+    from pygls.exceptions import JsonRpcException
+
+    command = ACTIONS.get(action)
+    if command is None:
+        return refusal(
+            "INVALID_ARGUMENT",
+            f"Unknown action {action!r}.",
+            f"Use one of: {', '.join(ACTIONS)}.",
+            argument="action",
+        )
+    handler = server.protocol.fm.commands[command]
+    token = CURRENT_SESSION.set(session)
+    try:
+        result: dict[str, Any] = await handler(args)
+    except JsonRpcException as exc:
+        # Malformed arguments: InvalidParams on the LSP, a refusal the agent can read here.
+        return refusal(
+            "INVALID_ARGUMENT",
+            exc.message,
+            "Fix the arguments (names and types as in the tool's schema) and call again.",
+            argument=_argument_named(exc.message),
+        )
+    finally:
+        CURRENT_SESSION.reset(token)
+    return result
+
+
+def _argument_named(message: str) -> str | None:
+    for word in message.replace("'", " ").replace('"', " ").split():
+        if word.isidentifier() and word[0].islower() and word not in ("is", "a", "an", "the"):
+            return word
+    return None
+
+
+class Endpoint:
+    """The server's listening socket and announcement; `start` at initialize, `stop` at exit."""
+
+    def __init__(self, server: AgentEditServer) -> None:
+        self.server = server
+        self.token = secrets.token_hex(32)
+        self.sessions: OrderedDict[str, Session] = OrderedDict()
+        self.announced: tuple[str, str] | None = None
+        self.sock: socket.socket | None = None
+        self.unix_path: str | None = None
+        self._serving: asyncio.AbstractServer | None = None
+
+    def start(self, folders: list[str], editor: str, editor_pid: int | None) -> None:
+        """Listen and announce (synchronously: once `initialize` is answered, the server can be
+        found). A runtime folder that cannot be trusted leaves the server unannounced: it still
+        serves its editor, and the log says why."""
+        if not folders:
+            return
+        try:
+            folder = discovery.runtime_dir()
+            name = f"{discovery.PREFIX}{os.getpid()}-{os.urandom(4).hex()}"
+            # Checked (ours, 0700, not a link) before anything is bound inside it.
+            fd = discovery.open_dir(folder, create=True)
+            if fd is not None:
+                os.close(fd)
+            sock_path = os.path.join(folder, name + ".sock")
+            endpoint: dict[str, Any]
+            if len(sock_path.encode()) <= UNIX_PATH_MAX and hasattr(socket, "AF_UNIX"):
+                sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                old = os.umask(0o177)  # the socket itself 0600
+                try:
+                    sock.bind(sock_path)
+                finally:
+                    os.umask(old)
+                self.unix_path = sock_path
+                endpoint = {"unix": name + ".sock"}
+            else:
+                sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                sock.bind(("127.0.0.1", 0))
+                endpoint = {"host": "127.0.0.1", "port": sock.getsockname()[1]}
+            sock.listen(64)
+            sock.setblocking(False)
+            self.sock = sock
+            loop = asyncio.get_running_loop()
+            task = loop.create_task(self._serve(sock))
+            task.add_done_callback(_log_failure)
+            self.announced = discovery.announce(
+                folders, endpoint, self.token, editor, editor_pid, name=name + ".json"
+            )
+            atexit.register(self.stop)
+        except (OSError, discovery.DiscoveryError) as exc:
+            log.warning("agent-edit: not announced for other processes (MCP, CLI): %s", exc)
+            self.stop()
+
+    async def _serve(self, sock: socket.socket) -> None:
+        if sock.family == socket.AF_INET:
+            self._serving = await asyncio.start_server(
+                self._connection, sock=sock, limit=discovery.MAX_LINE
+            )
+        else:
+            self._serving = await asyncio.start_unix_server(
+                self._connection, sock=sock, limit=discovery.MAX_LINE
+            )
+
+    def stop(self) -> None:
+        if self.announced is not None:
+            discovery.remove(*self.announced)
+            self.announced = None
+        if self._serving is not None:
+            self._serving.close()
+            self._serving = None
+        if self.sock is not None:
+            with contextlib.suppress(OSError):
+                self.sock.close()
+            self.sock = None
+
+    def session(self, key: str) -> Session:
+        s = self.sessions.get(key)
+        if s is None:
+            s = self.sessions[key] = Session()
+            while len(self.sessions) > MAX_SESSIONS:
+                self.sessions.popitem(last=False)
+        else:
+            self.sessions.move_to_end(key)
+        return s
+
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                try:
+                    line = await reader.readline()
+                except (ValueError, asyncio.LimitOverrunError):
+                    answer = refusal("INVALID_ARGUMENT", "The request is too large.")
+                    writer.write(json.dumps(answer).encode() + b"\n")
+                    break
+                if not line:
+                    break
+                answer, keep = await self._answer(line)
+                writer.write(json.dumps(answer, ensure_ascii=False).encode() + b"\n")
+                await writer.drain()
+                if not keep:
+                    break
+        except (ConnectionError, OSError):
+            pass
+        finally:
+            with contextlib.suppress(Exception):
+                writer.close()
+
+    async def _answer(self, line: bytes) -> tuple[dict[str, Any], bool]:
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            return refusal("INVALID_ARGUMENT", "The request is not JSON."), False
+        if not isinstance(msg, dict):
+            return refusal("INVALID_ARGUMENT", "The request is not a JSON object."), False
+        token = msg.get("token")
+        if not isinstance(token, str) or not hmac.compare_digest(
+            token.encode(), self.token.encode()
+        ):
+            return (
+                refusal(
+                    "DENIED",
+                    "Wrong or missing token: this endpoint serves only callers that read its "
+                    "announcement.",
+                    "Find the server through lsp_server.discovery, which reads the token.",
+                    rule="token",
+                ),
+                False,
+            )
+        action = msg.get("action")
+        args = msg.get("args", {})
+        key = msg.get("session")
+        if action == "holds":
+            return self._holds(args), True
+        if action == "hello":
+            return {"ok": True, "pid": os.getpid(), "folders": self.server.paths.roots}, True
+        if not isinstance(key, str) or not key or len(key) > 200:
+            return (
+                refusal(
+                    "INVALID_ARGUMENT",
+                    "session must be a non-empty string of at most 200 characters.",
+                    argument="session",
+                ),
+                True,
+            )
+        if not isinstance(action, str):
+            return refusal("INVALID_ARGUMENT", "action must be a string.", argument="action"), True
+        return await run_action(self.server, self.session(key), action, args), True
+
+    def _holds(self, args: Any) -> dict[str, Any]:
+        """Which of `args.paths` (absolute, real) the editor has open here."""
+        paths = args.get("paths") if isinstance(args, dict) else None
+        if not isinstance(paths, list):
+            return refusal("INVALID_ARGUMENT", "paths must be a list.", argument="paths")
+        held = [p for p in paths if isinstance(p, str) and self.server.store.by_path(p)]
+        return {"ok": True, "held": held}
+
+
+def _log_failure(task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.warning("agent-edit endpoint stopped: %s", task.exception())

@@ -1,0 +1,74 @@
+"""Other agent-edit language servers on the same workspace (issue 14 item 5).
+
+Before this server writes files on disk (files not open in its own editor), it asks every other
+live server whose workspace overlaps its own whether its editor has one of them open. If one
+does, the disk is not what that user sees (the buffer may hold unsaved text, and a later save
+would overwrite the write), so the edit is refused, naming the editor that holds the file.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from lsp_server import discovery
+from lsp_server.engine.errors import Code, EditError
+
+if TYPE_CHECKING:
+    from lsp_server.engine.model import FileChange
+    from lsp_server.lsp.apply import Location
+
+log = logging.getLogger(__name__)
+
+ASK_TIMEOUT_S = 5.0
+
+
+async def refuse_if_held(
+    changes: list[FileChange], locations: dict[str, Location], roots: list[str]
+) -> None:
+    """CONFLICT if another live server's editor holds one of these files open."""
+    try:
+        others = [e for e in discovery.servers() if any(e.overlaps(r) for r in roots)]
+    except discovery.DiscoveryError as exc:
+        log.warning("agent-edit: other servers cannot be asked (%s)", exc)
+        return
+    if not others:
+        return
+    paths: dict[str, str] = {}
+    for c in changes:
+        for p in (c.path, c.moved_to):
+            if p and p in locations:
+                paths[locations[p].abs_path] = p
+    for entry in others:
+        try:
+            answer = await discovery.arequest(
+                entry, {"action": "holds", "args": {"paths": list(paths)}}, ASK_TIMEOUT_S
+            )
+        except (OSError, ValueError, TimeoutError) as exc:
+            if not discovery.alive(entry):
+                continue  # gone meanwhile: it holds nothing
+            raise EditError(
+                Code.CONFLICT,
+                f"Another agent-edit server for this workspace, started by "
+                f"{entry.describe()}, did not answer whether it has these files open ({exc}); "
+                "they may hold unsaved text there, so the disk was not written. Nothing was "
+                "changed.",
+                "Make the edit from that editor, or close it, then try again.",
+                {"reason": "PEER_UNREACHABLE", "editor": entry.editor, "pid": entry.pid},
+            ) from None
+        held = [paths[p] for p in answer.get("held") or [] if p in paths]
+        if held:
+            raise EditError(
+                Code.CONFLICT,
+                f"{', '.join(held)} is open in {entry.describe()}, through another agent-edit "
+                "server; its buffer, not the disk, is what the user sees there, so the disk was "
+                "not written. Nothing was changed.",
+                "Make the edit through that editor (agent-edit mcp and the CLI route to it when "
+                "their root is its workspace folder), or close the file there first.",
+                {
+                    "reason": "OPEN_IN_OTHER_EDITOR",
+                    "paths": held,
+                    "editor": entry.editor,
+                    "pid": entry.editor_pid or entry.pid,
+                },
+            )
