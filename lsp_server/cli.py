@@ -1,6 +1,7 @@
 """The `agent-edit` command line: `serve` runs the language server; the rest edit files on disk.
 
     agent-edit serve
+    agent-edit mcp [--root DIR]
     agent-edit --version
     agent-edit apply-patch [--root DIR] [--dry-run] [--json] PATCH|-
     agent-edit replace [--root DIR] [--dry-run] [--json] [--replace-all] [--expect-sha256 H]
@@ -60,6 +61,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("serve", help="run the language server on stdio (what editors start)")
+    mp = sub.add_parser(
+        "mcp",
+        help="an MCP server on stdio: the edit tools, through the editor's server when one runs",
+    )
+    mp.add_argument("--root", default=".", help="workspace folder (default: current dir)")
 
     def common(p: argparse.ArgumentParser) -> None:
         p.add_argument("--root", default=".", help="workspace folder (default: current dir)")
@@ -134,6 +140,13 @@ def main(argv: list[str] | None = None) -> int:
 
         serve()
         return EXIT_OK
+    if args.command == "mcp":
+        if not os.path.isdir(args.root):
+            sys.stderr.write(f"agent-edit: error: --root {args.root} is not a directory\n")
+            return EXIT_USAGE
+        from lsp_server.mcp.server import main as mcp_main
+
+        return mcp_main(args.root)
     from lsp_server import startup
 
     startup.dataclasses_without_inspect()

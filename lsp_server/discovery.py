@@ -30,6 +30,10 @@ MAX_LINE = 256 * 1024 * 1024
 PREFIX = "server-"
 
 
+class Unanswered(OSError):
+    """The request was sent, but the server hung up before answering: it may have acted on it."""
+
+
 class DiscoveryError(Exception):
     """The runtime folder cannot be trusted (a symbolic link, another user's, too open)."""
 
@@ -329,17 +333,20 @@ def request(entry: Entry, payload: dict[str, Any], timeout: float = 60.0) -> dic
         s.sendall(json.dumps({"token": entry.token, **payload}).encode() + b"\n")
         chunks = []
         size = 0
-        while True:
-            chunk = s.recv(1 << 20)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-            if chunk.endswith(b"\n") or size > MAX_LINE:
-                break
+        try:
+            while True:
+                chunk = s.recv(1 << 20)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                size += len(chunk)
+                if chunk.endswith(b"\n") or size > MAX_LINE:
+                    break
+        except OSError as exc:
+            raise Unanswered(f"the server hung up without an answer ({exc})") from None
     data = b"".join(chunks)
     if not data.endswith(b"\n"):
-        raise OSError("the server hung up without an answer")
+        raise Unanswered("the server hung up without an answer")
     answer = json.loads(data)
     if not isinstance(answer, dict):
         raise OSError("the server's answer is not an object")
@@ -364,11 +371,14 @@ async def arequest(
         try:
             writer.write(json.dumps({"token": entry.token, **payload}).encode() + b"\n")
             await writer.drain()
-            line = await reader.readline()
+            try:
+                line = await reader.readline()
+            except OSError as exc:
+                raise Unanswered(f"the server hung up without an answer ({exc})") from None
         finally:
             writer.close()
         if not line.endswith(b"\n"):
-            raise OSError("the server hung up without an answer")
+            raise Unanswered("the server hung up without an answer")
         answer = json.loads(line)
         if not isinstance(answer, dict):
             raise OSError("the server's answer is not an object")

@@ -19,6 +19,7 @@ import hmac
 import json
 import logging
 import os
+import re
 import secrets
 import socket
 from collections import OrderedDict
@@ -92,10 +93,10 @@ async def run_action(
 
 
 def _argument_named(message: str) -> str | None:
-    for word in message.replace("'", " ").replace('"', " ").split():
-        if word.isidentifier() and word[0].islower() and word not in ("is", "a", "an", "the"):
-            return word
-    return None
+    """The argument an InvalidParams message is about (arguments.py names it first, quoted or
+    before 'must')."""
+    m = re.search(r"'([A-Za-z]\w*)'", message) or re.search(r"(\w[\w.\[\]']*) must ", message)
+    return m.group(1) if m else None
 
 
 class Endpoint:
@@ -245,7 +246,12 @@ class Endpoint:
             )
         if not isinstance(action, str):
             return refusal("INVALID_ARGUMENT", "action must be a string.", argument="action"), True
-        return await run_action(self.server, self.session(key), action, args), True
+        answer = await run_action(self.server, self.session(key), action, args)
+        if msg.get("withOpen"):
+            # The files the editor has open now: a caller that loses this server later knows
+            # which files' disk copies may be behind a buffer (lsp_server/mcp/router.py).
+            answer["_open"] = [doc.path for doc in self.server.store]
+        return answer, True
 
     def _holds(self, args: Any) -> dict[str, Any]:
         """Which of `args.paths` (absolute, real) the editor has open here."""

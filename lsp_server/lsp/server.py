@@ -13,7 +13,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from typing import Any, TypeVar
 
 from lsprotocol import types as t
@@ -131,6 +131,9 @@ class AgentEditServer(LanguageServer):
         # The editor's own agent session; a caller on the endpoint gets its own (`session`).
         self.own_session = Session()
         self.endpoint = Endpoint(self)
+        # Called with the disk-side changes before any is written; may refuse (EditError). The
+        # MCP front's headless server refuses files a vanished editor had open (mcp/router.py).
+        self.disk_guard: Callable[[list[FileChange], dict[str, Location]], None] | None = None
         self.settings = Settings()
         # No workspace folder before `initialize`: every path is refused until then.
         self.paths = WorkspacePaths(PathPolicy())
@@ -374,6 +377,8 @@ class AgentEditServer(LanguageServer):
             # Another live agent-edit server whose editor has one of these files open: its buffer,
             # not the disk, is what the user sees there (issue 14 item 5).
             await peers.refuse_if_held(to_disk, locations, self.paths.roots)
+            if self.disk_guard is not None:
+                self.disk_guard(to_disk, locations)
             disk = await disk_side.prepare(
                 *disk_side.in_one_folder(to_disk, self.paths.roots), action
             )
