@@ -179,6 +179,11 @@ def _run_edit(args: argparse.Namespace) -> int:
     else:
         summary = {"editId": args.edit_id}
     action = {"apply-patch": "applyPatch", "replace": "replace", "undo": "undo"}[args.command]
+    # An editor's agent-edit server on this workspace: its buffers, not the disk, are what the
+    # user sees in the files it has open (issue 14 item 5).
+    routed, guard = _through_editor(root, args, action, summary)
+    if routed is not None:
+        return routed
     # Only `undo` loads the workspace history: replaying a long journal on every headless apply
     # cost seconds per run (bench/bench_patch.py), and the history is the editor session's.
     history = None
@@ -186,7 +191,7 @@ def _run_edit(args: argparse.Namespace) -> int:
     edit_id: int | None = None
     try:
         if args.command == "apply-patch" and not args.dry_run:
-            plan, diff = _apply_patch(root, patch_text, recovered)
+            plan, diff = _apply_patch(root, patch_text, recovered, guard)
             return _succeed(plan, edit_id, args, recovered, diff)
         recovered = _recover(root)
         if args.command == "undo":
@@ -206,6 +211,8 @@ def _run_edit(args: argparse.Namespace) -> int:
             assert history is not None
             current = {p: _snapshot(root, p) for p in history.undo_paths(args.edit_id)}
             plan = history.plan_undo(args.edit_id, current)
+        if guard is not None and not args.dry_run:
+            guard(plan)
         if args.dry_run:
             # The folders' writability, as the apply checks it: a dry run and the apply refuse
             # alike (a read-only mount, an immutable folder).
@@ -252,7 +259,7 @@ def _succeed(
 
 
 def _apply_patch(
-    root: str, patch_text: str, recovered: list[dict[str, Any]]
+    root: str, patch_text: str, recovered: list[dict[str, Any]], guard: Any = None
 ) -> tuple[Plan, str | None]:
     """Plan and apply a patch on disk, holding the workspace lock throughout; the plan, and
     its diff if it was made while the disk flushed the new files (`apply_plan`'s `meanwhile`).
@@ -300,6 +307,8 @@ def _apply_patch(
             diffs: list[str] = []
             try:
                 plan = _on_links(planner.plan(get))
+                if guard is not None:
+                    guard(plan)
                 files.apply_plan(
                     root,
                     plan,
@@ -312,6 +321,87 @@ def _apply_patch(
                     reservation.discard()
                 raise
     return plan, diffs[0] if diffs else None
+
+
+def _through_editor(
+    root: str, args: argparse.Namespace, action: str, summary: dict[str, Any]
+) -> tuple[int | None, Any]:
+    """Route an edit to the editor's agent-edit server whose first workspace folder is `root`
+    (its history is this workspace's): (exit status, None). Other live servers whose workspace
+    overlaps `root`: (None, a guard that refuses, before anything is written, a plan touching a
+    file one of their editors has open). None running: (None, None), after one listing."""
+    from lsp_server import discovery
+
+    try:
+        entries = [e for e in discovery.servers() if e.overlaps(root)]
+    except discovery.DiscoveryError as exc:
+        sys.stderr.write(f"agent-edit: warning: cannot look for editors' servers: {exc}\n")
+        return None, None
+    if not entries:
+        return None, None
+    entry = next((e for e in entries if e.folders and e.folders[0] == root), None)
+    if entry is None:
+        from lsp_server.lsp import peers
+
+        return None, lambda plan: peers.refuse_if_held_sync(entries, list(plan.changes), root)
+    request = dict(summary)
+    if args.dry_run:
+        request["dryRun"] = True
+    if action == "replace":
+        if args.replace_all:
+            request["replaceAll"] = True
+        if args.expect_sha256:
+            request["expect"] = {"sha256": args.expect_sha256}
+    payload = {"session": f"cli-{os.getpid()}", "action": action, "args": request}
+    try:
+        result = discovery.request(entry, payload, timeout=300)
+    except discovery.Unanswered as exc:
+        result = {
+            "ok": False,
+            "code": "UNVERIFIED",
+            "message": f"The editor's agent-edit server ({entry.describe()}) went away before "
+            f"it answered ({exc}): the edit may or may not have landed in the editor; nothing "
+            "was written on disk here.",
+            "hint": "Check the files (and agent-edit history) before trying again.",
+            "details": {"editor": entry.editor, "pid": entry.editor_pid or entry.pid},
+            "committed": [],
+        }
+    except (OSError, ValueError) as exc:
+        result = {
+            "ok": False,
+            "code": "CONFLICT",
+            "message": f"{entry.describe()} runs agent-edit for this workspace, but its server "
+            f"cannot be reached ({exc}); its open buffers may differ from the disk, so nothing "
+            "was written. No files were changed.",
+            "hint": "Make the edit from that editor, or restart agent-edit there, then retry.",
+            "details": {
+                "reason": "PEER_UNREACHABLE",
+                "editor": entry.editor,
+                "pid": entry.editor_pid or entry.pid,
+            },
+            "committed": [],
+        }
+    result["via"] = "editor"
+    if result.get("ok"):
+        _print_routed(result, entry, args.json)
+        return EXIT_OK, None
+    _print_failure(result, args.json)
+    return EXIT_FAILED, None
+
+
+def _print_routed(result: dict[str, Any], entry: Any, as_json: bool) -> None:
+    if as_json:
+        sys.stdout.write(json.dumps(result, ensure_ascii=False) + "\n")
+        return
+    verb = "Would change" if result.get("status") == "dry-run" else "Changed"
+    files = result.get("files") or []
+    lines = [f"{verb} {len(files)} file(s) through {entry.describe()}:"]
+    for f in files:
+        name = f"{f['path']} -> {f['movedTo']}" if f.get("movedTo") else f["path"]
+        lines.append(f"{_LETTER.get(f.get('change', ''), '?')} {name}")
+    sys.stdout.write("\n".join(lines) + "\n")
+    if result.get("diff"):
+        sys.stdout.write("\n" + result["diff"])
 
 
 def _update_paths(patch_text: str) -> list[str]:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import os
 import stat
-import tempfile
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -85,6 +84,8 @@ def runtime_dir() -> str:
     xdg = os.environ.get("XDG_RUNTIME_DIR")
     if xdg and os.path.isabs(xdg) and os.path.isdir(xdg):
         return os.path.join(xdg, "agent-edit")
+    import tempfile  # only here: the CLI looks for servers on every run
+
     return os.path.join(tempfile.gettempdir(), f"agent-edit-{os.geteuid()}")
 
 

@@ -9,6 +9,8 @@ would overwrite the write), so the edit is refused, naming the editor that holds
 from __future__ import annotations
 
 import logging
+import os
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from lsp_server import discovery
@@ -23,23 +25,66 @@ log = logging.getLogger(__name__)
 ASK_TIMEOUT_S = 5.0
 
 
+def _paths(changes: list[FileChange], abs_path: Callable[[str], str | None]) -> dict[str, str]:
+    """absolute path -> the change's path, for every file the changes write."""
+    out: dict[str, str] = {}
+    for c in changes:
+        for p in (c.path, c.moved_to):
+            if p and (a := abs_path(p)) is not None:
+                out[a] = p
+    return out
+
+
+def _unreachable(entry: discovery.Entry, exc: Exception) -> EditError:
+    return EditError(
+        Code.CONFLICT,
+        f"Another agent-edit server for this workspace, started by {entry.describe()}, did not "
+        f"answer whether it has these files open ({exc}); they may hold unsaved text there, so "
+        "the disk was not written. Nothing was changed.",
+        "Make the edit from that editor, or close it, then try again.",
+        {
+            "reason": "PEER_UNREACHABLE",
+            "editor": entry.editor,
+            "pid": entry.editor_pid or entry.pid,
+        },
+    )
+
+
+def _held(entry: discovery.Entry, held: list[str]) -> EditError:
+    return EditError(
+        Code.CONFLICT,
+        f"{', '.join(held)} is open in {entry.describe()}, through another agent-edit server; "
+        "its buffer, not the disk, is what the user sees there, so the disk was not written. "
+        "Nothing was changed.",
+        "Make the edit through that editor (agent-edit mcp and the CLI go through it when their "
+        "root is its workspace folder), or close the file there first.",
+        {
+            "reason": "OPEN_IN_OTHER_EDITOR",
+            "paths": held,
+            "editor": entry.editor,
+            "pid": entry.editor_pid or entry.pid,
+        },
+    )
+
+
+def others(roots: list[str]) -> list[discovery.Entry]:
+    """Live servers (not this process) whose workspace overlaps one of `roots`."""
+    try:
+        return [e for e in discovery.servers() if any(e.overlaps(r) for r in roots)]
+    except discovery.DiscoveryError as exc:
+        log.warning("agent-edit: other servers cannot be asked (%s)", exc)
+        return []
+
+
 async def refuse_if_held(
     changes: list[FileChange], locations: dict[str, Location], roots: list[str]
 ) -> None:
     """CONFLICT if another live server's editor holds one of these files open."""
-    try:
-        others = [e for e in discovery.servers() if any(e.overlaps(r) for r in roots)]
-    except discovery.DiscoveryError as exc:
-        log.warning("agent-edit: other servers cannot be asked (%s)", exc)
+    entries = others(roots)
+    if not entries:
         return
-    if not others:
-        return
-    paths: dict[str, str] = {}
-    for c in changes:
-        for p in (c.path, c.moved_to):
-            if p and p in locations:
-                paths[locations[p].abs_path] = p
-    for entry in others:
+    paths = _paths(changes, lambda p: locations[p].abs_path if p in locations else None)
+    for entry in entries:
         try:
             answer = await discovery.arequest(
                 entry, {"action": "holds", "args": {"paths": list(paths)}}, ASK_TIMEOUT_S
@@ -47,28 +92,26 @@ async def refuse_if_held(
         except (OSError, ValueError, TimeoutError) as exc:
             if not discovery.alive(entry):
                 continue  # gone meanwhile: it holds nothing
-            raise EditError(
-                Code.CONFLICT,
-                f"Another agent-edit server for this workspace, started by "
-                f"{entry.describe()}, did not answer whether it has these files open ({exc}); "
-                "they may hold unsaved text there, so the disk was not written. Nothing was "
-                "changed.",
-                "Make the edit from that editor, or close it, then try again.",
-                {"reason": "PEER_UNREACHABLE", "editor": entry.editor, "pid": entry.pid},
-            ) from None
+            raise _unreachable(entry, exc) from None
         held = [paths[p] for p in answer.get("held") or [] if p in paths]
         if held:
-            raise EditError(
-                Code.CONFLICT,
-                f"{', '.join(held)} is open in {entry.describe()}, through another agent-edit "
-                "server; its buffer, not the disk, is what the user sees there, so the disk was "
-                "not written. Nothing was changed.",
-                "Make the edit through that editor (agent-edit mcp and the CLI route to it when "
-                "their root is its workspace folder), or close the file there first.",
-                {
-                    "reason": "OPEN_IN_OTHER_EDITOR",
-                    "paths": held,
-                    "editor": entry.editor,
-                    "pid": entry.editor_pid or entry.pid,
-                },
+            raise _held(entry, held)
+
+
+def refuse_if_held_sync(
+    entries: list[discovery.Entry], changes: list[FileChange], root: str
+) -> None:
+    """`refuse_if_held` for the CLI (no event loop): paths relative to `root`."""
+    paths = _paths(changes, lambda p: os.path.realpath(os.path.join(root, p)))
+    for entry in entries:
+        try:
+            answer = discovery.request(
+                entry, {"action": "holds", "args": {"paths": list(paths)}}, ASK_TIMEOUT_S
             )
+        except (OSError, ValueError) as exc:
+            if not discovery.alive(entry):
+                continue
+            raise _unreachable(entry, exc) from None
+        held = [paths[p] for p in answer.get("held") or [] if p in paths]
+        if held:
+            raise _held(entry, held)
