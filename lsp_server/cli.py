@@ -136,7 +136,8 @@ def main(argv: list[str] | None = None) -> int:
     if args is None:
         args = build_parser().parse_args(argv)
     if args.command == "serve":
-        from lsp_server.lsp.server import serve
+        # Starting the server is the one thing the CLI asks of the LSP front: no logic shared.
+        from lsp_server.lsp.server import serve  # noqa: TID251
 
         serve()
         return EXIT_OK
@@ -341,9 +342,11 @@ def _through_editor(
         return None, None
     entry = next((e for e in entries if e.folders and e.folders[0] == root), None)
     if entry is None:
-        from lsp_server.lsp import peers
+        from lsp_server import peers
 
-        return None, lambda plan: peers.refuse_if_held_sync(entries, list(plan.changes), root)
+        return None, lambda plan: peers.refuse_if_held_sync(
+            entries, list(plan.changes), lambda p: os.path.realpath(os.path.join(root, p))
+        )
     request = dict(summary)
     if args.dry_run:
         request["dryRun"] = True

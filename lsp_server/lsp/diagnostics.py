@@ -19,7 +19,7 @@ what the edited region showed. Edits are recorded from the plan's line edits (O(
 are identified by their sha256, so a document's tree is only reused for the text it describes.
 
 Hooks for the server (nothing here runs unless they are called):
-- after a verified edit, in `AgentEditServer.carry_out`:
+- after a verified edit, in the editor applier (lsp/editor_applier.py):
       diagnostics = await publish_after_edit(self, changes, locations, versions)
       (`diagnostics.pending` lists the paths whose check is still running)
 - in didOpen: `document_opened(server, uri)` parses a large document in a worker thread shortly

@@ -23,28 +23,16 @@ import re
 import secrets
 import socket
 from collections import OrderedDict
-from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from lsp_server import discovery
-from lsp_server.lsp.session import Session
+from lsp_server.actions.session import Session
 
 if TYPE_CHECKING:
     from lsp_server.lsp.server import AgentEditServer
 
 log = logging.getLogger(__name__)
 
-# The session a command runs for: a caller on the endpoint, else (None) the editor's own.
-CURRENT_SESSION: ContextVar[Session | None] = ContextVar("agent_edit_session", default=None)
-
-ACTIONS = {
-    "read": "agentEdit.read",
-    "replace": "agentEdit.replace",
-    "write": "agentEdit.write",
-    "applyPatch": "agentEdit.applyPatch",
-    "history": "agentEdit.history",
-    "undo": "agentEdit.undo",
-}
 MAX_SESSIONS = 64
 UNIX_PATH_MAX = 100  # sun_path is 108 bytes on Linux, 104 on macOS
 
@@ -63,33 +51,30 @@ def refusal(code: str, message: str, hint: str = "", **details: Any) -> dict[str
 async def run_action(
     server: AgentEditServer, session: Session | None, action: str, args: Any
 ) -> dict[str, Any]:
-    """Run one action for `session` exactly as `workspace/executeCommand` would: the one place the
-    endpoint (and the headless MCP front) call into the command handlers."""
-    from pygls.exceptions import JsonRpcException
+    """Run one action for `session` exactly as `workspace/executeCommand` would (the actions
+    layer over the server's context); malformed arguments are a refusal the agent can read."""
+    from lsp_server import actions
 
-    command = ACTIONS.get(action)
-    if command is None:
+    if action not in actions.NAMES:
         return refusal(
             "INVALID_ARGUMENT",
             f"Unknown action {action!r}.",
-            f"Use one of: {', '.join(ACTIONS)}.",
+            f"Use one of: {', '.join(actions.NAMES)}.",
             argument="action",
         )
-    handler = server.protocol.fm.commands[command]
-    token = CURRENT_SESSION.set(session)
     try:
-        result: dict[str, Any] = await handler(args)
-    except JsonRpcException as exc:
-        # Malformed arguments: InvalidParams on the LSP, a refusal the agent can read here.
-        return refusal(
-            "INVALID_ARGUMENT",
-            exc.message,
-            "Fix the arguments (names and types as in the tool's schema) and call again.",
-            argument=_argument_named(exc.message),
-        )
-    finally:
-        CURRENT_SESSION.reset(token)
-    return result
+        return await actions.run(server.context(session), action, args)
+    except actions.InvalidArguments as exc:
+        return invalid_arguments(exc.message)
+
+
+def invalid_arguments(message: str) -> dict[str, Any]:
+    return refusal(
+        "INVALID_ARGUMENT",
+        message,
+        "Fix the arguments (names and types as in the tool's schema) and call again.",
+        argument=_argument_named(message),
+    )
 
 
 def _argument_named(message: str) -> str | None:

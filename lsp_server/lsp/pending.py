@@ -16,13 +16,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from lsp_server.actions.paths import Resolved
 from lsp_server.engine.errors import Code, EditError
 from lsp_server.engine.history import History
 from lsp_server.engine.text import Snapshot
 from lsp_server.engine.undo import rollback_records
 from lsp_server.lsp.apply import Location, Mark, report_mark
 from lsp_server.lsp.documents import DocumentStore
-from lsp_server.lsp.workspace_paths import Resolved
 
 
 @dataclass

@@ -1,7 +1,8 @@
-"""The agent-edit language server: a factory wiring the document store, commands and verification.
+"""The agent-edit language server: lifecycle, document sync, and the actions as commands.
 
-Handlers stay thin: validate arguments, take snapshots, call the pure engine, hand the plan to
-`apply.apply_and_verify`, and return the engine's result object.
+Each `agentEdit.<action>` command runs `lsp_server.actions` with the server's context
+(`AgentEditServer.context`: open buffers, the editor's applier in lsp/editor_applier.py, the
+workspace history); the command logic itself lives in the actions, shared with the CLI and MCP.
 """
 
 from __future__ import annotations
@@ -13,47 +14,41 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Generator
+from collections.abc import Awaitable, Callable, Generator
 from typing import Any, TypeVar
 
 from lsprotocol import types as t
+from pygls.exceptions import JsonRpcInvalidParams
 from pygls.io_ import StdinAsyncReader, StdoutWriter
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
 from pygls.uris import to_fs_path
 
-from lsp_server import __version__
-from lsp_server.engine import edit_texts, recovery
-from lsp_server.engine.diffing import plan_diff
+from lsp_server import __version__, actions
+from lsp_server.actions import InvalidArguments
+from lsp_server.actions.paths import Resolved, WorkspacePaths
+from lsp_server.actions.session import Session
+from lsp_server.engine import recovery
 from lsp_server.engine.errors import Code, EditError
-from lsp_server.engine.history import NET_FILES, History, open_history
-from lsp_server.engine.model import FileChange, Plan
+from lsp_server.engine.history import History, open_history
+from lsp_server.engine.model import Plan
 from lsp_server.engine.patching import plan_patch
-from lsp_server.engine.planner import check_precondition, plan_replace, plan_write, require_exists
 from lsp_server.engine.policy import PathPolicy
-from lsp_server.engine.results import success
-from lsp_server.engine.text import Snapshot, absent, decode_file, describe_eol
-from lsp_server.engine.undo import plan_rollback
-from lsp_server.lsp import arguments, disk_side, peers, protocol_reader
-from lsp_server.lsp.apply import (
-    Location,
-    Outcome,
-    Verifier,
-    apply_and_verify,
-    reports_late_by_name,
-    transactional,
-    uri_of,
-)
-from lsp_server.lsp.diagnostics import document_changed, document_opened, publish_after_edit
+from lsp_server.engine.text import Snapshot, absent, decode_file
+from lsp_server.lsp import protocol_reader
+from lsp_server.lsp.apply import Location, Verifier, reports_late_by_name, uri_of
+from lsp_server.lsp.diagnostics import document_changed, document_opened
 from lsp_server.lsp.documents import DocumentStore
-from lsp_server.lsp.endpoint import CURRENT_SESSION, Endpoint
+from lsp_server.lsp.editor_applier import EditorApplier
+from lsp_server.lsp.endpoint import Endpoint
 from lsp_server.lsp.pending import PendingEdits
-from lsp_server.lsp.session import Session, for_open
 from lsp_server.lsp.settings import Settings, initial_policy, reconfigured
-from lsp_server.lsp.workspace_paths import Resolved, WorkspacePaths, real_path_of_uri
+from lsp_server.lsp.workspace_paths import real_path_of_uri
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 class AgentEditProtocol(LanguageServerProtocol):
@@ -128,12 +123,9 @@ class AgentEditServer(LanguageServer):
         super().__init__("agent-edit", __version__, protocol_cls=AgentEditProtocol)
         self.store = DocumentStore(real_path_of_uri)
         self.verifier = Verifier(self.store)
-        # The editor's own agent session; a caller on the endpoint gets its own (`session`).
-        self.own_session = Session()
+        self.session = Session()  # the editor's own agents'; an endpoint caller has its own
+        # Found by `agent-edit mcp`, the CLI and other servers on the workspace (lsp/endpoint.py).
         self.endpoint = Endpoint(self)
-        # Called with the disk-side changes before any is written; may refuse (EditError). The
-        # MCP front's headless server refuses files a vanished editor had open (mcp/router.py).
-        self.disk_guard: Callable[[list[FileChange], dict[str, Location]], None] | None = None
         self.settings = Settings()
         # No workspace folder before `initialize`: every path is refused until then.
         self.paths = WorkspacePaths(PathPolicy())
@@ -157,12 +149,6 @@ class AgentEditServer(LanguageServer):
             pass
         finally:
             self.shutdown()
-
-    @property
-    def session(self) -> Session:
-        """The session of the command running now: an endpoint caller's (lsp/endpoint.py), else
-        the editor's own. A context variable, so concurrent commands never see each other's."""
-        return CURRENT_SESSION.get() or self.own_session
 
     def shutdown(self) -> None:
         self.endpoint.stop()
@@ -216,29 +202,6 @@ class AgentEditServer(LanguageServer):
                 {"path": where.rel},
             ) from None
         return decode_file(where.rel, data, self.paths.policy.max_file_bytes)
-
-    def token_now(self, where: Resolved, token: dict[str, Any] | None) -> dict[str, Any] | None:
-        """`token` as it may be checked now: a version from another open of the file is dropped
-        (`session.for_open`); a token left with nothing to prove is STALE, saying why."""
-        doc = self.store.by_path(where.abs_path)
-        fitted = for_open(token, doc.open_id if doc is not None else None)
-        if fitted is not None and fitted.get("reopened") and fitted.get("sha256") is None:
-            raise EditError(
-                Code.STALE,
-                f"{where.rel} was closed (or opened) in the editor since version "
-                f"{token.get('version') if token else None} was read, and editors count versions "
-                "again after a reopen, so that version proves nothing now.",
-                "Read the file again with agentEdit.read, or pass expect: {sha256} from a read.",
-                {
-                    "expected": {
-                        "version": token.get("version") if token else None,
-                        "sha256": None,
-                    },
-                    "path": where.rel,
-                    "reason": "REOPENED",
-                },
-            )
-        return fitted
 
     def location(self, where: Resolved) -> Location:
         doc = self.store.by_path(where.abs_path)
@@ -343,309 +306,77 @@ class AgentEditServer(LanguageServer):
                 )
         return lenses
 
-    # -- carrying out plans ----------------------------------------------------------------
+    # -- the actions' context -----------------------------------------------------------
 
-    async def carry_out(
-        self,
-        action: str,
-        args: dict[str, Any],
-        changes: list[FileChange],
-        where: dict[str, Resolved],
-        dry_run: bool,
-        undoes: int | None = None,
-    ) -> dict[str, Any]:
-        """Journal, send, verify and record one plan; roll back what landed of a failed one."""
-        plan = Plan(action, tuple(changes))
-        for r in list(where.values()):
-            where.setdefault(r.rel, r)
-        locations = {p: self.location(r) for p, r in where.items()}
-        # A file whose last edit is unverified may look older here than in the editor.
-        self.pending.refuse_if_held({p: loc.abs_path for p, loc in locations.items()})
-        # Resource operations the editor cannot do: on disk, or refused now for an open buffer.
-        to_editor, to_disk = disk_side.split(
-            changes, locations, self.store, disk_side.resource_operations(self.client_capabilities)
-        )
-        # The diff is made now, from the lent line lists, before anything awaits the editor.
-        diff = plan_diff(changes)
-        if dry_run:
-            entry = self.history.record(action, args, plan=plan, outcome="dry-run")
-            return success(entry.id, "dry-run", changes, diff=diff)
-        # Files not open: checked and written to temporary files now (STALE here changes
-        # nothing); put in place only after the editor's part is verified.
-        disk = None
-        if to_disk:
-            # Another live agent-edit server whose editor has one of these files open: its buffer,
-            # not the disk, is what the user sees there (issue 14 item 5).
-            await peers.refuse_if_held(to_disk, locations, self.paths.roots)
-            if self.disk_guard is not None:
-                self.disk_guard(to_disk, locations)
-            disk = await disk_side.prepare(
-                *disk_side.in_one_folder(to_disk, self.paths.roots), action
-            )
-        try:
-            if disk is not None:
-                recovery.record(self.history, disk.recovered)
-            # The plan and its pre-images are on disk before the editor sees anything.
-            edit_id = self.history.begin(plan, args, undoes=undoes)
-            if disk is not None:
-                outcome = await self._apply_mixed(plan, to_editor, to_disk, disk, where, locations)
-            else:
-                outcome = await self._apply(plan, locations, action)
-        finally:
-            if disk is not None:
-                disk.abort()  # a no-op once committed or aborted
-        if outcome.error is not None:
-            error = outcome.error
-            if error.code == Code.UNVERIFIED or outcome.unconfirmed:
-                # Not finished: settled when the editor shows the files (lsp/pending.py).
-                error.details["editId"] = edit_id
-                # A late reporter still reports within a few idle timers (eglot: 0.5 s); an
-                # editor that has not answered yet gets the time it may take to answer.
-                grace = max(2 * self.settings.verify_timeout_ms / 1000, PENDING_GRACE_MIN_S)
-                if outcome.late_answer is not None:
-                    grace = max(grace, self.settings.apply_timeout_ms / 1000)
-                # eglot applies file by file and reports late: its refusal proves nothing yet.
-                refusal_settles = not self.verifier.reports_late or transactional(
-                    self.client_capabilities, list(plan.changes)
-                )
-                self.pending.hold(
-                    edit_id,
-                    where,
-                    locations,
-                    outcome.unconfirmed,
-                    grace,
-                    outcome.late_answer,
-                    refusal_settles,
-                )
-                error.recorded = True  # type: ignore[attr-defined]
-                raise error
-            if error.code == Code.PARTIAL and not getattr(error, "rolled_back", False):
-                error = await self._roll_back(plan, where, locations, error)
-            error.details["editId"] = edit_id
-            self.history.finish(edit_id, str(error.code), error=error, committed=error.committed)
-            error.recorded = True  # type: ignore[attr-defined]
-            raise error
-        versions: dict[str, int | None] = {}
-        for c in changes:
-            doc = self.store.by_path(locations[c.target_path].abs_path)
-            if c.change == "delete":
-                self.session.forget(c.path)
-                continue
-            if doc is not None:
-                versions[c.target_path] = doc.version
-                doc.set_known_text(c.new_text, c.new_sha256, c.__dict__.get("hash_marks"))
-            if c.change == "move":
-                self.session.forget(c.path)
-            self.session.saw(
-                c.target_path,
-                versions.get(c.target_path),
-                c.new_sha256,
-                doc.open_id if doc is not None else None,
-            )
-        self.history.finish(edit_id, "applied", versions=versions)
-        diagnostics = await publish_after_edit(self, changes, locations, versions)
-        result = success(edit_id, "applied", changes, versions, diagnostics, diff=diff)
-        if diagnostics.pending:
-            # Large files checked whole off the request path: publishDiagnostics follows.
-            result["diagnosticsPending"] = diagnostics.pending
-        if self.settings.save_after_edit or to_disk:
-            await self.save_touched(changes, locations, result, to_disk)
-        return result
+    def context(self, session: Session | None = None) -> EditorContext:
+        """The actions' context for `session`'s caller (default: the editor's own agents)."""
+        return EditorContext(self, self.session if session is None else session)
 
-    async def _apply_mixed(
-        self,
-        plan: Plan,
-        to_editor: list[FileChange],
-        to_disk: list[FileChange],
-        disk: disk_side.DiskSide,
-        where: dict[str, Resolved],
-        locations: dict[str, Location],
-    ) -> Outcome:
-        """The disk side is prepared already; the editor's part is applied (verified), then the
-        disk side committed; if the commit fails, what landed in the editor is rolled back, so
-        the plan lands whole or not at all."""
-        states: dict[str, str] = {}
-        editor_plan = Plan(plan.action, tuple(to_editor))
-        if to_editor:
-            outcome = await self._apply(editor_plan, locations, plan.action)
-            if outcome.error is not None:
-                disk.abort()
-                if outcome.error.code == Code.UNVERIFIED:
-                    # The disk is never written on an unverified basis: say so, so the agent
-                    # knows those files hold the old text whatever the buffers turn out to show.
-                    names = sorted({p for c in to_disk for p in (c.path, c.target_path)})
-                    outcome.error.message += (
-                        f" The files not open in the editor ({', '.join(names)}) were not "
-                        "written: they hold the old text."
-                    )
-                    outcome.error.details["notWritten"] = names
-                return outcome
-            states.update(outcome.states)
-        for c in to_disk:
-            c.before.release_lines()
-        try:
-            # No await between this check and the renames: no didOpen is handled in between.
-            disk_side.check_still_closed(to_disk, locations, self.store)
-            disk.commit()
-        except EditError as exc:
-            disk.abort()
-            if not to_editor:
-                return Outcome({c.path: "old" for c in to_disk}, exc)
-            error = EditError(
-                Code.PARTIAL,
-                f"The editor applied its part, but the disk side failed: {exc.message}",
-                exc.hint,
-                {"files": [{"path": p, "state": "applied"} for p in states]},
-                committed=[{"path": p, "state": "applied"} for p in states],
-            )
-            back = await self._roll_back(editor_plan, where, locations, error)
-            back.details["diskError"] = {"code": str(exc.code), **exc.details}
-            back.rolled_back = True  # type: ignore[attr-defined]
-            return Outcome(states, back)
-        for c in to_disk:
-            states[c.path] = states[c.target_path] = "new"
-        return Outcome(states)
 
-    async def _apply(self, plan: Plan, locations: dict[str, Location], action: str) -> Outcome:
-        return await apply_and_verify(
-            self,
-            list(plan.changes),
-            locations,
-            self.store,
-            self.verifier,
-            self.encoding,
-            f"agent-edit: {action}",
-            self.settings.apply_timeout_ms / 1000,
-            self.settings.verify_timeout_ms / 1000,
-            transactional(self.client_capabilities, list(plan.changes)),
-        )
+class EditorContext:
+    """`actions.context.Context` over the server: open buffers, the editor's apply-and-verify
+    (lsp/editor_applier.py), the workspace history and edit lock, and one caller's session."""
 
-    async def _roll_back(
-        self,
-        plan: Plan,
-        where: dict[str, Resolved],
-        locations: dict[str, Location],
-        error: EditError,
-    ) -> EditError:
-        """Part of a plan landed (editors are not transactional): send the inverse of what landed.
+    def __init__(self, server: AgentEditServer, session: Session) -> None:
+        self.server = server
+        self.session = session
+        self.applier = EditorApplier(server)
 
-        Verified like any edit; only a verified rollback turns PARTIAL into PARTIAL_ROLLED_BACK.
-        """
-        observed = {p: self.snapshot(r) for p, r in where.items()}
-        committed, back = plan_rollback(plan, observed)
-        if not back.changes:
-            return error
-        outcome = await self._apply(back, locations, "rollback")
-        landed = [c for c in committed if c.get("state") == "applied"]
-        # Every file that is not as it was (landed, or changed otherwise) must be reverted by the
-        # rollback: one the rollback cannot touch (typed into meanwhile) is not "as it was".
-        touched = [c for c in committed if c.get("state") != "not-applied"]
-        if outcome.error is None and all(c.get("revertible", True) for c in touched):
-            return EditError(
-                Code.PARTIAL_ROLLED_BACK,
-                f"{error.message} What landed ({', '.join(c['path'] for c in landed)}) was "
-                "undone again, so every file is as it was.",
-                "Nothing is changed now. Read the files again, then send the edit again "
-                "(the editor may have refused part of it because a file changed).",
-                {"files": committed},
-                committed=[],
-            )
-        observed = {p: self.snapshot(r) for p, r in where.items()}
-        committed, _ = plan_rollback(plan, observed)
-        return EditError(
-            Code.PARTIAL,
-            f"{error.message} The rollback of what landed could not be verified either.",
-            "Some files are changed and some are not (details.files): inspect them with "
-            "agentEdit.read and agentEdit.history, then undo or fix them; do not resend the "
-            "whole edit.",
-            {"files": committed},
-            committed=[c for c in committed if c.get("state") == "applied"],
-        )
+    @property
+    def history(self) -> History:
+        return self.server.history  # replaced at initialize: read it each time
 
-    async def save_touched(
-        self,
-        changes: list[FileChange],
-        locations: dict[str, Location],
-        result: dict[str, Any],
-        on_disk: list[FileChange] | None = None,
-    ) -> None:
-        """Ask the editor to save what the edit touched (`agentEdit/saveDocuments`).
+    @property
+    def settings(self) -> Settings:
+        return self.server.settings
 
-        The client decides what is safe to save (VS Code's extension skips documents that were
-        dirty before the edit, so the user's own unsaved text is never persisted); the result
-        tells the agent, per file, what is now on disk. Files the disk writer changed are on
-        disk already: saved, without asking (and the editor is asked only with saveAfterEdit).
-        """
-        written = {c.target_path for c in on_disk or [] if c.change != "delete"}
-        uris = {
-            c.target_path: locations[c.target_path].uri
-            for c in changes
-            if c.change != "delete" and c.target_path not in written
-        }
-        if not self.settings.save_after_edit:
-            uris = {}
-        saved = await self._save_documents(list(uris.values())) if uris else set()
-        for entry in result["files"]:
-            target = entry.get("movedTo") or entry["path"]
-            if target in written:
-                entry["saved"] = True
-            elif target in uris:
-                entry["saved"] = uris[target] in saved
-        result["saved"] = bool(written or uris) and all(u in saved for u in uris.values())
+    @property
+    def edit_lock(self) -> asyncio.Lock:
+        return self.server.edit_lock
 
-    async def _save_documents(self, uris: list[str]) -> set[str]:
-        """The URIs the editor says it saved; none when it cannot (no such request, timeout)."""
-        try:
-            answer = await asyncio.wait_for(
-                self.protocol.send_request_async("agentEdit/saveDocuments", {"uris": uris}),
-                self.settings.apply_timeout_ms / 1000,
-            )
-        except Exception as exc:  # noqa: BLE001 - a client without the request: nothing saved
-            log.info("agentEdit/saveDocuments failed: %s", exc)
-            return set()
-        listed = getattr(answer, "saved", None)
-        if listed is None and isinstance(answer, dict):
-            listed = answer.get("saved")
-        return {str(u) for u in listed or []}
+    def resolve(self, path: str, argument: str = "path") -> Resolved:
+        return self.server.paths.resolve(path, argument=argument)
+
+    def snapshot(self, where: Resolved) -> Snapshot:
+        return self.server.snapshot(where)
+
+    def open_id(self, where: Resolved) -> int | None:
+        doc = self.server.store.by_path(where.abs_path)
+        return doc.open_id if doc is not None else None
+
+    def read(self, where: Resolved) -> Snapshot:
+        doc = self.server.store.by_path(where.abs_path)
+        if doc is not None:
+            doc.sha256  # noqa: B018 - hashed by the document, which keeps marks for later edits
+        return self.server.snapshot(where)
+
+    def plan_patch(self, patch: str, snapshot: Callable[[str], Snapshot]) -> Plan:
+        return plan_patch(patch, snapshot)
+
+    def live(self, path: str) -> Snapshot | None:
+        return self.server.live(path)
+
+    async def steps(self, gen: Generator[None, None, T]) -> T:
+        return await in_slices(gen)
 
 
 RECOVERY_DELAY_S = 0.5
-PENDING_GRACE_MIN_S = 1.0
-
-EDIT_ACTIONS = {
-    "replace": "replace",
-    "write": "write",
-    "apply_patch": "applyPatch",
-    "undo": "undo",
-}
 
 
-def _result(fn):  # type: ignore[no-untyped-def]
-    """Domain failures become `{ok: false, ...}` results; protocol errors stay JSON-RPC errors.
+def _command(name: str) -> Callable[..., Awaitable[dict[str, Any]]]:
+    """The `agentEdit.<name>` command: the action, for the editor's session; malformed
+    arguments are InvalidParams (a protocol error), domain failures `ok: false` results."""
 
-    A refused edit action is a history entry too (the agent's attempt is part of the record).
-    """
-
-    action = fn.__name__.rstrip("_")
-
-    async def wrapper(ls: AgentEditServer, *args: Any) -> dict[str, Any]:
+    async def handler(ls: AgentEditServer, *args: Any) -> dict[str, Any]:
         try:
-            return await fn(ls, *args)
-        except EditError as err:
-            if action in EDIT_ACTIONS and not getattr(err, "recorded", False):
-                raw = args[0] if args and isinstance(args[0], dict) else {}
-                try:
-                    entry = ls.history.record(EDIT_ACTIONS[action], raw, error=err)
-                    err.details.setdefault("editId", entry.id)
-                except Exception:  # noqa: BLE001 - a record failure must not hide the refusal
-                    log.exception("could not record a refused %s", action)
-            return err.to_result()
+            return await actions.run(ls.context(), name, args)
+        except InvalidArguments as exc:
+            raise JsonRpcInvalidParams(message=f"Invalid Params: {exc.message}") from None
         finally:
-            # Every command leaves file-sized garbage behind (texts, diffs, JSON answers).
-            trim_memory_soon()
+            trim_memory_soon()  # every command leaves file-sized garbage (texts, diffs, JSON)
 
-    wrapper.__name__ = fn.__name__
-    return wrapper
+    handler.__name__ = name
+    return handler
 
 
 def create_server() -> AgentEditServer:
@@ -720,191 +451,13 @@ def create_server() -> AgentEditServer:
     def did_save(ls: AgentEditServer, params: t.DidSaveTextDocumentParams) -> None:
         pass  # registered so clients send it; the buffer content already is the truth
 
-    @server.command("agentEdit.read")
-    @_result
-    async def read(ls: AgentEditServer, *args: Any) -> dict[str, Any]:
-        a = arguments.parse("agentEdit.read", args)
-        where = ls.paths.resolve(a["path"])
-        doc = ls.store.by_path(where.abs_path)
-        if doc is not None:
-            doc.sha256  # noqa: B018 - hashed by the document, which keeps marks for later edits
-        snap = ls.snapshot(where)
-        require_exists(snap)
-        lines = snap.lines
-        total = len(lines) - (1 if lines[-1] == "" else 0)
-        start = a.get("startLine") or 1
-        end = a.get("endLine") or total
-        if start < 1 or end < start - 1:
-            raise EditError(
-                Code.INVALID_ARGUMENT,
-                f"The line range {start}-{end} is not valid.",
-                f"Lines are 1-based; {where.rel} has {total} lines.",
-                {"argument": "startLine", "lines": total},
-            )
-        ranged = "startLine" in a or "endLine" in a
-        if ranged:
-            chosen = lines[start - 1 : end]
-            numbered = a.get("lineNumbers", True)
-        else:
-            chosen = lines
-            numbered = a.get("lineNumbers", False)
-        if numbered:
-            text = "".join(
-                f"{start + i:6d}\t{line}"
-                for i, line in enumerate(chosen)
-                if line or i < len(chosen) - 1
-            )
-        else:
-            text = snap.text if not ranged else "".join(chosen)
-        ls.session.saw(
-            where.rel,
-            snap.version if snap.source == "buffer" else None,
-            snap.sha256,
-            doc.open_id if doc is not None else None,
-        )
-        return {
-            "ok": True,
-            "path": where.rel,
-            "text": text,
-            "version": snap.version,
-            "sha256": snap.sha256,
-            "source": snap.source,
-            "eol": describe_eol(snap.text),
-            "bom": snap.bom,
-            "lines": total,
-            "startLine": start,
-            "endLine": min(end, total),
-        }
-
-    @server.command("agentEdit.replace")
-    @_result
-    async def replace(ls: AgentEditServer, *args: Any) -> dict[str, Any]:
-        a = arguments.parse("agentEdit.replace", args)
-        where = ls.paths.resolve(a["path"])
-        # What the agent knew when it sent this request: a racing edit must not inherit the
-        # token refreshed by the edit it raced with.
-        known = ls.session.known(where.rel, a.get("expect"))
-        async with ls.edit_lock:
-            snap = ls.snapshot(where)
-            require_exists(snap)
-            known = ls.token_now(where, known)
-            # oldText is itself checked against the buffer as it is now, so without a read or
-            # `expect` the replace still cannot land on text the agent did not name.
-            check_precondition(snap, known, None, required=False)
-            change = plan_replace(
-                snap,
-                a["oldText"],
-                a["newText"],
-                replace_all=a.get("replaceAll", False),
-                match=a.get("match", "exact"),
-            )
-            return await ls.carry_out(
-                "replace", a, [change], {where.rel: where}, a.get("dryRun", False)
-            )
-
-    @server.command("agentEdit.write")
-    @_result
-    async def write(ls: AgentEditServer, *args: Any) -> dict[str, Any]:
-        a = arguments.parse("agentEdit.write", args)
-        where = ls.paths.resolve(a["path"])
-        known = ls.session.known(where.rel, a.get("expect"))
-        async with ls.edit_lock:
-            snap = ls.snapshot(where)
-            known = ls.token_now(where, known)
-            if snap.exists:
-                # Overwriting replaces text the agent may never have seen: it needs a read or
-                # `expect` (unless the requireRead setting is off).
-                check_precondition(snap, known, None, required=ls.settings.require_read)
-            elif a.get("expect"):
-                raise EditError(
-                    Code.NOT_FOUND,
-                    f"{where.rel} does not exist, but expect was given for it.",
-                    "Drop expect to create the file, or check the path.",
-                    {"path": where.rel},
-                )
-            change = plan_write(snap, a["text"])
-            if change.change == "update" and not change.edits:
-                raise EditError(
-                    Code.INVALID_ARGUMENT,
-                    f"NO_CHANGE: {where.rel} already has exactly this text.",
-                    "Nothing to do; send different text to change it.",
-                    {"argument": "text", "reason": "NO_CHANGE"},
-                )
-            return await ls.carry_out(
-                "write", a, [change], {where.rel: where}, a.get("dryRun", False)
-            )
-
-    @server.command("agentEdit.applyPatch")
-    @_result
-    async def apply_patch(ls: AgentEditServer, *args: Any) -> dict[str, Any]:
-        a = arguments.parse("agentEdit.applyPatch", args)
-        expect = {
-            r.rel: ls.session.known(r.rel, v)
-            for k, v in (a.get("expect") or {}).items()
-            if (r := ls.paths.resolve(k))
-        }
-        known = {p: ls.session.known(p, None) for p in ls.session.reads}  # when it was sent
-        async with ls.edit_lock:
-            where: dict[str, Resolved] = {}
-
-            def get_snapshot(path: str) -> Snapshot:
-                r = ls.paths.resolve(path)
-                where[r.rel] = r
-                snap = ls.snapshot(r)
-                return snap
-
-            plan = plan_patch(a["patch"], get_snapshot)
-            for c in plan.changes:
-                if c.moved_to and c.moved_to not in where:
-                    where[c.moved_to] = ls.paths.resolve(c.moved_to, argument="moveTo")
-                if c.before.exists:
-                    check_precondition(
-                        c.before,
-                        ls.token_now(where[c.path], expect.get(c.path)),
-                        ls.token_now(where[c.path], known.get(c.path)),
-                        required=False,  # context and removed lines are checked as they are now
-                    )
-            return await ls.carry_out(
-                "applyPatch", a, list(plan.changes), where, a.get("dryRun", False)
-            )
-
-    @server.command("agentEdit.undo")
-    @_result
-    async def undo(ls: AgentEditServer, *args: Any) -> dict[str, Any]:
-        a = arguments.parse("agentEdit.undo", args)
-        edit_id = a["editId"]
-        async with ls.edit_lock:
-            ls.history.refresh()
-            where = {p: ls.paths.resolve(p) for p in ls.history.undo_paths(edit_id)}
-            current = {p: ls.snapshot(r) for p, r in where.items()}
-            plan = ls.history.plan_undo(edit_id, current)
-            return await ls.carry_out(
-                "undo", a, list(plan.changes), where, a.get("dryRun", False), undoes=edit_id
-            )
-
-    @server.command("agentEdit.history")
-    @_result
-    async def history(ls: AgentEditServer, *args: Any) -> dict[str, Any]:
-        a = arguments.parse("agentEdit.history", args)
-        ls.history.refresh()
-        if a.get("texts"):
-            return edit_texts.texts_result(ls.history, a.get("editId"), ls.live)
-        files = a.get("netLimit", NET_FILES)
-        if a.get("format", "json") == "diff":
-            text = await in_slices(ls.history.iter_diff_text(ls.live, a.get("editId"), files))
-            return {"ok": True, "diff": text}
-        return await in_slices(
-            ls.history.iter_json(
-                live=ls.live, edit_id=a.get("editId"), limit=a.get("limit", 200), net_files=files
-            )
-        )
+    for name in actions.NAMES:
+        server.command(f"agentEdit.{name}")(_command(name))
 
     return server
 
 
 SLICE_S = 0.002
-
-T = TypeVar("T")
 
 
 async def in_slices(gen: Generator[None, None, T]) -> T:

@@ -1,52 +1,57 @@
-"""The headless side of `agent-edit mcp`: the language server's own command handlers, run in
-this process with no editor attached.
+"""The headless side of `agent-edit mcp`: the actions on a disk-only context (no editor runs).
 
-With no buffers open, every file goes through the server's disk writer (atomic, journaled, the
-workspace lock), and the history is the workspace's journal that the editor shows when it starts.
-What the server would send an editor (notifications, diagnostics) goes nowhere. This module and
-`lsp_server.lsp.endpoint.run_action` are the one adapter onto the command handlers (to be
-replaced by the actions layer's `headless.open(root)` / `actions.run`).
+Each call opens `actions.headless` for the root (the workspace lock, the rollback of an apply
+interrupted meanwhile, the workspace's journal that the editor shows when it starts), runs the
+action for this MCP client's session, and lets go. Before anything is written, a guard may refuse
+the plan: files another live server's editor holds open (lsp/peers.py), files a vanished editor
+had open (mcp/router.py).
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from lsp_server.lsp.endpoint import run_action
-from lsp_server.lsp.session import Session
+from lsp_server.engine.errors import EditError
 
 if TYPE_CHECKING:
-    from lsp_server.lsp.server import AgentEditServer
+    from lsp_server.actions.context import Applier, Attempt
+    from lsp_server.actions.paths import Resolved
+    from lsp_server.actions.session import Session
+    from lsp_server.engine.model import Plan
+
+log = logging.getLogger(__name__)
+
+Guard = Callable[["Plan", "dict[str, Resolved]"], None]
 
 
-class _Nowhere:
-    """A writer for the LSP messages of a server with no client."""
+class GuardedApplier:
+    """An applier whose plans pass `guard` first (it raises the EditError refusing one)."""
 
-    def write(self, data: bytes) -> None:
-        pass
+    def __init__(self, inner: Applier, guard: Guard) -> None:
+        self.inner = inner
+        self.guard = guard
 
-    def close(self) -> None:
-        pass
-
-
-def headless_server(root: str) -> AgentEditServer:
-    """A language server for the workspace `root` with no editor: the disk is all it sees."""
-    from lsprotocol import types as t
-    from pygls.workspace import Workspace
-
-    from lsp_server.lsp.server import create_server
-    from lsp_server.lsp.settings import initial_policy
-    from lsp_server.lsp.workspace_paths import WorkspacePaths
-
-    server = create_server()
-    server.protocol.set_writer(_Nowhere())  # type: ignore[arg-type]
-    server.protocol.client_capabilities = t.ClientCapabilities()
-    server.protocol._workspace = Workspace(None)
-    policy, _problems = initial_policy([root], None)
-    server.paths = WorkspacePaths(policy)
-    server.open_history()
-    return server
+    def start(self, plan: Plan, where: dict[str, Resolved]) -> Attempt:
+        self.guard(plan, where)
+        return self.inner.start(plan, where)
 
 
-async def run(server: AgentEditServer, session: Session, action: str, args: Any) -> dict[str, Any]:
-    return await run_action(server, session, action, args)
+async def run(
+    root: str, session: Session, action: str, args: Any, guard: Guard | None = None
+) -> dict[str, Any]:
+    from lsp_server import actions
+    from lsp_server.actions import headless
+    from lsp_server.mcp.router import invalid_arguments
+
+    try:
+        async with headless.open(root, session=session, notify=log.warning) as ctx:
+            if guard is not None:
+                ctx.applier = GuardedApplier(ctx.applier, guard)  # type: ignore[assignment]
+            try:
+                return await actions.run(ctx, action, args)
+            except actions.InvalidArguments as exc:
+                return invalid_arguments(exc.message)
+    except EditError as err:  # a workspace that cannot be made ready (state folder, rollback)
+        return err.to_result()

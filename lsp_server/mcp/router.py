@@ -25,10 +25,8 @@ from typing import TYPE_CHECKING, Any
 from lsp_server import discovery
 
 if TYPE_CHECKING:
-    from lsp_server.engine.model import FileChange
-    from lsp_server.lsp.apply import Location
-    from lsp_server.lsp.server import AgentEditServer
-    from lsp_server.lsp.session import Session
+    from lsp_server.actions.paths import Resolved
+    from lsp_server.engine.model import Plan
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +44,16 @@ def refusal(code: str, message: str, hint: str = "", **details: Any) -> dict[str
         "details": details,
         "committed": [],
     }
+
+
+def invalid_arguments(message: str) -> dict[str, Any]:
+    m = re.search(r"'([A-Za-z]\w*)'", message) or re.search(r"(\w[\w.\[\]']*) must ", message)
+    return refusal(
+        "INVALID_ARGUMENT",
+        message,
+        "Fix the arguments (names and types as in the tool's schema) and call again.",
+        argument=m.group(1) if m else None,
+    )
 
 
 def _pid_alive(pid: int) -> bool:
@@ -67,8 +75,9 @@ class Router:
         self.editor_open: set[str] = set()  # files it had open at its last answer
         self.lost: discovery.Entry | None = None  # an editor's server that went away
         self.lost_open: set[str] = set()
-        self._disk: AgentEditServer | None = None
-        self._disk_session: Session | None = None
+        from lsp_server.actions.session import Session
+
+        self._disk_session = Session()  # this client's reads on disk
 
     async def call(self, action: str, args: Any) -> dict[str, Any]:
         note = None
@@ -191,17 +200,21 @@ class Router:
     async def _on_disk(self, action: str, args: Any) -> dict[str, Any]:
         from lsp_server.mcp import disk
 
-        if self._disk is None:
-            from lsp_server.lsp.session import Session
+        return await disk.run(self.root, self._disk_session, action, args, self._guard)
 
-            self._disk = disk.headless_server(self.root)
-            self._disk.disk_guard = self._guard
-            self._disk_session = Session()
-        assert self._disk_session is not None
-        return await disk.run(self._disk, self._disk_session, action, args)
+    def _guard(self, plan: Plan, where: dict[str, Resolved]) -> None:
+        """Before the disk is written: refuse files another live server's editor holds open,
+        and files the vanished editor had open while it still runs."""
+        from lsp_server import peers
 
-    def _guard(self, changes: list[FileChange], locations: dict[str, Location]) -> None:
-        """Refuse to write on disk a file the vanished editor had open while it still runs."""
+        def abs_of(p: str) -> str | None:
+            r = where.get(p)
+            return r.abs_path if r is not None else None
+
+        changes = list(plan.changes)
+        entries = peers.others([self.root])
+        if entries:
+            peers.refuse_if_held_sync(entries, changes, abs_of)
         lost = self.lost
         if lost is None or not self.lost_open:
             return
@@ -209,12 +222,7 @@ class Router:
             self.lost_open = set()  # the editor is gone too: its buffers with it
             return
         held = sorted(
-            {
-                p
-                for c in changes
-                for p in (c.path, c.moved_to)
-                if p and p in locations and locations[p].abs_path in self.lost_open
-            }
+            {p for c in changes for p in (c.path, c.moved_to) if p and abs_of(p) in self.lost_open}
         )
         if held:
             from lsp_server.engine.errors import Code, EditError

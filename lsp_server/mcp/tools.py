@@ -74,9 +74,9 @@ JSON_TYPES = {str: "string", bool: "boolean", int: "integer", dict: "object"}
 
 
 def command_schema(command: str) -> tuple[dict[str, Any], dict[tuple[str, str], tuple[str, ...]]]:
-    """The command's argument schema (name -> Field) and choices: today lsp/arguments.py's
+    """The command's argument schema (name -> Field) and choices: today lsp_server/arguments.py's
     SCHEMAS; the one function to change when the exported contract takes its place."""
-    from lsp_server.lsp.arguments import CHOICES, SCHEMAS
+    from lsp_server.arguments import CHOICES, SCHEMAS
 
     return SCHEMAS[command], CHOICES
 

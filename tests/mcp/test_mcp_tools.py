@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from lsp_server.lsp.arguments import SCHEMAS
+from lsp_server.arguments import SCHEMAS
 from tests.editor_client import Editor, server_config, start_session
 from tests.mcp.mcp_helpers import call, mcp_env, mcp_session
 

@@ -1,4 +1,5 @@
-"""Other agent-edit language servers on the same workspace (issue 14 item 5).
+"""Other agent-edit language servers on the same workspace (issue 14 item 5), for every front
+(the language server, the CLI, `agent-edit mcp`'s disk side).
 
 Before this server writes files on disk (files not open in its own editor), it asks every other
 live server whose workspace overlaps its own whether its editor has one of them open. If one
@@ -9,7 +10,6 @@ would overwrite the write), so the edit is refused, naming the editor that holds
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -18,7 +18,6 @@ from lsp_server.engine.errors import Code, EditError
 
 if TYPE_CHECKING:
     from lsp_server.engine.model import FileChange
-    from lsp_server.lsp.apply import Location
 
 log = logging.getLogger(__name__)
 
@@ -77,13 +76,14 @@ def others(roots: list[str]) -> list[discovery.Entry]:
 
 
 async def refuse_if_held(
-    changes: list[FileChange], locations: dict[str, Location], roots: list[str]
+    changes: list[FileChange], abs_path: Callable[[str], str | None], roots: list[str]
 ) -> None:
-    """CONFLICT if another live server's editor holds one of these files open."""
+    """CONFLICT if another live server's editor holds one of these files open (`abs_path`: a
+    change's path to the real file)."""
     entries = others(roots)
     if not entries:
         return
-    paths = _paths(changes, lambda p: locations[p].abs_path if p in locations else None)
+    paths = _paths(changes, abs_path)
     for entry in entries:
         try:
             answer = await discovery.arequest(
@@ -99,10 +99,12 @@ async def refuse_if_held(
 
 
 def refuse_if_held_sync(
-    entries: list[discovery.Entry], changes: list[FileChange], root: str
+    entries: list[discovery.Entry],
+    changes: list[FileChange],
+    abs_path: Callable[[str], str | None],
 ) -> None:
-    """`refuse_if_held` for the CLI (no event loop): paths relative to `root`."""
-    paths = _paths(changes, lambda p: os.path.realpath(os.path.join(root, p)))
+    """`refuse_if_held` without an event loop (the CLI, the MCP front's disk side)."""
+    paths = _paths(changes, abs_path)
     for entry in entries:
         try:
             answer = discovery.request(

@@ -1,4 +1,5 @@
-"""One editor connection's session: what the agent last saw of each file (read-before-edit).
+"""One caller's session (an editor connection, a CLI run, an MCP client): what the agent last
+saw of each file (read-before-edit).
 
 A read token is a buffer version and a sha256. The version only means something within the open
 (didOpen to didClose) it came from: editors count again after a reopen (VS Code from 1, Neovim
@@ -12,6 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
+
+from lsp_server.engine.errors import Code, EditError
 
 
 @dataclass
@@ -53,3 +56,26 @@ def for_open(token: dict[str, Any] | None, opened: int | None) -> dict[str, Any]
     out = {k: v for k, v in token.items() if k != "version"}
     out["reopened"] = True
     return out
+
+
+def token_now(rel: str, token: dict[str, Any] | None, opened: int | None) -> dict[str, Any] | None:
+    """`token` as it may be checked now against open `opened` of `rel` (`for_open`); a token
+    left with nothing to prove is STALE, saying why."""
+    fitted = for_open(token, opened)
+    if fitted is not None and fitted.get("reopened") and fitted.get("sha256") is None:
+        raise EditError(
+            Code.STALE,
+            f"{rel} was closed (or opened) in the editor since version "
+            f"{token.get('version') if token else None} was read, and editors count versions "
+            "again after a reopen, so that version proves nothing now.",
+            "Read the file again with agentEdit.read, or pass expect: {sha256} from a read.",
+            {
+                "expected": {
+                    "version": token.get("version") if token else None,
+                    "sha256": None,
+                },
+                "path": rel,
+                "reason": "REOPENED",
+            },
+        )
+    return fitted

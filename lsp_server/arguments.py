@@ -1,8 +1,9 @@
-"""Validation of `workspace/executeCommand` arguments: malformed requests become InvalidParams.
+"""Validation of an action's arguments (every front's): malformed requests are `InvalidArguments`.
 
 Each command takes one JSON object. Types are checked strictly (a number is not a path, `true` is
 not a number) and unknown fields are refused, so an agent's typo is reported instead of ignored.
-These are protocol errors (JSON-RPC -32602), unlike domain failures, which are result objects.
+These are protocol errors (the LSP front answers JSON-RPC -32602 InvalidParams, the CLI a usage
+error), unlike domain failures, which are result objects. Transport-neutral: no pygls here.
 Text no file can hold (a lone surrogate anywhere, a NUL in content) is such a domain failure:
 INVALID_ARGUMENT naming the argument and the position.
 """
@@ -12,8 +13,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from typing import Any
-
-from pygls.exceptions import JsonRpcInvalidParams
 
 from lsp_server.engine.errors import Code, EditError
 
@@ -124,8 +123,16 @@ def check_text(where: str, value: str, content: bool) -> None:
         )
 
 
-def invalid(message: str) -> JsonRpcInvalidParams:
-    return JsonRpcInvalidParams(message=f"Invalid Params: {message}")
+class InvalidArguments(ValueError):
+    """A malformed request: not an object, an unknown field, a wrong type (each front maps it)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+def invalid(message: str) -> InvalidArguments:
+    return InvalidArguments(message)
 
 
 def _type_name(types: tuple[type, ...]) -> str:
@@ -145,7 +152,7 @@ def _check_value(where: str, value: Any, spec: Field) -> None:
 
 
 def parse(command: str, args: tuple[Any, ...]) -> dict[str, Any]:
-    """The validated argument object of `command`, or InvalidParams saying what is wrong."""
+    """The validated argument object of `command`, or InvalidArguments saying what is wrong."""
     schema = SCHEMAS[command]
     if len(args) != 1 or not isinstance(args[0], dict):
         raise invalid(

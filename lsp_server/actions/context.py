@@ -1,0 +1,111 @@
+"""What an action needs from the front that runs it: the `Context` protocol (and its `Applier`).
+
+The actions (read, replace, write, applyPatch, history, undo) are written once against this
+protocol; each front gives them a context: the language server one over its open buffers and the
+editor (lsp/server.py, lsp/editor_applier.py), the CLI and an editor-less MCP server a disk-only
+one (actions/headless.py). A context belongs to one caller's `Session` (its reads): the server
+makes one per session (`server.context(session)`), so an MCP client is its own agent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+if TYPE_CHECKING:
+    from lsp_server.actions.paths import Resolved
+    from lsp_server.actions.session import Session
+    from lsp_server.engine.errors import EditError
+    from lsp_server.engine.history import History
+    from lsp_server.engine.model import FileChange, Plan
+    from lsp_server.engine.recovery import Recovery
+    from lsp_server.engine.text import Snapshot
+
+T = TypeVar("T")
+
+
+@dataclass
+class Applied:
+    """How an attempt ended: applied (no error), or its error, already rolled back if it can be.
+    `held`: the editor has not shown every file yet; the applier settles the entry later
+    (lsp/pending.py), so `execute` must not finish it now."""
+
+    error: EditError | None = None
+    held: bool = False
+
+
+class Attempt(Protocol):
+    """One plan on its way into the files, from the checks made before it is journalled to the
+    report after it landed; `execute` calls these in order (actions/execute.py)."""
+
+    def check_dry_run(self) -> None:
+        """Refuse a dry run the apply would refuse (a read-only folder), changing nothing."""
+
+    async def prepare(self) -> Recovery | None:
+        """Make ready what needs no editor (temporary files, the disk lock); what was rolled back
+        of an interrupted apply on the way, for the history."""
+
+    async def apply(self, edit_id: int) -> Applied:
+        """Apply and verify the plan (journalled as `edit_id`); roll back what landed of a
+        failure it can roll back."""
+
+    def abort(self) -> None:
+        """Drop what `prepare` made and `apply` did not use (a no-op once committed)."""
+
+    def landed(self, change: FileChange) -> tuple[int | None, int | None]:
+        """The buffer version and open id the change's target shows now (None, None: on disk),
+        once applied; the session's read token of it is refreshed from these."""
+
+    async def report(self, result: dict[str, Any]) -> None:
+        """Complete the success result: diagnostics, what was saved."""
+
+
+class Applier(Protocol):
+    def start(self, plan: Plan, where: dict[str, Resolved]) -> Attempt:
+        """Check what can be checked before anything is journalled (a file whose last edit is
+        unverified, an operation the editor cannot do): raises the EditError refusing it."""
+
+
+class Settings(Protocol):
+    @property
+    def require_read(self) -> bool: ...
+
+
+class Context(Protocol):
+    """One caller's view of a workspace: paths, snapshots, the applier, history, lock, session."""
+
+    @property
+    def session(self) -> Session: ...
+    @property
+    def history(self) -> History: ...
+    @property
+    def settings(self) -> Settings: ...
+    @property
+    def applier(self) -> Applier: ...
+    @property
+    def edit_lock(self) -> AbstractAsyncContextManager[Any]:
+        """Held around planning and applying an edit: edits are served one at a time."""
+
+    def resolve(self, path: str, argument: str = "path") -> Resolved:
+        """The path policy: the workspace file `path` names, or the EditError refusing it."""
+
+    def snapshot(self, where: Resolved) -> Snapshot:
+        """The file as the caller would see it now: the open buffer, else the disk."""
+
+    def open_id(self, where: Resolved) -> int | None:
+        """Which open of the file its buffer is (None: not open); a read token's version only
+        holds within its open (actions/session.py)."""
+
+    def read(self, where: Resolved) -> Snapshot:
+        """`snapshot` for an agent's read (the editor front keeps hash marks for later edits)."""
+
+    def plan_patch(self, patch: str, snapshot: Callable[[str], Snapshot]) -> Plan:
+        """engine.patching.plan_patch over `snapshot`, or a front's faster equivalent."""
+
+    def live(self, path: str) -> Snapshot | None:
+        """What a history path shows now, or None when it cannot be read."""
+
+    async def steps(self, gen: Generator[None, None, T]) -> T:
+        """Run a history generator (`History.iter_*`) to its end, as the front can afford."""

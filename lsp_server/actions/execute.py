@@ -1,0 +1,94 @@
+"""The one path every edit takes, whatever the front: journal -> apply -> verify -> rollback ->
+record; and the one place a refused edit is recorded.
+
+`execute` journals the plan (its pre-images on disk before any file changes), has the context's
+applier apply and verify it (the editor's apply-and-verify, the atomic disk writer, or both for a
+mixed edit), finishes the history entry with what happened, and refreshes the caller's read
+tokens from what landed. A failure the applier could not roll back is reported as it is
+(PARTIAL names what changed); an edit still unverified stays pending in the history.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from lsp_server.actions.context import Context
+from lsp_server.actions.paths import Resolved
+from lsp_server.engine import recovery
+from lsp_server.engine.diffing import plan_diff
+from lsp_server.engine.errors import EditError
+from lsp_server.engine.model import FileChange, Plan
+from lsp_server.engine.results import success
+
+log = logging.getLogger(__name__)
+
+
+class Journalled(Exception):
+    """An edit's failure that its history entry records already (begun, then finished or left
+    pending): the refusal recorder must not record it again."""
+
+    def __init__(self, error: EditError) -> None:
+        super().__init__(error.message)
+        self.error = error
+
+
+async def execute(
+    ctx: Context,
+    action: str,
+    args: dict[str, Any],
+    changes: list[FileChange],
+    where: dict[str, Resolved],
+    dry_run: bool,
+    undoes: int | None = None,
+) -> dict[str, Any]:
+    """Journal, apply, verify and record one plan; raises `Journalled` when it failed."""
+    plan = Plan(action, tuple(changes))
+    for r in list(where.values()):
+        where.setdefault(r.rel, r)
+    attempt = ctx.applier.start(plan, where)
+    # The diff is made now, from the lent line lists, before anything awaits the editor.
+    diff = plan_diff(changes)
+    if dry_run:
+        attempt.check_dry_run()
+        entry = ctx.history.record(action, args, plan=plan, outcome="dry-run")
+        return success(entry.id, "dry-run", changes, diff=diff)
+    try:
+        done = await attempt.prepare()
+        if done is not None:
+            recovery.record(ctx.history, done)
+        # The plan and its pre-images are on disk before any file changes.
+        edit_id = ctx.history.begin(plan, args, undoes=undoes)
+        applied = await attempt.apply(edit_id)
+    finally:
+        attempt.abort()  # a no-op once committed
+    if applied.error is not None:
+        error = applied.error
+        error.details["editId"] = edit_id
+        if not applied.held:  # a held one is settled when the editor shows its files
+            ctx.history.finish(edit_id, str(error.code), error=error, committed=error.committed)
+        raise Journalled(error)
+    versions: dict[str, int | None] = {}
+    for c in changes:
+        if c.change == "delete":
+            ctx.session.forget(c.path)
+            continue
+        version, opened = attempt.landed(c)
+        if version is not None:
+            versions[c.target_path] = version
+        if c.change == "move":
+            ctx.session.forget(c.path)
+        ctx.session.saw(c.target_path, version, c.new_sha256, opened)
+    ctx.history.finish(edit_id, "applied", versions=versions)
+    result = success(edit_id, "applied", changes, versions, diff=diff)
+    await attempt.report(result)
+    return result
+
+
+def refused(ctx: Context, action: str, raw: Any, err: EditError) -> None:
+    """Record a refused edit (the agent's attempt is part of the record), once, here."""
+    try:
+        entry = ctx.history.record(action, raw if isinstance(raw, dict) else {}, error=err)
+        err.details.setdefault("editId", entry.id)
+    except Exception:  # noqa: BLE001 - a record failure must not hide the refusal
+        log.exception("could not record a refused %s", action)

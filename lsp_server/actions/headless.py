@@ -1,0 +1,199 @@
+"""A disk-only `Context` (actions/context.py): the CLI's, and an MCP server's when no editor runs.
+
+    async with headless.open(root) as ctx:
+        result = await actions.run(ctx, "replace", {...})
+
+`open` takes the workspace lock for the whole block (planning and applying are one step for any
+other agent-edit process), first rolls back an apply that was interrupted in this workspace
+(engine/recovery.py; it is recorded in the history, and its messages go to `notify`), then
+settles history entries begun by a process that is gone, and opens the same history journal the
+language server keeps, so the editor shows headless edits. Files are read from disk and written
+by the atomic disk writer (engine/files.py). A workspace that cannot be made ready (a state
+folder that cannot be used, a rollback that fails) raises its `EditError`.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import AsyncIterator, Callable, Generator
+from contextlib import asynccontextmanager, nullcontext
+from dataclasses import dataclass, field, replace
+from typing import Any, TypeVar
+
+from lsp_server.actions.context import Applied
+from lsp_server.actions.paths import Resolved
+from lsp_server.actions.session import Session
+from lsp_server.engine import files, recovery
+from lsp_server.engine.errors import EditError
+from lsp_server.engine.history import History, drive, open_history
+from lsp_server.engine.model import FileChange, Plan
+from lsp_server.engine.policy import PathPolicy
+from lsp_server.engine.text import Snapshot
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class HeadlessSettings:
+    require_read: bool = True  # an overwrite needs `expect` (a read, in a session that reads)
+
+
+@asynccontextmanager
+async def open(  # the spelling every front calls: `headless.open(root)`
+    root: str,
+    session: Session | None = None,
+    notify: Callable[[str], None] | None = None,
+) -> AsyncIterator[HeadlessContext]:
+    root = os.path.realpath(root)
+    with files.workspace_lock(root) as sdir:
+        done = recovery.recover(root, sdir)
+        for text in done.messages():
+            if notify is not None:
+                notify(text)
+        if done.error is not None:
+            raise done.error
+        # Opened after the rollback, which it records: the history then says what happened to
+        # the files before anything is planned on them.
+        history = open_history(root)
+        recovery.record(history, done)
+        ctx = HeadlessContext(root, sdir, history, session or Session(), done.reports)
+        ctx.settle_unfinished()
+        yield ctx
+
+
+class HeadlessContext:
+    """Disk snapshots through the path policy (`root` its only folder), the disk writer."""
+
+    def __init__(
+        self,
+        root: str,
+        sdir: str,
+        history: History,
+        session: Session,
+        recovered: list[dict[str, Any]],
+    ) -> None:
+        self.root = root
+        self.history = history
+        self.session = session
+        self.settings = HeadlessSettings()
+        self.edit_lock = nullcontext()  # the workspace lock is held for the whole context
+        self.recovered = recovered  # what `open` rolled back (files.recover's reports)
+        self.policy = PathPolicy.from_settings([root]).compiled()
+        self.applier = DiskApplier(root, sdir)
+        # How each folder resolved (a patch names many files in few folders), for this context.
+        self._walk_memo: dict[str, Any] = {}
+        # Paths named by a symbolic link that is itself the name: rel -> the link's own rel path.
+        self._via_link: dict[str, str] = {}
+
+    def resolve(self, path: str, argument: str = "path") -> Resolved:
+        r = self.policy.resolve(path, argument=argument, memo=self._walk_memo)
+        rel = self.policy.name_of(r)
+        if r.named_path != r.abs_path:
+            link = _link_itself(self.root, r.named_path)
+            if link is not None:
+                self._via_link[rel] = link
+        return Resolved(rel, r.abs_path)
+
+    def snapshot(self, where: Resolved) -> Snapshot:
+        return files.read_snapshot(self.root, where.rel, self.policy.max_file_bytes)
+
+    read = snapshot
+
+    def open_id(self, where: Resolved) -> int | None:
+        return None  # nothing is open: a token is its sha256
+
+    def plan_patch(self, patch: str, snapshot: Callable[[str], Snapshot]) -> Plan:
+        from lsp_server.engine.parallel_plan import SplitPlanner
+
+        # A large patch's second half is read, parsed and planned by a child meanwhile.
+        with SplitPlanner(patch, snapshot) as planner:
+            return self._on_links(planner.plan(snapshot))
+
+    def _on_links(self, plan: Plan) -> Plan:
+        """`plan` with each Delete and Move source that was named by a symbolic link acting on
+        that link (its path), never on the file it points to."""
+        if not self._via_link:
+            return plan
+        changes = []
+        for c in plan.changes:
+            link = self._via_link.get(c.path)
+            if link is not None and c.change in ("delete", "move"):
+                c = replace(c, before=replace(c.before, path=link))
+            changes.append(c)
+        return replace(plan, changes=tuple(changes))
+
+    def live(self, path: str) -> Snapshot | None:
+        try:
+            return self.snapshot(self.resolve(path))
+        except EditError:
+            return None
+
+    async def steps(self, gen: Generator[None, None, T]) -> T:
+        return drive(gen)  # nothing else to serve meanwhile
+
+    def settle_unfinished(self) -> None:
+        """Entries begun by a process that died before it finished them: settled from the disk
+        (after the rollback above, the disk shows what landed)."""
+        for entry in self.history.unfinished():
+            observed = {p: s for p in entry.paths if (s := self.live(p)) is not None}
+            try:
+                self.history.recover(entry.id, observed)
+            except EditError:
+                continue  # left unfinished: the next opener tries again
+
+
+def _link_itself(root: str, named: str) -> str | None:
+    """The workspace-relative path of the symbolic link `named` is (its folder resolved), or
+    None if it is not one or that folder is outside the workspace."""
+    try:
+        if not stat.S_ISLNK(os.lstat(named).st_mode):
+            return None
+    except OSError:
+        return None
+    folder = os.path.realpath(os.path.dirname(named))
+    rel = os.path.relpath(os.path.join(folder, os.path.basename(named)), root)
+    if rel == "." or rel.startswith("../") or rel == ".." or os.path.isabs(rel):
+        return None
+    return rel if files.note_link(root, rel) else None
+
+
+@dataclass
+class DiskApplier:
+    root: str
+    sdir: str  # the state folder, its lock held by `open`
+
+    def start(self, plan: Plan, where: dict[str, Resolved]) -> DiskAttempt:
+        return DiskAttempt(self.root, self.sdir, plan)
+
+
+@dataclass
+class DiskAttempt:
+    root: str
+    sdir: str
+    plan: Plan
+    recovered: list[dict[str, Any]] = field(default_factory=list)
+
+    def check_dry_run(self) -> None:
+        # The folders' writability, as the apply checks it: a dry run and the apply refuse
+        # alike (a read-only mount, an immutable folder).
+        files.check_writable(self.root, self.plan)
+
+    async def prepare(self) -> recovery.Recovery | None:
+        return None  # `open` rolled back what was interrupted, under the lock still held
+
+    async def apply(self, edit_id: int) -> Applied:
+        try:
+            self.recovered += files.apply_plan(self.root, self.plan, locked=self.sdir)
+        except EditError as err:  # rolled back by the writer itself, or PARTIAL saying what
+            return Applied(err)
+        return Applied()
+
+    def abort(self) -> None:
+        pass  # the writer cleans up after itself
+
+    def landed(self, change: FileChange) -> tuple[int | None, int | None]:
+        return None, None  # on disk: no buffer, no version
+
+    async def report(self, result: dict[str, Any]) -> None:
+        result["saved"] = True  # on disk, an applied edit is saved by definition

@@ -1,0 +1,26 @@
+"""`history`: the workspace's edits (json: entries and the net diff; diff: unified text), or one
+edit's texts before and after; what other processes journalled is taken in first."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lsp_server.actions.context import Context
+from lsp_server.engine import edit_texts
+from lsp_server.engine.history import NET_FILES
+
+
+async def run(ctx: Context, a: dict[str, Any]) -> dict[str, Any]:
+    history = ctx.history
+    history.refresh()
+    if a.get("texts"):
+        return edit_texts.texts_result(history, a.get("editId"), ctx.live)
+    files = a.get("netLimit", NET_FILES)
+    if a.get("format", "json") == "diff":
+        text = await ctx.steps(history.iter_diff_text(ctx.live, a.get("editId"), files))
+        return {"ok": True, "diff": text}
+    return await ctx.steps(
+        history.iter_json(
+            live=ctx.live, edit_id=a.get("editId"), limit=a.get("limit", 200), net_files=files
+        )
+    )

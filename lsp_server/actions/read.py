@@ -1,0 +1,58 @@
+"""`read`: a file as the caller sees it (buffer or disk), optionally a numbered line range;
+the read is the session's token for later edits (read-before-edit)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lsp_server.actions.context import Context
+from lsp_server.engine.errors import Code, EditError
+from lsp_server.engine.planner import require_exists
+from lsp_server.engine.text import describe_eol
+
+
+async def run(ctx: Context, a: dict[str, Any]) -> dict[str, Any]:
+    where = ctx.resolve(a["path"])
+    snap = ctx.read(where)
+    require_exists(snap)
+    lines = snap.lines
+    total = len(lines) - (1 if lines[-1] == "" else 0)
+    start = a.get("startLine") or 1
+    end = a.get("endLine") or total
+    if start < 1 or end < start - 1:
+        raise EditError(
+            Code.INVALID_ARGUMENT,
+            f"The line range {start}-{end} is not valid.",
+            f"Lines are 1-based; {where.rel} has {total} lines.",
+            {"argument": "startLine", "lines": total},
+        )
+    ranged = "startLine" in a or "endLine" in a
+    if ranged:
+        chosen = lines[start - 1 : end]
+        numbered = a.get("lineNumbers", True)
+    else:
+        chosen = lines
+        numbered = a.get("lineNumbers", False)
+    if numbered:
+        text = "".join(
+            f"{start + i:6d}\t{line}"
+            for i, line in enumerate(chosen)
+            if line or i < len(chosen) - 1
+        )
+    else:
+        text = snap.text if not ranged else "".join(chosen)
+    buffered = snap.source == "buffer"
+    ctx.session.saw(where.rel, snap.version if buffered else None, snap.sha256, ctx.open_id(where))
+    return {
+        "ok": True,
+        "path": where.rel,
+        "text": text,
+        "version": snap.version,
+        "sha256": snap.sha256,
+        "source": snap.source,
+        "eol": describe_eol(snap.text),
+        "bom": snap.bom,
+        "lines": total,
+        "startLine": start,
+        "endLine": min(end, total),
+    }

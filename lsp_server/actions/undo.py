@@ -1,0 +1,21 @@
+"""`undo`: revert one edit by id, only where its lines are still as it left them (else
+CONFLICT); the undo is itself an edit in the history."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lsp_server.actions.context import Context
+from lsp_server.actions.execute import execute
+
+
+async def run(ctx: Context, a: dict[str, Any]) -> dict[str, Any]:
+    edit_id = a["editId"]
+    async with ctx.edit_lock:
+        ctx.history.refresh()
+        where = {p: ctx.resolve(p) for p in ctx.history.undo_paths(edit_id)}
+        current = {p: ctx.snapshot(r) for p, r in where.items()}
+        plan = ctx.history.plan_undo(edit_id, current)
+        return await execute(
+            ctx, "undo", a, list(plan.changes), where, a.get("dryRun", False), undoes=edit_id
+        )

@@ -1,0 +1,283 @@
+"""The language server's `Applier` (actions/context.py): open buffers through the editor's
+apply-and-verify, files not open through the atomic disk writer, both for a mixed edit.
+
+A mixed edit prepares the disk side first (temporary files, under the workspace lock), applies
+and verifies the buffers, then commits the disk side, and rolls the buffers back if the commit
+fails: all or nothing, as one history entry. An edit the editor has not shown yet (UNVERIFIED)
+is held (lsp/pending.py) and settled when it does. After a verified edit: syntax diagnostics
+(lsp/diagnostics.py) and saving (`agentEdit/saveDocuments`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any
+
+from lsp_server import peers
+from lsp_server.actions.context import Applied
+from lsp_server.actions.paths import Resolved
+from lsp_server.engine.errors import Code, EditError
+from lsp_server.engine.model import FileChange, Plan
+from lsp_server.engine.recovery import Recovery
+from lsp_server.engine.undo import plan_rollback
+from lsp_server.lsp import disk_side
+from lsp_server.lsp.apply import Outcome, apply_and_verify, transactional
+from lsp_server.lsp.diagnostics import publish_after_edit
+
+if TYPE_CHECKING:
+    from lsp_server.lsp.server import AgentEditServer
+
+log = logging.getLogger(__name__)
+
+PENDING_GRACE_MIN_S = 1.0
+
+
+class EditorApplier:
+    def __init__(self, server: AgentEditServer) -> None:
+        self.server = server
+
+    def start(self, plan: Plan, where: dict[str, Resolved]) -> EditorAttempt:
+        return EditorAttempt(self.server, plan, where)
+
+
+class EditorAttempt:
+    """One plan through the editor (and the disk writer for what the editor cannot do)."""
+
+    def __init__(self, server: AgentEditServer, plan: Plan, where: dict[str, Resolved]) -> None:
+        self.server = server
+        self.plan = plan
+        self.where = where
+        self.locations = {p: server.location(r) for p, r in where.items()}
+        # A file whose last edit is unverified may look older here than in the editor.
+        server.pending.refuse_if_held({p: loc.abs_path for p, loc in self.locations.items()})
+        # Resource operations the editor cannot do: on disk, or refused now for an open buffer.
+        self.to_editor, self.to_disk = disk_side.split(
+            list(plan.changes),
+            self.locations,
+            server.store,
+            disk_side.resource_operations(server.client_capabilities),
+        )
+        self.disk: disk_side.DiskSide | None = None
+        self.versions: dict[str, int | None] = {}
+
+    def check_dry_run(self) -> None:
+        pass  # the editor's part is checked by the editor; the disk side only when it applies
+
+    async def prepare(self) -> Recovery | None:
+        # Files not open: checked and written to temporary files now (STALE here changes
+        # nothing); put in place only after the editor's part is verified.
+        if not self.to_disk:
+            return None
+        # Another live agent-edit server whose editor has one of these files open: its buffer,
+        # not the disk, is what the user sees there (issue 14 item 5).
+        locations = self.locations
+        await peers.refuse_if_held(
+            self.to_disk,
+            lambda p: locations[p].abs_path if p in locations else None,
+            self.server.paths.roots,
+        )
+        self.disk = await disk_side.prepare(
+            *disk_side.in_one_folder(self.to_disk, self.server.paths.roots), self.plan.action
+        )
+        return self.disk.recovered
+
+    def abort(self) -> None:
+        if self.disk is not None:
+            self.disk.abort()  # a no-op once committed or aborted
+
+    async def apply(self, edit_id: int) -> Applied:
+        if self.disk is not None:
+            outcome = await self._apply_mixed(self.disk)
+        else:
+            outcome = await self._apply(self.plan, self.plan.action)
+        if outcome.error is None:
+            return Applied()
+        error = outcome.error
+        if error.code == Code.UNVERIFIED or outcome.unconfirmed:
+            self._hold(edit_id, outcome)
+            return Applied(error, held=True)
+        if error.code == Code.PARTIAL and not getattr(error, "rolled_back", False):
+            error = await self._roll_back(self.plan, error)
+        return Applied(error)
+
+    def _hold(self, edit_id: int, outcome: Outcome) -> None:
+        """Not finished: settled when the editor shows the files (lsp/pending.py)."""
+        server = self.server
+        settings = server.settings
+        # A late reporter still reports within a few idle timers (eglot: 0.5 s); an editor
+        # that has not answered yet gets the time it may take to answer.
+        grace = max(2 * settings.verify_timeout_ms / 1000, PENDING_GRACE_MIN_S)
+        if outcome.late_answer is not None:
+            grace = max(grace, settings.apply_timeout_ms / 1000)
+        # eglot applies file by file and reports late: its refusal proves nothing yet.
+        refusal_settles = not server.verifier.reports_late or transactional(
+            server.client_capabilities, list(self.plan.changes)
+        )
+        server.pending.hold(
+            edit_id,
+            self.where,
+            self.locations,
+            outcome.unconfirmed,
+            grace,
+            outcome.late_answer,
+            refusal_settles,
+        )
+
+    def landed(self, change: FileChange) -> tuple[int | None, int | None]:
+        doc = self.server.store.by_path(self.locations[change.target_path].abs_path)
+        if doc is None:
+            return None, None
+        self.versions[change.target_path] = doc.version
+        doc.set_known_text(change.new_text, change.new_sha256, change.__dict__.get("hash_marks"))
+        return doc.version, doc.open_id
+
+    async def report(self, result: dict[str, Any]) -> None:
+        changes = list(self.plan.changes)
+        diagnostics = await publish_after_edit(self.server, changes, self.locations, self.versions)
+        result["diagnostics"] = diagnostics or []
+        if diagnostics.pending:
+            # Large files checked whole off the request path: publishDiagnostics follows.
+            result["diagnosticsPending"] = diagnostics.pending
+        if self.server.settings.save_after_edit or self.to_disk:
+            await self._save_touched(changes, result)
+
+    async def _apply_mixed(self, disk: disk_side.DiskSide) -> Outcome:
+        """The disk side is prepared already; the editor's part is applied (verified), then the
+        disk side committed; if the commit fails, what landed in the editor is rolled back, so
+        the plan lands whole or not at all."""
+        to_editor, to_disk, locations = self.to_editor, self.to_disk, self.locations
+        states: dict[str, str] = {}
+        editor_plan = Plan(self.plan.action, tuple(to_editor))
+        if to_editor:
+            outcome = await self._apply(editor_plan, self.plan.action)
+            if outcome.error is not None:
+                disk.abort()
+                if outcome.error.code == Code.UNVERIFIED:
+                    # The disk is never written on an unverified basis: say so, so the agent
+                    # knows those files hold the old text whatever the buffers turn out to show.
+                    names = sorted({p for c in to_disk for p in (c.path, c.target_path)})
+                    outcome.error.message += (
+                        f" The files not open in the editor ({', '.join(names)}) were not "
+                        "written: they hold the old text."
+                    )
+                    outcome.error.details["notWritten"] = names
+                return outcome
+            states.update(outcome.states)
+        for c in to_disk:
+            c.before.release_lines()
+        try:
+            # No await between this check and the renames: no didOpen is handled in between.
+            disk_side.check_still_closed(to_disk, locations, self.server.store)
+            disk.commit()
+        except EditError as exc:
+            disk.abort()
+            if not to_editor:
+                return Outcome({c.path: "old" for c in to_disk}, exc)
+            error = EditError(
+                Code.PARTIAL,
+                f"The editor applied its part, but the disk side failed: {exc.message}",
+                exc.hint,
+                {"files": [{"path": p, "state": "applied"} for p in states]},
+                committed=[{"path": p, "state": "applied"} for p in states],
+            )
+            back = await self._roll_back(editor_plan, error)
+            back.details["diskError"] = {"code": str(exc.code), **exc.details}
+            back.rolled_back = True  # type: ignore[attr-defined]
+            return Outcome(states, back)
+        for c in to_disk:
+            states[c.path] = states[c.target_path] = "new"
+        return Outcome(states)
+
+    async def _apply(self, plan: Plan, action: str) -> Outcome:
+        server = self.server
+        return await apply_and_verify(
+            server,
+            list(plan.changes),
+            self.locations,
+            server.store,
+            server.verifier,
+            server.encoding,
+            f"agent-edit: {action}",
+            server.settings.apply_timeout_ms / 1000,
+            server.settings.verify_timeout_ms / 1000,
+            transactional(server.client_capabilities, list(plan.changes)),
+        )
+
+    async def _roll_back(self, plan: Plan, error: EditError) -> EditError:
+        """Part of a plan landed (editors are not transactional): send the inverse of what landed.
+
+        Verified like any edit; only a verified rollback turns PARTIAL into PARTIAL_ROLLED_BACK.
+        """
+        snapshot = self.server.snapshot
+        observed = {p: snapshot(r) for p, r in self.where.items()}
+        committed, back = plan_rollback(plan, observed)
+        if not back.changes:
+            return error
+        outcome = await self._apply(back, "rollback")
+        landed = [c for c in committed if c.get("state") == "applied"]
+        # Every file that is not as it was (landed, or changed otherwise) must be reverted by the
+        # rollback: one the rollback cannot touch (typed into meanwhile) is not "as it was".
+        touched = [c for c in committed if c.get("state") != "not-applied"]
+        if outcome.error is None and all(c.get("revertible", True) for c in touched):
+            return EditError(
+                Code.PARTIAL_ROLLED_BACK,
+                f"{error.message} What landed ({', '.join(c['path'] for c in landed)}) was "
+                "undone again, so every file is as it was.",
+                "Nothing is changed now. Read the files again, then send the edit again "
+                "(the editor may have refused part of it because a file changed).",
+                {"files": committed},
+                committed=[],
+            )
+        observed = {p: snapshot(r) for p, r in self.where.items()}
+        committed, _ = plan_rollback(plan, observed)
+        return EditError(
+            Code.PARTIAL,
+            f"{error.message} The rollback of what landed could not be verified either.",
+            "Some files are changed and some are not (details.files): inspect them with "
+            "agentEdit.read and agentEdit.history, then undo or fix them; do not resend the "
+            "whole edit.",
+            {"files": committed},
+            committed=[c for c in committed if c.get("state") == "applied"],
+        )
+
+    async def _save_touched(self, changes: list[FileChange], result: dict[str, Any]) -> None:
+        """Ask the editor to save what the edit touched (`agentEdit/saveDocuments`).
+
+        The client decides what is safe to save (VS Code's extension skips documents that were
+        dirty before the edit, so the user's own unsaved text is never persisted); the result
+        tells the agent, per file, what is now on disk. Files the disk writer changed are on
+        disk already: saved, without asking (and the editor is asked only with saveAfterEdit).
+        """
+        written = {c.target_path for c in self.to_disk if c.change != "delete"}
+        uris = {
+            c.target_path: self.locations[c.target_path].uri
+            for c in changes
+            if c.change != "delete" and c.target_path not in written
+        }
+        if not self.server.settings.save_after_edit:
+            uris = {}
+        saved = await self._save_documents(list(uris.values())) if uris else set()
+        for entry in result["files"]:
+            target = entry.get("movedTo") or entry["path"]
+            if target in written:
+                entry["saved"] = True
+            elif target in uris:
+                entry["saved"] = uris[target] in saved
+        result["saved"] = bool(written or uris) and all(u in saved for u in uris.values())
+
+    async def _save_documents(self, uris: list[str]) -> set[str]:
+        """The URIs the editor says it saved; none when it cannot (no such request, timeout)."""
+        server = self.server
+        try:
+            answer = await asyncio.wait_for(
+                server.protocol.send_request_async("agentEdit/saveDocuments", {"uris": uris}),
+                server.settings.apply_timeout_ms / 1000,
+            )
+        except Exception as exc:  # noqa: BLE001 - a client without the request: nothing saved
+            log.info("agentEdit/saveDocuments failed: %s", exc)
+            return set()
+        listed = getattr(answer, "saved", None)
+        if listed is None and isinstance(answer, dict):
+            listed = answer.get("saved")
+        return {str(u) for u in listed or []}
