@@ -181,8 +181,22 @@ class Endpoint:
                     break
                 if not line:
                     break
-                answer, keep = await self._answer(line)
-                writer.write(json.dumps(answer, ensure_ascii=False).encode() + b"\n")
+                try:
+                    answer, keep = await self._answer(line)
+                except Exception as exc:  # noqa: BLE001 - a caller gets a reason, never silence
+                    log.exception("agent-edit endpoint: a request failed")
+                    answer, keep = (
+                        refusal(
+                            "IO_ERROR",
+                            f"The editor's agent-edit server failed on this request "
+                            f"({type(exc).__name__}: {exc}); what changed, if anything, is in "
+                            "its history.",
+                            "Check the files with read and history before trying again.",
+                        ),
+                        False,
+                    )
+                # ASCII JSON: any text (a lone surrogate echoed back included) encodes.
+                writer.write(json.dumps(answer).encode() + b"\n")
                 await writer.drain()
                 if not keep:
                     break
