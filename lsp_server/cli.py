@@ -327,8 +327,8 @@ def _apply_patch(
 def _through_editor(
     root: str, args: argparse.Namespace, action: str, summary: dict[str, Any]
 ) -> tuple[int | None, Any]:
-    """Route an edit to the editor's agent-edit server whose first workspace folder is `root`
-    (its history is this workspace's): (exit status, None). Other live servers whose workspace
+    """Route an edit to the editor's agent-edit server whose history is `root`'s (the folder it
+    started with) and which still serves it: (exit status, None). Other live servers whose workspace
     overlaps `root`: (None, a guard that refuses, before anything is written, a plan touching a
     file one of their editors has open). None running: (None, None), after one listing."""
     from lsp_server import discovery
@@ -340,7 +340,7 @@ def _through_editor(
         return None, None
     if not entries:
         return None, None
-    entry = next((e for e in entries if e.folders and e.folders[0] == root), None)
+    entry = next((e for e in entries if e.history_root == root and e.holds(root)), None)
     if entry is None:
         from lsp_server import peers
 

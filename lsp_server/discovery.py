@@ -19,8 +19,11 @@ import json
 import os
 import stat
 import time
-from dataclasses import dataclass, field
-from typing import Any
+
+# No typing or dataclasses at run time: the CLI imports this module on every edit command.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 ENV_DIR = "AGENT_EDIT_RUNTIME_DIR"
 MAX_ENTRY_BYTES = 64 * 1024
@@ -37,26 +40,60 @@ class DiscoveryError(Exception):
     """The runtime folder cannot be trusted (a symbolic link, another user's, too open)."""
 
 
-@dataclass(frozen=True)
 class Entry:
     """One live server's announcement."""
 
-    pid: int
-    folders: tuple[str, ...]
-    token: str
-    endpoint: dict[str, Any]
-    editor: str = ""
-    editor_pid: int | None = None
-    name: str = ""  # the announcement file's name in the runtime folder
-    folder: str = ""  # the runtime folder
-    started: float = 0.0
-    extra: dict[str, Any] = field(default_factory=dict)
+    __slots__ = (
+        "pid",
+        "folders",
+        "token",
+        "endpoint",
+        "editor",
+        "editor_pid",
+        "name",
+        "folder",
+        "started",
+        "extra",
+    )
+
+    def __init__(
+        self,
+        pid: int,
+        folders: tuple[str, ...],
+        token: str,
+        endpoint: dict[str, Any],
+        editor: str = "",
+        editor_pid: int | None = None,
+        name: str = "",  # the announcement file's name in the runtime folder
+        folder: str = "",  # the runtime folder
+        started: float = 0.0,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        self.pid = pid
+        self.folders = folders
+        self.token = token
+        self.endpoint = endpoint
+        self.editor = editor
+        self.editor_pid = editor_pid
+        self.name = name
+        self.folder = folder
+        self.started = started
+        self.extra: dict[str, Any] = extra or {}
+
+    def __repr__(self) -> str:
+        return f"Entry(pid={self.pid}, folders={self.folders}, editor={self.editor!r})"
 
     def describe(self) -> str:
         """The editor, as a person would recognise it: 'Neovim (pid 123)'."""
         who = self.editor or "an editor"
         pid = self.editor_pid if self.editor_pid else self.pid
         return f"{who} (pid {pid})"
+
+    @property
+    def history_root(self) -> str | None:
+        """The workspace folder whose journal this server's history is."""
+        h = self.extra.get("historyRoot")
+        return h if isinstance(h, str) else None
 
     def holds(self, root: str) -> str | None:
         """The workspace folder of this server that holds `root` (real path), or None."""
@@ -84,9 +121,12 @@ def runtime_dir() -> str:
     xdg = os.environ.get("XDG_RUNTIME_DIR")
     if xdg and os.path.isabs(xdg) and os.path.isdir(xdg):
         return os.path.join(xdg, "agent-edit")
-    import tempfile  # only here: the CLI looks for servers on every run
-
-    return os.path.join(tempfile.gettempdir(), f"agent-edit-{os.geteuid()}")
+    # tempfile.gettempdir's choice without importing tempfile (the CLI looks on every run).
+    tmp = next(
+        (d for k in ("TMPDIR", "TEMP", "TMP") if (d := os.environ.get(k)) and os.path.isdir(d)),
+        "/tmp",
+    )
+    return os.path.join(tmp, f"agent-edit-{os.geteuid()}")
 
 
 def open_dir(path: str, create: bool) -> int | None:
@@ -151,8 +191,10 @@ def announce(
     editor: str = "",
     editor_pid: int | None = None,
     name: str | None = None,
+    history_root: str | None = None,
 ) -> tuple[str, str]:
-    """Write this process's announcement atomically (0600); its (runtime folder, file name)."""
+    """Write this process's announcement atomically (0600); its (runtime folder, file name). A
+    `name` given again replaces that announcement (the workspace folders changed)."""
     path = runtime_dir()
     fd = open_dir(path, create=True)
     assert fd is not None
@@ -163,6 +205,8 @@ def announce(
             "pid": pid,
             "start": _start_time(pid),
             "folders": [os.path.realpath(f) for f in folders],
+            # The folder whose journal the server's history is (its first folder at start).
+            "historyRoot": os.path.realpath(history_root or folders[0]) if folders else None,
             "endpoint": endpoint,
             "token": token,
             "editor": editor,
@@ -272,7 +316,12 @@ def _read_entry(fd: int, name: str, folder: str) -> Entry | None:
         name=name,
         folder=folder,
         started=float(raw.get("started") or 0),
-        extra={"start": start},
+        extra={
+            "start": start,
+            "historyRoot": raw.get("historyRoot")
+            if isinstance(raw.get("historyRoot"), str)
+            else (folders[0] if folders else None),
+        },
     )
 
 

@@ -95,6 +95,7 @@ class Endpoint:
         self.sock: socket.socket | None = None
         self.unix_path: str | None = None
         self._serving: asyncio.AbstractServer | None = None
+        self._announcement: tuple[dict[str, Any], str, int | None, str] = ({}, "", None, "")
 
     def start(self, folders: list[str], editor: str, editor_pid: int | None) -> None:
         """Listen and announce (synchronously: once `initialize` is answered, the server can be
@@ -133,10 +134,29 @@ class Endpoint:
             self.announced = discovery.announce(
                 folders, endpoint, self.token, editor, editor_pid, name=name + ".json"
             )
+            self._announcement = (endpoint, editor, editor_pid, folders[0])
             atexit.register(self.stop)
         except (OSError, discovery.DiscoveryError) as exc:
             log.warning("agent-edit: not announced for other processes (MCP, CLI): %s", exc)
             self.stop()
+
+    def update(self, folders: list[str]) -> None:
+        """The workspace folders changed: say so in the announcement (same file, replaced)."""
+        if self.announced is None or not folders:
+            return
+        endpoint, editor, editor_pid, history_root = self._announcement
+        try:
+            discovery.announce(
+                folders,
+                endpoint,
+                self.token,
+                editor,
+                editor_pid,
+                self.announced[1],
+                history_root=history_root,
+            )
+        except (OSError, discovery.DiscoveryError) as exc:
+            log.warning("agent-edit: the announcement could not be updated: %s", exc)
 
     async def _serve(self, sock: socket.socket) -> None:
         if sock.family == socket.AF_INET:

@@ -446,6 +446,7 @@ def create_server() -> AgentEditServer:
                 removed=[f.uri for f in params.event.removed],
             )
         )
+        ls.endpoint.update(ls.paths.roots)  # found for the folders it serves now
 
     @server.feature(t.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: AgentEditServer, params: t.DidSaveTextDocumentParams) -> None:

@@ -182,3 +182,23 @@ async def test_each_session_has_its_own_reads(vscode: Editor):
     # The editor's own session read after the typing: its write lands.
     got = await vscode.command("agentEdit.write", {"path": "a.py", "text": "z = 0\n"})
     assert got["ok"], got
+
+
+@pytest.mark.asyncio
+async def test_announcement_follows_workspace_folder_changes(vscode: Editor, tmp_path_factory):
+    from lsprotocol import types as t
+
+    other = tmp_path_factory.mktemp("other")
+    assert discovery.find(str(other)) is None
+    vscode.client.workspace_did_change_workspace_folders(
+        t.DidChangeWorkspaceFoldersParams(
+            event=t.WorkspaceFoldersChangeEvent(
+                added=[t.WorkspaceFolder(uri=other.as_uri(), name="other")],
+                removed=[t.WorkspaceFolder(uri=vscode.root.as_uri(), name="ws")],
+            )
+        )
+    )
+    await vscode.command("agentEdit.history", {})  # handled in order: the change is done
+    entry = discovery.find(str(other))
+    assert entry is not None and entry.history_root == os.path.realpath(vscode.root)
+    assert discovery.find(str(vscode.root)) is None  # a folder it no longer serves
