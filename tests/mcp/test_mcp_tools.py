@@ -215,3 +215,45 @@ async def test_editor_server_killed_between_calls(tmp_path):
                 await client2.stop()
     finally:
         await client.stop()
+
+
+@pytest.mark.asyncio
+async def test_root_below_the_editors_folder_keeps_paths_relative_to_the_root(vscode: Editor):
+    vscode.write_file("a.py", "top = 1\n")
+    vscode.write_file("sub/a.py", "sub = 1\n")
+    vscode.open("sub/a.py")
+    vscode.type("sub/a.py", 0, 7, "  # unsaved")
+    await vscode.command("agentEdit.history", {})
+    async with mcp_session(vscode.root / "sub") as s:
+        got, _ = await call(s, "read", {"path": "a.py"})
+        assert got["via"] == "editor" and got["text"] == "sub = 1  # unsaved\n", got
+        patch = (
+            "*** Begin Patch\n*** Update File: a.py\n@@\n-sub = 1  # unsaved\n+sub = 2\n"
+            "*** End Patch\n"
+        )
+        got, _ = await call(s, "apply_patch", {"patch": patch})
+        assert got["ok"] and got["via"] == "editor", got
+        assert vscode.text("sub/a.py") == "sub = 2\n"
+        assert (vscode.root / "a.py").read_text() == "top = 1\n"
+        padded = patch.replace("*** Update File:", "  *** Update File:")
+        got, text = await call(s, "apply_patch", {"patch": padded})
+        assert got["code"] == "INVALID_ARGUMENT" and "beginning of the line" in text
+
+
+@pytest.mark.asyncio
+async def test_apply_patch_on_disk_all_or_nothing(tmp_path):
+    (tmp_path / "a.py").write_text("a = 1\n")
+    (tmp_path / "b.py").write_text("b = 1\n")
+    bad = (
+        "*** Begin Patch\n*** Update File: a.py\n@@\n-a = 1\n+a = 2\n"
+        "*** Update File: b.py\n@@\n-nope\n+b = 2\n*** End Patch\n"
+    )
+    async with mcp_session(tmp_path) as s:
+        got, text = await call(s, "apply_patch", {"patch": bad})
+        assert got["code"] == "NO_MATCH" and got["via"] == "disk", got
+        assert (tmp_path / "a.py").read_text() == "a = 1\n"
+        good = bad.replace("-nope", "-b = 1")
+        got, text = await call(s, "apply_patch", {"patch": good})
+        assert got["ok"], got
+    assert (tmp_path / "a.py").read_text() == "a = 2\n"
+    assert (tmp_path / "b.py").read_text() == "b = 2\n"
