@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 EDITS = frozenset({"replace", "write", "applyPatch", "undo"})
+# An edit waits for the editor (its apply and verify timeouts, a pending save): generous.
+ANSWER_TIMEOUT_S = float(os.environ.get("AGENT_EDIT_MCP_TIMEOUT_S") or 120)
 _HEADER = re.compile(r"^(\*\*\* (?:Add File|Delete File|Update File|Move to): ?)(.*?)(\r?)$", re.M)
 _PADDED_HEADER = re.compile(r"^[ \t]+\*\*\* (?:Add File|Delete File|Update File|Move to):", re.M)
 
@@ -117,7 +119,26 @@ class Router:
             "withOpen": True,
         }
         try:
-            answer = await discovery.arequest(entry, payload)
+            answer = await discovery.arequest(entry, payload, ANSWER_TIMEOUT_S)
+        except TimeoutError:
+            # Alive but silent: an edit may still land, and the disk is not what its editor
+            # shows, so nothing runs on disk instead.
+            return {
+                **refusal(
+                    "TIMEOUT",
+                    f"The editor's agent-edit server ({entry.describe()}) did not answer in "
+                    f"{ANSWER_TIMEOUT_S:.0f} s. "
+                    + (
+                        "The edit may still land in the editor; nothing was written on disk."
+                        if action in EDITS
+                        else "Nothing was changed."
+                    ),
+                    "Check the editor; read the files again before editing them.",
+                    editor=entry.editor,
+                    pid=entry.editor_pid or entry.pid,
+                ),
+                "via": "editor",
+            }
         except discovery.Unanswered as exc:
             if action not in EDITS:
                 return None  # a read or history: nothing changed; the disk answers
@@ -136,7 +157,9 @@ class Router:
                 ),
                 "via": "editor",
             }
-        except (OSError, ValueError, TimeoutError) as exc:
+        except (OSError, ValueError) as exc:
+            # Not reachable: gone, or broken. On disk, the guard still refuses to write a file
+            # a live server's editor holds (it asks it, and refuses when it cannot).
             log.info("the editor's server %s cannot be reached: %s", entry.describe(), exc)
             return None
         if self.lost is not None and self.lost.pid != entry.pid:
