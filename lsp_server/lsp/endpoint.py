@@ -92,6 +92,7 @@ class Endpoint:
         self.token = secrets.token_hex(32)
         self.sessions: OrderedDict[str, Session] = OrderedDict()
         self.announced: tuple[str, str] | None = None
+        self.owner = os.getpid()
         self.sock: socket.socket | None = None
         self.unix_path: str | None = None
         self._serving: asyncio.AbstractServer | None = None
@@ -169,6 +170,8 @@ class Endpoint:
             )
 
     def stop(self) -> None:
+        if self.owner != os.getpid():
+            return  # a forked child (it leaves by os._exit, but never take the parent's file)
         if self.announced is not None:
             discovery.remove(*self.announced)
             self.announced = None
