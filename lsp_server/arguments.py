@@ -22,6 +22,8 @@ MAX_STRING = 64 * 1024 * 1024
 
 @dataclass(frozen=True)
 class Field:
+    """One argument's accepted JSON types, and whether it must be given."""
+
     types: tuple[type, ...]
     required: bool = False
 

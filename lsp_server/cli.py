@@ -1,49 +1,53 @@
-"""The `agent-edit` command line: `serve` runs the language server; the rest edit files on disk.
+"""The `agent-edit` command line: `serve` runs the language server; the rest run the actions
+(lsp_server/actions) on the files on disk, headless.
 
     agent-edit serve
     agent-edit mcp [--root DIR]
     agent-edit --version
-    agent-edit apply-patch [--root DIR] [--dry-run] [--json] PATCH|-
-    agent-edit replace [--root DIR] [--dry-run] [--json] [--replace-all] [--expect-sha256 H]
-                       PATH OLD NEW
-    agent-edit history [--root DIR] [--json] [--diff] [--edit ID]
+    agent-edit read [--root DIR] [--json] [--start-line N] [--end-line N] [--line-numbers] PATH
+    agent-edit apply-patch [--root DIR] [--dry-run] [--json] [--expect-sha256 PATH=H] PATCH|-
+    agent-edit replace [--root DIR] [--dry-run] [--json] [--replace-all] [--match exact|lenient]
+                       [--expect-sha256 H] PATH OLD NEW
+    agent-edit write [--root DIR] [--dry-run] [--json] [--expect-sha256 H] PATH TEXT
+    agent-edit history [--root DIR] [--json] [--diff] [--edit ID] [--limit N] [--texts]
     agent-edit undo [--root DIR] [--dry-run] [--json] ID
 
-`history` and `undo` read the workspace's edit history, the journal the language server keeps
-(an undo is recorded there too); headless applies are not recorded, to keep them fast.
+Each command is one action, its options built from the action's argument schema
+(lsp_server/arguments.py, `build_parser`), run through `actions.run` with the headless context
+(actions/headless.py): the same checks, results and history as the language server's. Every
+command first rolls back an apply that was interrupted in this workspace (even with --dry-run: a
+half-applied tree is no base for a plan, nor for a report), says so on stderr (engine/recovery.py's
+message) and records it in the history; its applies and refusals are recorded in the journal the
+language server keeps (so the editor shows headless edits, and `undo` works across both).
 
-OLD and NEW may be `@file` to read the text from a file (`@@x` is the literal text `@x`).
+OLD, NEW and TEXT may be `@file` to read the text from a file (`@-`: stdin; `@@x` is the literal
+text `@x`). An overwrite with `write` needs `--expect-sha256` (the file's sha256 from `read`).
 Output is a short summary and the diff, or with `--json` exactly the result object of product.md
 2.1 (plus `recovered` when an interrupted earlier apply was rolled back first). Exit status: 0
 success, 1 the edit was refused or failed (the result says what, if anything, changed), 2 usage
-error. Writes go through engine/files.py: atomic across files, journalled, rolled back after a
-crash. Every command (`history` too) first rolls back an apply that was interrupted in this
-workspace (even with --dry-run: a half-applied tree is no base for a plan, nor for a report),
-says so on stderr (engine/recovery.py's message) and, for `history` and `undo`, records it in the
-history. A state folder that cannot be made or used is an IO_ERROR result, never a traceback.
-Environment: AGENT_EDIT_STATE_DIR moves the journal's state directory (default: the user state
-dir, outside the workspace); AGENT_EDIT_CRASH_AFTER=N is a test hook (engine/files.py).
+error (malformed arguments too). Writes go through engine/files.py: atomic across files,
+journalled, rolled back after a crash. A state folder that cannot be made or used is an IO_ERROR
+result, never a traceback. Environment: AGENT_EDIT_STATE_DIR moves the journal's state directory
+(default: the user state dir, outside the workspace); AGENT_EDIT_CRASH_AFTER=N is a test hook
+(engine/files.py).
 
 Every path must resolve (symlinks followed) inside `--root` (default: the current directory);
 `.git` is never edited. A Delete File, or the source of a Move, named by a symbolic link removes
-the link itself, never the file it points to (`_on_links`). The LSP layer is imported lazily
-inside `serve`, so headless commands start fast and never load pygls.
+the link itself, never the file it points to (actions/headless.py). The LSP layer is imported
+lazily inside `serve`, so headless commands start fast and never load pygls (nor asyncio: the
+headless actions are driven by `startup.run_sync`).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import argparse
-
-    from lsp_server.engine.model import Plan
-    from lsp_server.engine.text import Snapshot
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -52,8 +56,53 @@ class UsageError(Exception):
     pass
 
 
+# The command line's name for each action, and the schema fields taken as positionals.
+COMMANDS = {
+    "read": "read",
+    "apply-patch": "applyPatch",
+    "replace": "replace",
+    "write": "write",
+    "history": "history",
+    "undo": "undo",
+}
+POSITIONAL = {
+    "read": ("path",),
+    "applyPatch": ("patch",),
+    "replace": ("path", "oldText", "newText"),
+    "write": ("path", "text"),
+    "history": (),
+    "undo": ("editId",),
+}
+HELP = {
+    "read": "print a file (a line range, numbered) with its sha256",
+    "applyPatch": "apply a V4A patch (*** Begin Patch ... *** End Patch), all files or none",
+    "replace": "replace OLD with NEW in PATH (exactly one match)",
+    "write": "create PATH with TEXT, or overwrite it (with --expect-sha256)",
+    "history": "show the workspace's agent edits and the net diff",
+    "undo": "revert one edit, if its lines are still as it left them",
+}
+METAVAR = {"path": "PATH", "oldText": "OLD", "newText": "NEW", "text": "TEXT", "patch": "PATCH"}
+FIELD_HELP = {
+    "oldText": "text to find, or @file",
+    "newText": "replacement text, or @file",
+    "text": "the whole new text, or @file",
+    "patch": "patch file, or - for stdin",
+    "dryRun": "show the diff, change nothing",
+    "replaceAll": "replace every occurrence",
+    "match": "exact (default), or lenient about whitespace",
+    "lineNumbers": "number the lines (default: only for a line range)",
+    "texts": "the edit's texts before and after (JSON)",
+    "format": "json or diff",
+}
+TEXT_FIELDS = frozenset({"oldText", "newText", "text"})  # `@file` reads the text from a file
+EDITS = frozenset({"replace", "write", "applyPatch", "undo"})  # checked against editors first
+
+
 def build_parser() -> argparse.ArgumentParser:
+    """The parser, one subcommand per action with its options from the action's schema."""
     import argparse
+
+    from lsp_server.arguments import CHOICES, SCHEMAS
 
     parser = argparse.ArgumentParser(
         prog="agent-edit",
@@ -66,36 +115,48 @@ def build_parser() -> argparse.ArgumentParser:
         help="an MCP server on stdio: the edit tools, through the editor's server when one runs",
     )
     mp.add_argument("--root", default=".", help="workspace folder (default: current dir)")
-
-    def common(p: argparse.ArgumentParser) -> None:
+    for command, action in COMMANDS.items():
+        p = sub.add_parser(command, help=HELP[action])
         p.add_argument("--root", default=".", help="workspace folder (default: current dir)")
-        p.add_argument("--dry-run", action="store_true", help="show the diff, change nothing")
         p.add_argument("--json", action="store_true", help="print the result object as JSON")
-
-    ap = sub.add_parser(
-        "apply-patch",
-        help="apply a V4A patch (*** Begin Patch ... *** End Patch), all files or none",
-    )
-    common(ap)
-    ap.add_argument("patch", metavar="PATCH", help="patch file, or - for stdin")
-
-    rp = sub.add_parser("replace", help="replace OLD with NEW in PATH (exactly one match)")
-    common(rp)
-    rp.add_argument("--replace-all", action="store_true", help="replace every occurrence")
-    rp.add_argument("--expect-sha256", metavar="H", help="refuse unless the file has this sha256")
-    rp.add_argument("path", metavar="PATH")
-    rp.add_argument("old", metavar="OLD", help="text to find, or @file")
-    rp.add_argument("new", metavar="NEW", help="replacement text, or @file")
-
-    hp = sub.add_parser("history", help="show the workspace's agent edits and the net diff")
-    hp.add_argument("--root", default=".", help="workspace folder (default: current dir)")
-    hp.add_argument("--json", action="store_true", help="print the history object as JSON")
-    hp.add_argument("--diff", action="store_true", help="print the diffs")
-    hp.add_argument("--edit", type=int, metavar="ID", help="only this edit")
-
-    up = sub.add_parser("undo", help="revert one edit, if its lines are still as it left them")
-    common(up)
-    up.add_argument("edit_id", metavar="ID", type=int)
+        schema = SCHEMAS[f"agentEdit.{action}"]
+        for name, spec in schema.items():
+            if name in POSITIONAL[action]:
+                continue
+            flags = ["--" + "".join("-" + ch.lower() if ch.isupper() else ch for ch in name)]
+            if name == "expect":
+                one = action != "applyPatch"
+                p.add_argument(
+                    "--expect-sha256",
+                    dest="expect",
+                    metavar="H" if one else "PATH=H",
+                    action="store" if one else "append",
+                    help="refuse unless the file has this sha256"
+                    + ("" if one else " (repeat for each path)"),
+                )
+            elif spec.types == (bool,):
+                kind = argparse.BooleanOptionalAction if name == "lineNumbers" else "store_true"
+                p.add_argument(*flags, dest=name, action=kind, default=None, help=FIELD_HELP[name])
+            else:
+                if name == "editId":
+                    flags.insert(0, "--edit")  # the historical spelling
+                p.add_argument(
+                    *flags,
+                    dest=name,
+                    type=int if spec.types == (int,) else str,
+                    choices=CHOICES.get((f"agentEdit.{action}", name)),
+                    metavar=None if (f"agentEdit.{action}", name) in CHOICES else "N",
+                    help=FIELD_HELP.get(name),
+                )
+        if action == "history":
+            p.add_argument("--diff", action="store_true", help="print the diffs")
+        for name in POSITIONAL[action]:
+            p.add_argument(
+                name,
+                metavar=METAVAR.get(name, "ID"),
+                type=int if name == "editId" else str,
+                help=FIELD_HELP.get(name),
+            )
     return parser
 
 
@@ -108,11 +169,13 @@ def _plain_apply_patch(argv: list[str]) -> Any:
     """
     if not argv or argv[0] != "apply-patch":
         return None
-    args = SimpleNamespace(command="apply-patch", root=".", dry_run=False, json=False, patch=None)
+    args = SimpleNamespace(
+        command="apply-patch", root=".", dryRun=None, json=False, expect=None, patch=None
+    )
     rest = iter(argv[1:])
     for arg in rest:
         if arg == "--dry-run":
-            args.dry_run = True
+            args.dryRun = True
         elif arg == "--json":
             args.json = True
         elif arg == "--root":
@@ -153,184 +216,113 @@ def main(argv: list[str] | None = None) -> int:
     startup.dataclasses_without_inspect()
     try:
         with startup.without_cyclic_gc():
-            return _run_edit(args)
+            return _run(args)
     except UsageError as exc:
         sys.stderr.write(f"agent-edit: error: {exc}\n")
         return EXIT_USAGE
 
 
-def _run_edit(args: argparse.Namespace) -> int:
-    from lsp_server.engine import files
-    from lsp_server.engine.errors import EditError
+def _action_args(action: str, ns: Any) -> dict[str, Any]:
+    """The action's argument object from the command line (texts read from their files)."""
+    out: dict[str, Any] = {}
+    for name, value in vars(ns).items():
+        if value is None or name in ("command", "root", "json", "diff"):
+            continue
+        if name in TEXT_FIELDS:
+            value = _arg_text(value, METAVAR[name])
+        elif name == "patch":
+            value = _read_text(value, "PATCH")
+        elif name == "expect" and action == "applyPatch":
+            value = dict(_path_token(v) for v in value)
+        elif name == "expect":
+            value = {"sha256": value}
+        out[name] = value
+    if action == "history" and getattr(ns, "diff", False) and not ns.json:
+        out.setdefault("format", "diff")
+    return out
 
-    _WALK_MEMO.clear()
-    _VIA_LINK.clear()
-    root = os.path.realpath(args.root)
+
+def _path_token(given: str) -> tuple[str, dict[str, str]]:
+    path, sep, sha = given.rpartition("=")
+    if not sep or not path:
+        raise UsageError(f"--expect-sha256 {given!r} must be PATH=SHA256 for apply-patch")
+    return path, {"sha256": sha}
+
+
+def _run(ns: Any) -> int:
+    from lsp_server import startup
+
+    root = os.path.realpath(ns.root)
     if not os.path.isdir(root):
-        raise UsageError(f"--root {args.root} is not a directory")
-    if args.command == "history":
-        return _run_history(root, args)
-    summary: dict[str, Any]
-    if args.command == "apply-patch":
-        patch_text = _read_text(args.patch, "PATCH")
-        summary = {"patch": patch_text}
-    elif args.command == "replace":
-        old, new = _arg_text(args.old, "OLD"), _arg_text(args.new, "NEW")
-        summary = {"path": args.path, "oldText": old, "newText": new}
-    else:
-        summary = {"editId": args.edit_id}
-    action = {"apply-patch": "applyPatch", "replace": "replace", "undo": "undo"}[args.command]
-    # An editor's agent-edit server on this workspace: its buffers, not the disk, are what the
-    # user sees in the files it has open (issue 14 item 5).
-    routed, guard = _through_editor(root, args, action, summary)
-    if routed is not None:
-        return routed
-    # Only `undo` loads the workspace history: replaying a long journal on every headless apply
-    # cost seconds per run (bench/bench_patch.py), and the history is the editor session's.
-    history = None
-    recovered: list[dict[str, Any]] = []
-    edit_id: int | None = None
+        raise UsageError(f"--root {ns.root} is not a directory")
+    action = COMMANDS[ns.command]
+    args = _action_args(action, ns)
+    guard = None
+    if action in EDITS:
+        # An editor's agent-edit server on this workspace: its buffers, not the disk, are what
+        # the user sees in the files it has open (issue 14 item 5).
+        routed, guard = _through_editor(root, action, args, ns.json)
+        if routed is not None:
+            return routed
     try:
-        if args.command == "apply-patch" and not args.dry_run:
-            plan, diff = _apply_patch(root, patch_text, recovered, guard)
-            return _succeed(plan, edit_id, args, recovered, diff)
-        recovered = _recover(root)
-        if args.command == "undo":
-            from lsp_server.engine.history import open_history
-
-            # Opened after the rollback, which it records: the history then says what
-            # happened to the files before the undo is planned.
-            history = open_history(root)
-            _record_recovery(history, recovered)
-        if args.command == "apply-patch":
-            from lsp_server.engine.patching import plan_patch
-
-            plan = _on_links(plan_patch(patch_text, lambda p: _snapshot(root, p)))
-        elif args.command == "replace":
-            plan = _plan_replace(root, args, old, new)
-        else:
-            assert history is not None
-            current = {p: _snapshot(root, p) for p in history.undo_paths(args.edit_id)}
-            plan = history.plan_undo(args.edit_id, current)
-        if guard is not None and not args.dry_run:
-            guard(plan)
-        if args.dry_run:
-            # The folders' writability, as the apply checks it: a dry run and the apply refuse
-            # alike (a read-only mount, an immutable folder).
-            files.check_writable(root, plan)
-        if history is not None and args.dry_run:
-            edit_id = history.record(action, summary, plan=plan, outcome="dry-run").id
-        elif history is not None:
-            edit_id = history.begin(plan, summary, undoes=summary.get("editId"))
-            recovered += files.apply_plan(root, plan)
-            history.finish(edit_id, "applied")
-        elif not args.dry_run:
-            recovered += files.apply_plan(root, plan)
-    except EditError as err:
-        if history is not None:
-            if edit_id is None:
-                edit_id = history.record(action, summary, error=err).id
-            else:
-                history.finish(edit_id, str(err.code), error=err, committed=err.committed)
-            err.details.setdefault("editId", edit_id)
-        result = err.to_result()
-        if recovered:
-            result["recovered"] = recovered
-        _print_failure(result, args.json)
+        result = startup.run_sync(_headless(root, action, args, guard))
+    except _Malformed as exc:
+        raise UsageError(str(exc)) from None
+    if action == "history" and result.get("ok", True) is not False:
+        _print_history(result, ns.json, args.get("format") == "diff")
+    elif result.get("ok"):
+        _print_success(result, ns.json)
+    else:
+        _print_failure(result, ns.json)
         return EXIT_FAILED
-    return _succeed(plan, edit_id, args, recovered)
-
-
-def _succeed(
-    plan: Plan,
-    edit_id: int | None,
-    args: argparse.Namespace,
-    recovered: list[dict[str, Any]],
-    diff: str | None = None,
-) -> int:
-    from lsp_server.engine.results import success
-
-    # On disk, an applied edit is saved by definition.
-    status = "dry-run" if args.dry_run else "applied"
-    result = success(edit_id, status, plan.changes, saved=not args.dry_run, diff=diff)
-    if recovered:
-        result["recovered"] = recovered
-    _print_success(result, plan, args.json)
     return EXIT_OK
 
 
-def _apply_patch(
-    root: str, patch_text: str, recovered: list[dict[str, Any]], guard: Any = None
-) -> tuple[Plan, str | None]:
-    """Plan and apply a patch on disk, holding the workspace lock throughout; the plan, and
-    its diff if it was made while the disk flushed the new files (`apply_plan`'s `meanwhile`).
+class _Malformed(Exception):
+    pass
 
-    The files the patch updates are resolved and read first, found by their `*** Update
-    File:` lines before the patch is even parsed, so that a large patch's temporary files can
-    be created by a child process while the patch is parsed and planned (`files.reserve`). A
-    line that only looks like a header (inside a chunk) costs a read, or a temporary file that
-    is removed again; a path that cannot be read is refused only when planning reaches it, so
-    every error is the one parsing and planning in order would give. A large patch's second
-    half is read, parsed and planned meanwhile by another child (`SplitPlanner`).
-    """
-    from lsp_server.engine import files
-    from lsp_server.engine.diffing import plan_diff
+
+async def _headless(
+    root: str, action: str, args: dict[str, Any], guard: Any = None
+) -> dict[str, Any]:
+    """The action's result in a headless context (the workspace made ready first); `guard`
+    may refuse a plan before anything is written (peers.GuardedApplier)."""
+    from lsp_server import actions
+    from lsp_server.actions import headless
     from lsp_server.engine.errors import EditError
-    from lsp_server.engine.parallel_plan import SplitPlanner
 
-    with files.workspace_lock(root) as sdir:
-        recovered += _recover(root, sdir)
-        # Forked before the files are read (see SplitPlanner), once the path policy is loaded;
-        # it exits once its answer is in.
-        _policy(root)
-        with SplitPlanner(patch_text, lambda p: _snapshot(root, p)) as planner:
-            read: dict[str, Snapshot | EditError] = {}
-            updated: dict[str, Snapshot] = {}
-            for path in _update_paths(patch_text):
-                if path and path not in read:
-                    try:
-                        snap = read[path] = _snapshot(root, path)
-                    except EditError as err:
-                        read[path] = err
-                        continue
-                    if snap.exists:
-                        updated.setdefault(snap.path, snap)
+    def say(text: str) -> None:
+        print(text, file=sys.stderr)
 
-            def get(path: str) -> Snapshot:
-                got = read.get(path)
-                if got is None:
-                    got = read[path] = _snapshot(root, path)
-                if isinstance(got, EditError):
-                    raise got
-                return got
+    try:
+        async with headless.open(root, notify=say) as ctx:
+            if guard is not None:
+                from lsp_server.peers import GuardedApplier
 
-            reservation = files.reserve(root, sdir, list(updated.values()))
-            diffs: list[str] = []
+                ctx.applier = GuardedApplier(ctx.applier, guard)
+            if action == "history":
+                for note in (ctx.history.skipped_note(), ctx.history.journal_error):
+                    if note:
+                        say(note if note.startswith("agent-edit:") else f"agent-edit: {note}")
             try:
-                plan = _on_links(planner.plan(get))
-                if guard is not None:
-                    guard(plan)
-                files.apply_plan(
-                    root,
-                    plan,
-                    locked=sdir,
-                    reservation=reservation,
-                    meanwhile=lambda: diffs.append(plan_diff(plan.changes)),
-                )
-            except BaseException:
-                if reservation is not None:
-                    reservation.discard()
-                raise
-    return plan, diffs[0] if diffs else None
+                result = await actions.run(ctx, action, args)
+            except actions.InvalidArguments as exc:
+                raise _Malformed(exc.message) from None
+            if ctx.recovered:
+                result["recovered"] = ctx.recovered
+            return result
+    except EditError as err:  # the workspace could not be made ready (state folder, rollback)
+        return err.to_result()
 
 
 def _through_editor(
-    root: str, args: argparse.Namespace, action: str, summary: dict[str, Any]
+    root: str, action: str, args: dict[str, Any], as_json: bool
 ) -> tuple[int | None, Any]:
     """Route an edit to the editor's agent-edit server whose history is `root`'s (the folder it
-    started with) and which still serves it: (exit status, None). Other live servers whose workspace
-    overlaps `root`: (None, a guard that refuses, before anything is written, a plan touching a
-    file one of their editors has open). None running: (None, None), after one listing."""
+    started with) and which still serves it: (exit status, None). Other live servers whose
+    workspace overlaps `root`: (None, a guard refusing a plan that touches a file one of their
+    editors has open, before anything is written). None running: (None, None), after one
+    directory listing (lsp_server/discovery.py: no asyncio, no socket unless one is found)."""
     from lsp_server import discovery
 
     try:
@@ -344,18 +336,15 @@ def _through_editor(
     if entry is None:
         from lsp_server import peers
 
-        return None, lambda plan: peers.refuse_if_held_sync(
-            entries, list(plan.changes), lambda p: os.path.realpath(os.path.join(root, p))
-        )
-    request = dict(summary)
-    if args.dry_run:
-        request["dryRun"] = True
-    if action == "replace":
-        if args.replace_all:
-            request["replaceAll"] = True
-        if args.expect_sha256:
-            request["expect"] = {"sha256": args.expect_sha256}
-    payload = {"session": f"cli-{os.getpid()}", "action": action, "args": request}
+        def guard(plan: Any, where: dict[str, Any]) -> None:
+            peers.refuse_if_held_sync(
+                entries,
+                list(plan.changes),
+                lambda p: where[p].abs_path if p in where else None,
+            )
+
+        return None, guard
+    payload = {"session": f"cli-{os.getpid()}", "action": action, "args": args}
     try:
         result = discovery.request(entry, payload, timeout=300)
     except discovery.Unanswered as exc:
@@ -375,7 +364,7 @@ def _through_editor(
             "code": "CONFLICT",
             "message": f"{entry.describe()} runs agent-edit for this workspace, but its server "
             f"cannot be reached ({exc}); its open buffers may differ from the disk, so nothing "
-            "was written. No files were changed.",
+            "was written.",
             "hint": "Make the edit from that editor, or restart agent-edit there, then retry.",
             "details": {
                 "reason": "PEER_UNREACHABLE",
@@ -386,178 +375,10 @@ def _through_editor(
         }
     result["via"] = "editor"
     if result.get("ok"):
-        _print_routed(result, entry, args.json)
+        _print_success(result, as_json, through=entry.describe())
         return EXIT_OK, None
-    _print_failure(result, args.json)
+    _print_failure(result, as_json)
     return EXIT_FAILED, None
-
-
-def _print_routed(result: dict[str, Any], entry: Any, as_json: bool) -> None:
-    if as_json:
-        sys.stdout.write(json.dumps(result, ensure_ascii=False) + "\n")
-        return
-    verb = "Would change" if result.get("status") == "dry-run" else "Changed"
-    files = result.get("files") or []
-    lines = [f"{verb} {len(files)} file(s) through {entry.describe()}:"]
-    for f in files:
-        name = f"{f['path']} -> {f['movedTo']}" if f.get("movedTo") else f["path"]
-        lines.append(f"{_LETTER.get(f.get('change', ''), '?')} {name}")
-    sys.stdout.write("\n".join(lines) + "\n")
-    if result.get("diff"):
-        sys.stdout.write("\n" + result["diff"])
-
-
-def _update_paths(patch_text: str) -> list[str]:
-    r"""The path of every `*** Update File: path` line, as v4a.normalise_patch accepts it (padded
-    with spaces and tabs, CRLF), anywhere in the patch: what `^[ \t]*\*\*\* Update File:(.*)$`
-    (MULTILINE) finds, stripped.
-
-    The marker is searched for as the literal it is, then its line checked for only blanks
-    before it: a regex that starts with `^[ \t]*` is tried at every character of the patch
-    (12 ms of a 1,000-file patch's 2 MB, against 2 ms).
-    """
-    out = []
-    for m in _UPDATE_MARKER.finditer(patch_text):
-        at = m.start()
-        # The first marker of a line is the one a header would start with; `(.*)` takes the rest
-        # of the line, so a later one on the same line is never found (nor would the line match).
-        if not patch_text[patch_text.rfind("\n", 0, at) + 1 : at].strip(" \t"):
-            out.append(m.group(1).strip())
-    return out
-
-
-_UPDATE_MARKER = re.compile(r"\*\*\* Update File:(.*)$", re.MULTILINE)
-
-
-def _run_history(root: str, args: argparse.Namespace) -> int:
-    from lsp_server.engine.errors import EditError
-    from lsp_server.engine.history import open_history
-
-    try:
-        # A half-applied tree is rolled back (and the history says so) before it is reported on.
-        recovered = _recover(root)
-    except EditError as err:
-        _print_failure(err.to_result(), args.json)
-        return EXIT_FAILED
-    history = open_history(root)
-    _record_recovery(history, recovered)
-    for note in (history.skipped_note(), history.journal_error):
-        if note:
-            print(
-                note if note.startswith("agent-edit:") else f"agent-edit: {note}", file=sys.stderr
-            )
-
-    def live(path: str) -> Snapshot | None:
-        try:
-            return _snapshot(root, path)
-        except EditError:
-            return None
-
-    try:
-        if args.json:
-            out = history.to_json(live=live, edit_id=args.edit, diffs=args.diff)
-            if recovered:
-                out["recovered"] = recovered
-            print(json.dumps(out, indent=2, ensure_ascii=False))
-        elif args.diff:
-            sys.stdout.write(history.to_diff_text(live, args.edit))
-        else:
-            entries = history.to_json(live=live, edit_id=args.edit, diffs=False)["entries"]
-            for e in entries:
-                names = [str(f.get("path", "?")) for f in e.get("files", [])]
-                files = ", ".join(names[:5]) + (f" and {len(names) - 5} more" * (len(names) > 5))
-                print(f"#{e['id']}  {e['time']}  {e['action']:<10} {e['outcome']:<20} {files}")
-            if not entries:
-                print("no agent edits recorded in this workspace")
-    except EditError as err:
-        _print_failure(err.to_result(), args.json)
-        return EXIT_FAILED
-    return EXIT_OK
-
-
-def _plan_replace(root: str, args: argparse.Namespace, old: str, new: str) -> Plan:
-    from lsp_server.engine.model import Plan
-    from lsp_server.engine.planner import check_precondition, plan_replace
-
-    snap = _snapshot(root, args.path)
-    if args.expect_sha256:
-        check_precondition(snap, {"sha256": args.expect_sha256}, None, required=True)
-    change = plan_replace(snap, old, new, replace_all=args.replace_all)
-    return Plan("replace", (change,))
-
-
-def _snapshot(root: str, path: str) -> Snapshot:
-    """The disk snapshot of `path`, or the path policy's `EditError` refusing it.
-
-    The policy (`lsp_server.engine.policy`) resolves URIs, `~`, `..` and symlinks and applies the
-    default deny globs; `--root` is its only workspace folder.
-    """
-    from lsp_server.engine.files import read_snapshot
-
-    policy = _policy(root)
-    resolved = policy.resolve(path, memo=_WALK_MEMO)
-    snap = read_snapshot(root, resolved.rel_path, policy.max_file_bytes)
-    if resolved.named_path != resolved.abs_path and snap.exists:
-        # Reached through a symbolic link: if the name itself is one, a Delete File (or the
-        # source of a Move) removes the link, never the file it points to.
-        link = _link_itself(root, resolved.named_path)
-        if link is not None:
-            _VIA_LINK[id(snap)] = (snap, link)
-    return snap
-
-
-def _link_itself(root: str, named: str) -> str | None:
-    """The workspace-relative path of the symbolic link `named` is (its folder resolved), or
-    None if it is not one or that folder is outside the workspace."""
-    import stat
-
-    from lsp_server.engine.files import note_link
-
-    try:
-        if not stat.S_ISLNK(os.lstat(named).st_mode):
-            return None
-    except OSError:
-        return None
-    folder = os.path.realpath(os.path.dirname(named))
-    rel = os.path.relpath(os.path.join(folder, os.path.basename(named)), root)
-    if rel == "." or rel.startswith("../") or rel == ".." or os.path.isabs(rel):
-        return None
-    return rel if note_link(root, rel) else None
-
-
-def _on_links(plan: Plan) -> Plan:
-    """`plan` with each Delete and Move source that was named by a symbolic link acting on
-    that link (its path), not on the file it points to."""
-    if not _VIA_LINK:
-        return plan
-    import dataclasses
-
-    changes = []
-    for c in plan.changes:
-        via = _VIA_LINK.get(id(c.before))
-        if via is not None and via[0] is c.before and c.change in ("delete", "move"):
-            c = dataclasses.replace(c, before=dataclasses.replace(c.before, path=via[1]))
-        changes.append(c)
-    return dataclasses.replace(plan, changes=tuple(changes))
-
-
-_POLICIES: dict[str, Any] = {}
-# Snapshots read through a symbolic link named by the patch: id -> (the snapshot, the link's
-# own workspace-relative path); emptied with _WALK_MEMO.
-_VIA_LINK: dict[int, tuple[Snapshot, str]] = {}
-# How each folder resolved, for the paths of one command (a patch names many files in few
-# folders); emptied at the start of every command, so in-process callers see fresh folders.
-_WALK_MEMO: dict[str, Any] = {}
-
-
-def _policy(root: str) -> Any:
-    policy = _POLICIES.get(root)
-    if policy is None:
-        from lsp_server.engine.policy import PathPolicy
-
-        # Compiled before `_apply_patch` forks its SplitPlanner child, which resolves paths too.
-        policy = _POLICIES[root] = PathPolicy.from_settings([root]).compiled()
-    return policy
 
 
 def _read_text(name: str, what: str) -> str:
@@ -582,44 +403,42 @@ def _arg_text(value: str, what: str) -> str:
     return value
 
 
-def _recover(root: str, locked: str | None = None) -> list[dict[str, Any]]:
-    """Roll back an apply interrupted in this workspace and say so on stderr (the message every
-    front end shows, engine/recovery.py); its reports. Raises the `EditError` when it cannot:
-    an edit must not be planned on a half-applied tree, nor a history shown as if it were not."""
-    from lsp_server.engine import recovery
-
-    done = recovery.recover(root, locked)
-    for text in done.messages():
-        print(text, file=sys.stderr)
-    if done.error is not None:
-        raise done.error
-    return done.reports
-
-
-def _record_recovery(history: Any, recovered: list[dict[str, Any]]) -> None:
-    if recovered:
-        from lsp_server.engine import recovery
-
-        recovery.record(history, recovery.Recovery(recovered))
-
-
 _LETTER = {"add": "A", "update": "M", "delete": "D", "move": "R"}
 
 
-def _print_success(result: dict[str, Any], plan: Plan, as_json: bool) -> None:
+def _print_success(result: dict[str, Any], as_json: bool, through: str = "") -> None:
     out = sys.stdout
     if as_json:
         out.write(json.dumps(result, ensure_ascii=False))
         out.write("\n")
         return
+    if "text" in result:  # a read: the text itself, as `cat` (or `cat -n`) would print it
+        out.write(result["text"])
+        return
     verb = "Would change" if result["status"] == "dry-run" else "Changed"
-    lines = [f"{verb} {len(plan.changes)} file(s):"]
-    for c in plan.changes:
-        name = f"{c.path} -> {c.moved_to}" if c.moved_to else c.path
-        lines.append(f"{_LETTER[c.change]} {name}")
+    via = f" through {through}" if through else ""
+    lines = [f"{verb} {len(result['files'])} file(s){via}:"]
+    for f in result["files"]:
+        name = f"{f['path']} -> {f['movedTo']}" if f.get("movedTo") else f["path"]
+        lines.append(f"{_LETTER[f['change']]} {name}")
     out.write("\n".join(lines) + "\n")
     if result["diff"]:
         out.write("\n" + result["diff"])
+
+
+def _print_history(result: dict[str, Any], as_json: bool, as_diff: bool) -> None:
+    if as_json or "entries" not in result and not as_diff:
+        print(json.dumps(result, indent=2, ensure_ascii=False))
+    elif as_diff:
+        sys.stdout.write(result["diff"])
+    else:
+        entries = result["entries"]
+        for e in entries:
+            names = [str(f.get("path", "?")) for f in e.get("files", [])]
+            files = ", ".join(names[:5]) + (f" and {len(names) - 5} more" * (len(names) > 5))
+            print(f"#{e['id']}  {e['time']}  {e['action']:<10} {e['outcome']:<20} {files}")
+        if not entries:
+            print("no agent edits recorded in this workspace")
 
 
 def _print_failure(result: dict[str, Any], as_json: bool) -> None:

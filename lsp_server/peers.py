@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from lsp_server import discovery
 from lsp_server.engine.errors import Code, EditError
 
 if TYPE_CHECKING:
-    from lsp_server.engine.model import FileChange
+    from lsp_server.actions.context import Applier, Attempt
+    from lsp_server.actions.paths import Resolved
+    from lsp_server.engine.model import FileChange, Plan
 
 log = logging.getLogger(__name__)
 
@@ -117,3 +119,22 @@ def refuse_if_held_sync(
         held = [paths[p] for p in answer.get("held") or [] if p in paths]
         if held:
             raise _held(entry, held)
+
+
+Guard = Callable[["Plan", "dict[str, Resolved]"], None]
+
+
+class GuardedApplier:
+    """A headless context's applier whose plans pass `guard` first (it raises the EditError
+    refusing one): the CLI and `agent-edit mcp` on disk check other editors this way."""
+
+    def __init__(self, inner: Applier, guard: Guard) -> None:
+        self.inner = inner
+        self.guard = guard
+
+    def start(self, plan: Plan, where: dict[str, Resolved]) -> Attempt:
+        self.guard(plan, where)
+        return self.inner.start(plan, where)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)  # the rest of the inner applier (its `discard`, ...)

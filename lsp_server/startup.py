@@ -17,10 +17,12 @@ gets loaded or collected, never a value the engine computes, and holds no state 
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
 from contextlib import contextmanager
 from types import ModuleType
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
 def dataclasses_without_inspect() -> None:
@@ -64,3 +66,20 @@ def without_cyclic_gc() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
+
+
+def run_sync(coro: Coroutine[Any, Any, T]) -> T:
+    """Drive `coro` to its end without an event loop: a headless action (actions/headless.py)
+    only ever awaits coroutines that return without suspending (disk IO is synchronous there),
+    so one `send` runs it whole; one that does suspend is a bug, said as such.
+
+    The CLI must drive the async actions, and `asyncio` (with its selectors, sockets, ssl
+    checks and concurrent.futures) is a large share of what a short headless command imports.
+    """
+    try:
+        coro.send(None)
+    except StopIteration as stop:
+        result: T = stop.value
+        return result
+    coro.close()
+    raise RuntimeError("a headless action waited for an event loop; it must not")

@@ -13,6 +13,7 @@ import stat
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -21,6 +22,7 @@ from hypothesis import strategies as st
 from lsp_server.engine import files, parallel_plan
 from lsp_server.engine.diffing import plan_diff
 from lsp_server.engine.errors import Code, EditError
+from lsp_server.engine.journal import JOURNAL_NAME
 from lsp_server.engine.patching import plan_patch
 
 REPO = Path(__file__).resolve().parent.parent
@@ -96,6 +98,28 @@ def _python(
         env=full_env,
         timeout=60,
     )
+
+
+def apply_journals(state: Path) -> list[Path]:
+    """The disk writer's apply journals (and their temporaries) left in the state folder; the
+    edit history's journal (engine/journal.py), where the CLI's edits are recorded, is not one."""
+    return [p for p in state.rglob(files.JOURNAL + "*") if p.name != JOURNAL_NAME]
+
+
+def headless_apply_patch(root: str, patch: str) -> dict[str, Any]:
+    """What `agent-edit apply-patch` runs (the headless context, the applyPatch action), in
+    this process; a refusal raises its EditError."""
+    from lsp_server import actions, startup
+    from lsp_server.actions import headless
+
+    async def go() -> dict[str, Any]:
+        async with headless.open(root) as ctx:
+            return await actions.run(ctx, "applyPatch", {"patch": patch})
+
+    result = startup.run_sync(go())
+    if not result["ok"]:
+        raise EditError(result["code"], result["message"], result["hint"], result["details"])
+    return result
 
 
 def apply_killed_after(
@@ -739,7 +763,7 @@ _HEADER_BITS = ["*** Update File:", "*** Update File: a", " ", "\t", "\n", "\r\n
 def test_update_headers_are_found_as_the_line_regex_finds_them(parts: list[str]) -> None:
     import re
 
-    from lsp_server.cli import _update_paths
+    from lsp_server.actions.headless import update_paths as _update_paths
 
     # What _apply_patch looked for before (the regex is tried at every character: slow).
     text = "".join(parts)
@@ -996,7 +1020,7 @@ def test_sigkill_between_the_journal_records_or_while_the_plan_child_runs(
     report = files.recover(str(root))  # waits for the lock any child still holds
     assert report and not report[0]["conflicts"]
     assert tree(root) == old  # every reserved temporary file removed, nothing written
-    assert not list(state.rglob(files.JOURNAL + "*"))
+    assert not apply_journals(state)
 
 
 def test_a_plan_child_that_fails_writes_nothing(tmp_path: Path, state: Path) -> None:
@@ -1026,14 +1050,12 @@ def _no_children() -> bool:
 def test_large_apply_leaves_no_process_descriptor_or_file_behind(
     tmp_path: Path, state: Path, monkeypatch: pytest.MonkeyPatch, how: str
 ) -> None:
-    """`cli._apply_patch` on a patch large enough for both children (plan and reservation):
+    """The headless apply-patch on a patch large enough for both children (plan, reservation):
     after success, a refusal (in either half), Ctrl-C while the first half is planned, or
     Ctrl-C or an exception in the apply, no child is left (running or zombie) and no
     descriptor stays open. A refusal leaves no temporary file or journal; an apply stopped
     by an exception leaves its journal, and the next run puts everything back (as after a
     crash)."""
-    from lsp_server import cli as cli_module
-
     root = tmp_path / "large"
     old, patch = _large(root)
     expected = {
@@ -1059,12 +1081,12 @@ def test_large_apply_leaves_no_process_descriptor_or_file_behind(
     fds = set(os.listdir("/proc/self/fd"))
     assert _no_children()
     if how == "applied":
-        plan, diff = cli_module._apply_patch(str(root), patch, [])
-        assert len(plan.changes) == 400 and diff
+        result = headless_apply_patch(str(root), patch)
+        assert len(result["files"]) == 400 and result["diff"]
         assert tree(root) == expected
     else:
         with pytest.raises((EditError, KeyboardInterrupt, RuntimeError)):
-            cli_module._apply_patch(str(root), patch, [])
+            headless_apply_patch(str(root), patch)
     assert _no_children()
     assert set(os.listdir("/proc/self/fd")) == fds
     assert not list(state.rglob(files.JOURNAL + ".tmp"))
@@ -1119,7 +1141,7 @@ def test_a_version_1_journal_is_rolled_back_before_a_large_apply(
     assert tree(root) == {
         rel: data.replace(b"compute(30)\n", b"compute(3000)\n") for rel, data in old.items()
     }
-    assert not list(state.rglob(files.JOURNAL + "*"))
+    assert not apply_journals(state)
 
 
 def _variant(root: Path, patch: str, how: str) -> str:
@@ -1185,6 +1207,8 @@ def test_large_apply_answers_as_its_dry_run(tmp_path: Path, state: Path, how: st
     dry_result, real_result = json.loads(dry.stdout), json.loads(real.stdout)
     assert real.returncode == dry.returncode
     if dry.returncode:
+        # Each refusal is its own history entry: the same result but for its editId.
+        assert real_result["details"].pop("editId") != dry_result["details"].pop("editId")
         assert real_result == dry_result
     else:
         assert real_result["files"] == dry_result["files"]
@@ -1220,7 +1244,7 @@ def test_sigkill_at_points_of_a_large_split_apply(
     new = {rel: data.replace(b"compute(30)\n", b"compute(3000)\n") for rel, data in old.items()}
     del new["gone.txt"]
     assert tree(root) == {**new, "new/new.txt": b"new\n", "a.txt": b"a\n"}
-    assert not list(state.rglob(files.JOURNAL + "*"))
+    assert not apply_journals(state)
 
 
 def test_an_empty_file_deleted_after_the_plan_childs_read_is_not_created(

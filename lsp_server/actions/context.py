@@ -101,8 +101,11 @@ class Context(Protocol):
     def read(self, where: Resolved) -> Snapshot:
         """`snapshot` for an agent's read (the editor front keeps hash marks for later edits)."""
 
-    def plan_patch(self, patch: str, snapshot: Callable[[str], Snapshot]) -> Plan:
-        """engine.patching.plan_patch over `snapshot`, or a front's faster equivalent."""
+    def plan_patch(
+        self, patch: str, snapshot: Callable[[str], Snapshot], for_apply: bool = True
+    ) -> Plan:
+        """engine.patching.plan_patch over `snapshot`, or a front's faster equivalent (which
+        may make ready what the apply will need, when `for_apply`)."""
 
     def live(self, path: str) -> Snapshot | None:
         """What a history path shows now, or None when it cannot be read."""

@@ -15,10 +15,11 @@ folder that cannot be used, a rollback that fails) raises its `EditError`.
 from __future__ import annotations
 
 import os
+import re
 import stat
 from collections.abc import AsyncIterator, Callable, Generator
 from contextlib import asynccontextmanager, nullcontext
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from lsp_server.actions.context import Applied
@@ -36,6 +37,8 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class HeadlessSettings:
+    """The settings the actions read; headless, the defaults (there is no editor to set them)."""
+
     require_read: bool = True  # an overwrite needs `expect` (a read, in a session that reads)
 
 
@@ -58,8 +61,11 @@ async def open(  # the spelling every front calls: `headless.open(root)`
         history = open_history(root)
         recovery.record(history, done)
         ctx = HeadlessContext(root, sdir, history, session or Session(), done.reports)
-        ctx.settle_unfinished()
-        yield ctx
+        try:
+            ctx.settle_unfinished()
+            yield ctx
+        finally:
+            ctx.applier.discard()
 
 
 class HeadlessContext:
@@ -80,7 +86,7 @@ class HeadlessContext:
         self.edit_lock = nullcontext()  # the workspace lock is held for the whole context
         self.recovered = recovered  # what `open` rolled back (files.recover's reports)
         self.policy = PathPolicy.from_settings([root]).compiled()
-        self.applier = DiskApplier(root, sdir)
+        self.applier = DiskApplier(root, sdir, recovered)
         # How each folder resolved (a patch names many files in few folders), for this context.
         self._walk_memo: dict[str, Any] = {}
         # Paths named by a symbolic link that is itself the name: rel -> the link's own rel path.
@@ -103,12 +109,61 @@ class HeadlessContext:
     def open_id(self, where: Resolved) -> int | None:
         return None  # nothing is open: a token is its sha256
 
-    def plan_patch(self, patch: str, snapshot: Callable[[str], Snapshot]) -> Plan:
+    def plan_patch(
+        self, patch: str, snapshot: Callable[[str], Snapshot], for_apply: bool = True
+    ) -> Plan:
+        """The plan of `patch` (a dry run's in order; see `_plan_for_apply`)."""
+        if not for_apply:
+            from lsp_server.engine.patching import plan_patch
+
+            return self._on_links(plan_patch(patch, snapshot))
+        return self._on_links(self._plan_for_apply(patch, snapshot))
+
+    def _plan_for_apply(self, patch: str, snapshot: Callable[[str], Snapshot]) -> Plan:
+        """Plan a patch about to be applied, with two children working meanwhile: a large
+        patch's second half is read, parsed and planned by one (`SplitPlanner`), and the
+        temporary files of the files it updates are created by another (`files.reserve`)
+        while the patch is parsed and planned; the reservation goes to the applier.
+
+        The files the patch updates are found by their `*** Update File:` lines before the
+        patch is even parsed, and read first. A line that only looks like a header (inside a
+        chunk) costs a read, or a temporary file that is removed again; a path that cannot be
+        read is refused only when planning reaches it, so every error is the one parsing and
+        planning in order would give.
+        """
         from lsp_server.engine.parallel_plan import SplitPlanner
 
-        # A large patch's second half is read, parsed and planned by a child meanwhile.
+        # Forked after the path policy is compiled (in __init__): the child resolves paths too.
         with SplitPlanner(patch, snapshot) as planner:
-            return self._on_links(planner.plan(snapshot))
+            read: dict[str, Snapshot | EditError] = {}
+            updated: dict[str, Snapshot] = {}
+            for path in update_paths(patch):
+                if path and path not in read:
+                    try:
+                        snap = read[path] = snapshot(path)
+                    except EditError as err:
+                        read[path] = err
+                        continue
+                    if snap.exists:
+                        updated.setdefault(snap.path, snap)
+
+            def get(path: str) -> Snapshot:
+                got = read.get(path)
+                if got is None:
+                    got = read[path] = snapshot(path)
+                if isinstance(got, EditError):
+                    raise got
+                return got
+
+            self.applier.discard()  # one reservation at a time
+            self.applier.reservation = files.reserve(
+                self.root, self.applier.sdir, list(updated.values())
+            )
+            try:
+                return planner.plan(get)
+            except BaseException:
+                self.applier.discard()
+                raise
 
     def _on_links(self, plan: Plan) -> Plan:
         """`plan` with each Delete and Move source that was named by a symbolic link acting on
@@ -143,6 +198,28 @@ class HeadlessContext:
                 continue  # left unfinished: the next opener tries again
 
 
+def update_paths(patch_text: str) -> list[str]:
+    r"""The path of every `*** Update File: path` line, as v4a.normalise_patch accepts it (padded
+    with spaces and tabs, CRLF), anywhere in the patch: what `^[ \t]*\*\*\* Update File:(.*)$`
+    (MULTILINE) finds, stripped.
+
+    The marker is searched for as the literal it is, then its line checked for only blanks
+    before it: a regex that starts with `^[ \t]*` is tried at every character of the patch
+    (12 ms of a 1,000-file patch's 2 MB, against 2 ms).
+    """
+    out = []
+    for m in _UPDATE_MARKER.finditer(patch_text):
+        at = m.start()
+        # The first marker of a line is the one a header would start with; `(.*)` takes the rest
+        # of the line, so a later one on the same line is never found (nor would the line match).
+        if not patch_text[patch_text.rfind("\n", 0, at) + 1 : at].strip(" \t"):
+            out.append(m.group(1).strip())
+    return out
+
+
+_UPDATE_MARKER = re.compile(r"\*\*\* Update File:(.*)$", re.MULTILINE)
+
+
 def _link_itself(root: str, named: str) -> str | None:
     """The workspace-relative path of the symbolic link `named` is (its folder resolved), or
     None if it is not one or that folder is outside the workspace."""
@@ -160,19 +237,34 @@ def _link_itself(root: str, named: str) -> str | None:
 
 @dataclass
 class DiskApplier:
+    """The `Applier` of a disk-only context: the atomic disk writer (engine/files.py)."""
+
     root: str
     sdir: str  # the state folder, its lock held by `open`
+    recovered: list[dict[str, Any]]  # the context's: what was rolled back on the way
+    # Temporary files made ready while the plan was computed (`_plan_for_apply`), for its apply.
+    reservation: files.Reservation | None = None
 
     def start(self, plan: Plan, where: dict[str, Resolved]) -> DiskAttempt:
-        return DiskAttempt(self.root, self.sdir, plan)
+        reservation, self.reservation = self.reservation, None
+        return DiskAttempt(self.root, self.sdir, plan, self.recovered, reservation)
+
+    def discard(self) -> None:
+        """Drop a reservation no apply took (a refusal after planning, an interrupt)."""
+        reservation, self.reservation = self.reservation, None
+        if reservation is not None:
+            reservation.discard()
 
 
 @dataclass
 class DiskAttempt:
+    """One plan through the disk writer, under the workspace lock the context holds."""
+
     root: str
     sdir: str
     plan: Plan
-    recovered: list[dict[str, Any]] = field(default_factory=list)
+    recovered: list[dict[str, Any]]
+    reservation: files.Reservation | None = None
 
     def check_dry_run(self) -> None:
         # The folders' writability, as the apply checks it: a dry run and the apply refuse
@@ -184,13 +276,19 @@ class DiskAttempt:
 
     async def apply(self, edit_id: int) -> Applied:
         try:
-            self.recovered += files.apply_plan(self.root, self.plan, locked=self.sdir)
+            self.recovered += files.apply_plan(
+                self.root, self.plan, locked=self.sdir, reservation=self.reservation
+            )
         except EditError as err:  # rolled back by the writer itself, or PARTIAL saying what
             return Applied(err)
         return Applied()
 
     def abort(self) -> None:
-        pass  # the writer cleans up after itself
+        # The writer cleans up after itself; a reservation it did not take is removed here
+        # (one it took is its own: discarding it then only closes what is left).
+        reservation, self.reservation = self.reservation, None
+        if reservation is not None:
+            reservation.discard()
 
     def landed(self, change: FileChange) -> tuple[int | None, int | None]:
         return None, None  # on disk: no buffer, no version

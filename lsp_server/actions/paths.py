@@ -14,6 +14,8 @@ from lsp_server.engine.policy import PathPolicy
 
 @dataclass(frozen=True)
 class Resolved:
+    """A path the policy let through: the name results use, and the real file."""
+
     rel: str  # workspace-relative, `/`-separated: the name results use
     abs_path: str  # real absolute path
 

@@ -19,6 +19,8 @@ from lsp_server.engine.errors import Code, EditError
 
 @dataclass
 class Session:
+    """One caller's read tokens (and its own edits'), by workspace-relative path."""
+
     # Last content the agent is known to have seen per path: from agentEdit.read, or its own edit.
     reads: dict[str, dict[str, Any]] = field(default_factory=dict)
 

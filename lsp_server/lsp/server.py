@@ -350,7 +350,9 @@ class EditorContext:
             doc.sha256  # noqa: B018 - hashed by the document, which keeps marks for later edits
         return self.server.snapshot(where)
 
-    def plan_patch(self, patch: str, snapshot: Callable[[str], Snapshot]) -> Plan:
+    def plan_patch(
+        self, patch: str, snapshot: Callable[[str], Snapshot], for_apply: bool = True
+    ) -> Plan:
         return plan_patch(patch, snapshot)
 
     def live(self, path: str) -> Snapshot | None:

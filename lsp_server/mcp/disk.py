@@ -10,32 +10,15 @@ had open (mcp/router.py).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from lsp_server.engine.errors import EditError
 
 if TYPE_CHECKING:
-    from lsp_server.actions.context import Applier, Attempt
-    from lsp_server.actions.paths import Resolved
     from lsp_server.actions.session import Session
-    from lsp_server.engine.model import Plan
+    from lsp_server.peers import Guard
 
 log = logging.getLogger(__name__)
-
-Guard = Callable[["Plan", "dict[str, Resolved]"], None]
-
-
-class GuardedApplier:
-    """An applier whose plans pass `guard` first (it raises the EditError refusing one)."""
-
-    def __init__(self, inner: Applier, guard: Guard) -> None:
-        self.inner = inner
-        self.guard = guard
-
-    def start(self, plan: Plan, where: dict[str, Resolved]) -> Attempt:
-        self.guard(plan, where)
-        return self.inner.start(plan, where)
 
 
 async def run(
@@ -44,6 +27,7 @@ async def run(
     from lsp_server import actions
     from lsp_server.actions import headless
     from lsp_server.mcp.router import invalid_arguments
+    from lsp_server.peers import GuardedApplier
 
     try:
         async with headless.open(root, session=session, notify=log.warning) as ctx:
