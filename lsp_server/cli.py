@@ -2,6 +2,7 @@
 (lsp_server/actions) on the files on disk, headless.
 
     agent-edit serve
+    agent-edit mcp [--root DIR]
     agent-edit --version
     agent-edit read [--root DIR] [--json] [--start-line N] [--end-line N] [--line-numbers] PATH
     agent-edit apply-patch [--root DIR] [--dry-run] [--json] [--expect-sha256 PATH=H] PATCH|-
@@ -94,6 +95,7 @@ FIELD_HELP = {
     "format": "json or diff",
 }
 TEXT_FIELDS = frozenset({"oldText", "newText", "text"})  # `@file` reads the text from a file
+EDITS = frozenset({"replace", "write", "applyPatch", "undo"})  # checked against editors first
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -108,6 +110,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("serve", help="run the language server on stdio (what editors start)")
+    mp = sub.add_parser(
+        "mcp",
+        help="an MCP server on stdio: the edit tools, through the editor's server when one runs",
+    )
+    mp.add_argument("--root", default=".", help="workspace folder (default: current dir)")
     for command, action in COMMANDS.items():
         p = sub.add_parser(command, help=HELP[action])
         p.add_argument("--root", default=".", help="workspace folder (default: current dir)")
@@ -197,6 +204,13 @@ def main(argv: list[str] | None = None) -> int:
 
         serve()
         return EXIT_OK
+    if args.command == "mcp":
+        if not os.path.isdir(args.root):
+            sys.stderr.write(f"agent-edit: error: --root {args.root} is not a directory\n")
+            return EXIT_USAGE
+        from lsp_server.mcp.server import main as mcp_main
+
+        return mcp_main(args.root)
     from lsp_server import startup
 
     startup.dataclasses_without_inspect()
@@ -243,8 +257,15 @@ def _run(ns: Any) -> int:
         raise UsageError(f"--root {ns.root} is not a directory")
     action = COMMANDS[ns.command]
     args = _action_args(action, ns)
+    guard = None
+    if action in EDITS:
+        # An editor's agent-edit server on this workspace: its buffers, not the disk, are what
+        # the user sees in the files it has open (issue 14 item 5).
+        routed, guard = _through_editor(root, action, args, ns.json)
+        if routed is not None:
+            return routed
     try:
-        result = startup.run_sync(_headless(root, action, args))
+        result = startup.run_sync(_headless(root, action, args, guard))
     except _Malformed as exc:
         raise UsageError(str(exc)) from None
     if action == "history" and result.get("ok", True) is not False:
@@ -261,8 +282,11 @@ class _Malformed(Exception):
     pass
 
 
-async def _headless(root: str, action: str, args: dict[str, Any]) -> dict[str, Any]:
-    """The action's result in a headless context (the workspace made ready first)."""
+async def _headless(
+    root: str, action: str, args: dict[str, Any], guard: Any = None
+) -> dict[str, Any]:
+    """The action's result in a headless context (the workspace made ready first); `guard`
+    may refuse a plan before anything is written (peers.GuardedApplier)."""
     from lsp_server import actions
     from lsp_server.actions import headless
     from lsp_server.engine.errors import EditError
@@ -272,6 +296,10 @@ async def _headless(root: str, action: str, args: dict[str, Any]) -> dict[str, A
 
     try:
         async with headless.open(root, notify=say) as ctx:
+            if guard is not None:
+                from lsp_server.peers import GuardedApplier
+
+                ctx.applier = GuardedApplier(ctx.applier, guard)
             if action == "history":
                 for note in (ctx.history.skipped_note(), ctx.history.journal_error):
                     if note:
@@ -285,6 +313,72 @@ async def _headless(root: str, action: str, args: dict[str, Any]) -> dict[str, A
             return result
     except EditError as err:  # the workspace could not be made ready (state folder, rollback)
         return err.to_result()
+
+
+def _through_editor(
+    root: str, action: str, args: dict[str, Any], as_json: bool
+) -> tuple[int | None, Any]:
+    """Route an edit to the editor's agent-edit server whose history is `root`'s (the folder it
+    started with) and which still serves it: (exit status, None). Other live servers whose
+    workspace overlaps `root`: (None, a guard refusing a plan that touches a file one of their
+    editors has open, before anything is written). None running: (None, None), after one
+    directory listing (lsp_server/discovery.py: no asyncio, no socket unless one is found)."""
+    from lsp_server import discovery
+
+    try:
+        entries = [e for e in discovery.servers() if e.overlaps(root)]
+    except discovery.DiscoveryError as exc:
+        sys.stderr.write(f"agent-edit: warning: cannot look for editors' servers: {exc}\n")
+        return None, None
+    if not entries:
+        return None, None
+    entry = next((e for e in entries if e.history_root == root and e.holds(root)), None)
+    if entry is None:
+        from lsp_server import peers
+
+        def guard(plan: Any, where: dict[str, Any]) -> None:
+            peers.refuse_if_held_sync(
+                entries,
+                list(plan.changes),
+                lambda p: where[p].abs_path if p in where else None,
+            )
+
+        return None, guard
+    payload = {"session": f"cli-{os.getpid()}", "action": action, "args": args}
+    try:
+        result = discovery.request(entry, payload, timeout=300)
+    except discovery.Unanswered as exc:
+        result = {
+            "ok": False,
+            "code": "UNVERIFIED",
+            "message": f"The editor's agent-edit server ({entry.describe()}) went away before "
+            f"it answered ({exc}): the edit may or may not have landed in the editor; nothing "
+            "was written on disk here.",
+            "hint": "Check the files (and agent-edit history) before trying again.",
+            "details": {"editor": entry.editor, "pid": entry.editor_pid or entry.pid},
+            "committed": [],
+        }
+    except (OSError, ValueError) as exc:
+        result = {
+            "ok": False,
+            "code": "CONFLICT",
+            "message": f"{entry.describe()} runs agent-edit for this workspace, but its server "
+            f"cannot be reached ({exc}); its open buffers may differ from the disk, so nothing "
+            "was written.",
+            "hint": "Make the edit from that editor, or restart agent-edit there, then retry.",
+            "details": {
+                "reason": "PEER_UNREACHABLE",
+                "editor": entry.editor,
+                "pid": entry.editor_pid or entry.pid,
+            },
+            "committed": [],
+        }
+    result["via"] = "editor"
+    if result.get("ok"):
+        _print_success(result, as_json, through=entry.describe())
+        return EXIT_OK, None
+    _print_failure(result, as_json)
+    return EXIT_FAILED, None
 
 
 def _read_text(name: str, what: str) -> str:
@@ -324,7 +418,7 @@ def _write_json(result: dict[str, Any], indent: int | None = None) -> None:
 _LETTER = {"add": "A", "update": "M", "delete": "D", "move": "R"}
 
 
-def _print_success(result: dict[str, Any], as_json: bool) -> None:
+def _print_success(result: dict[str, Any], as_json: bool, through: str = "") -> None:
     out = sys.stdout
     if as_json:
         _write_json(result)
@@ -333,7 +427,8 @@ def _print_success(result: dict[str, Any], as_json: bool) -> None:
         out.write(result["text"])
         return
     verb = "Would change" if result["status"] == "dry-run" else "Changed"
-    lines = [f"{verb} {len(result['files'])} file(s):"]
+    via = f" through {through}" if through else ""
+    lines = [f"{verb} {len(result['files'])} file(s){via}:"]
     for f in result["files"]:
         name = f"{f['path']} -> {f['movedTo']}" if f.get("movedTo") else f["path"]
         lines.append(f"{_LETTER[f['change']]} {name}")

@@ -39,12 +39,18 @@ _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n|$)")
 # Journals (history, crash recovery) go to a throwaway state directory, never the user's.
 STATE_DIR = tempfile.mkdtemp(prefix="agent-edit-test-state-")
 atexit.register(shutil.rmtree, STATE_DIR, True)
+# Servers announce themselves (lsp_server/discovery.py) in a throwaway runtime folder too; the CLI
+# and `agent-edit mcp` started by tests inherit it and find them there.
+RUNTIME_DIR = tempfile.mkdtemp(prefix="agent-edit-test-run-")
+atexit.register(shutil.rmtree, RUNTIME_DIR, True)
+os.environ.setdefault("AGENT_EDIT_RUNTIME_DIR", RUNTIME_DIR)
 
 
 def server_config() -> ClientServerConfig:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
     env["AGENT_EDIT_STATE_DIR"] = STATE_DIR
+    env.setdefault("AGENT_EDIT_RUNTIME_DIR", RUNTIME_DIR)
     return ClientServerConfig(
         server_command=[sys.executable, "-m", "lsp_server", "serve"], server_env=env
     )

@@ -36,7 +36,7 @@ class Expect(Nested):
 
 @dataclass(frozen=True)
 class ReadArgs:
-    """agentEdit.read's arguments. (A docstring: without one, dataclasses loads `inspect` for a signature.)"""
+    """agentEdit.read's arguments (a docstring keeps dataclasses from loading inspect)."""
 
     path: str = field(metadata=doc(PATH_DOC))
     start_line: int | None = field(
@@ -57,7 +57,7 @@ class ReadArgs:
 
 @dataclass(frozen=True)
 class ReplaceArgs:
-    """agentEdit.replace's arguments. (A docstring: without one, dataclasses loads `inspect` for a signature.)"""
+    """agentEdit.replace's arguments (a docstring keeps dataclasses from loading inspect)."""
 
     path: str = field(metadata=doc(PATH_DOC))
     old_text: str = field(
@@ -87,7 +87,7 @@ class ReplaceArgs:
 
 @dataclass(frozen=True)
 class WriteArgs:
-    """agentEdit.write's arguments. (A docstring: without one, dataclasses loads `inspect` for a signature.)"""
+    """agentEdit.write's arguments (a docstring keeps dataclasses from loading inspect)."""
 
     path: str = field(metadata=doc(PATH_DOC))
     text: str = field(metadata=doc("The complete new content of the file.", content=True))
@@ -97,7 +97,7 @@ class WriteArgs:
 
 @dataclass(frozen=True)
 class ApplyPatchArgs:
-    """agentEdit.applyPatch's arguments. (A docstring: without one, dataclasses loads `inspect` for a signature.)"""
+    """agentEdit.applyPatch's arguments (a docstring keeps dataclasses from loading inspect)."""
 
     patch: str = field(
         metadata=doc(
@@ -117,7 +117,7 @@ class ApplyPatchArgs:
 
 @dataclass(frozen=True)
 class HistoryArgs:
-    """agentEdit.history's arguments. (A docstring: without one, dataclasses loads `inspect` for a signature.)"""
+    """agentEdit.history's arguments (a docstring keeps dataclasses from loading inspect)."""
 
     format: Literal["json", "diff"] = field(
         default="json",
@@ -145,7 +145,7 @@ class HistoryArgs:
 
 @dataclass(frozen=True)
 class UndoArgs:
-    """agentEdit.undo's arguments. (A docstring: without one, dataclasses loads `inspect` for a signature.)"""
+    """agentEdit.undo's arguments (a docstring keeps dataclasses from loading inspect)."""
 
     edit_id: int = field(
         metadata=doc("The id of the edit to revert (from {@history} or the edit's result).")

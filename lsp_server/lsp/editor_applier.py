@@ -14,6 +14,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
+from lsp_server import peers
 from lsp_server.actions.context import Applied
 from lsp_server.actions.paths import Resolved
 from lsp_server.engine.errors import Code, EditError
@@ -68,6 +69,14 @@ class EditorAttempt:
         # nothing); put in place only after the editor's part is verified.
         if not self.to_disk:
             return None
+        # Another live agent-edit server whose editor has one of these files open: its buffer,
+        # not the disk, is what the user sees there (issue 14 item 5).
+        locations = self.locations
+        await peers.refuse_if_held(
+            self.to_disk,
+            lambda p: locations[p].abs_path if p in locations else None,
+            self.server.paths.roots,
+        )
         self.disk = await disk_side.prepare(
             *disk_side.in_one_folder(self.to_disk, self.server.paths.roots), self.plan.action
         )

@@ -39,6 +39,7 @@ from lsp_server.lsp.apply import Location, Verifier, reports_late_by_name, uri_o
 from lsp_server.lsp.diagnostics import document_changed, document_opened
 from lsp_server.lsp.documents import DocumentStore
 from lsp_server.lsp.editor_context import EditorContext
+from lsp_server.lsp.endpoint import Endpoint
 from lsp_server.lsp.pending import PendingEdits
 from lsp_server.lsp.settings import Settings, initial_policy, reconfigured
 from lsp_server.lsp.workspace_paths import real_path_of_uri
@@ -120,7 +121,9 @@ class AgentEditServer(LanguageServer):
         super().__init__("agent-edit", __version__, protocol_cls=AgentEditProtocol)
         self.store = DocumentStore(real_path_of_uri)
         self.verifier = Verifier(self.store)
-        self.session = Session()
+        self.session = Session()  # the editor's own agents'; an endpoint caller has its own
+        # Found by `agent-edit mcp`, the CLI and other servers on the workspace (lsp/endpoint.py).
+        self.endpoint = Endpoint(self)
         self.settings = Settings()
         # No workspace folder before `initialize`: every path is refused until then.
         self.paths = WorkspacePaths(PathPolicy())
@@ -144,6 +147,10 @@ class AgentEditServer(LanguageServer):
             pass
         finally:
             self.shutdown()
+
+    def shutdown(self) -> None:
+        self.endpoint.stop()
+        super().shutdown()
 
     def _warn_user(self, message: str) -> None:
         self.window_show_message(t.ShowMessageParams(type=t.MessageType.Warning, message=message))
@@ -331,6 +338,12 @@ def create_server() -> AgentEditServer:
             log.error("%s; that setting is ignored", problem)
         ls.paths = WorkspacePaths(policy)
         ls.open_history()
+        # Found by `agent-edit mcp`, the CLI and other servers on this workspace (discovery.py).
+        ls.endpoint.start(
+            roots,
+            params.client_info.name if params.client_info else "",
+            params.process_id,
+        )
 
     @server.feature(t.INITIALIZED)
     def initialized(ls: AgentEditServer, params: t.InitializedParams) -> None:
@@ -367,6 +380,7 @@ def create_server() -> AgentEditServer:
                 removed=[f.uri for f in params.event.removed],
             )
         )
+        ls.endpoint.update(ls.paths.roots)  # found for the folders it serves now
 
     @server.feature(t.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: AgentEditServer, params: t.DidSaveTextDocumentParams) -> None:

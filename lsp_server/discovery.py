@@ -1,0 +1,439 @@
+"""Editor discovery: how other processes (the MCP server, the CLI, a second language server) find
+the agent-edit language server that an editor runs for a workspace, and reach it.
+
+Each language server announces itself in a per-user runtime folder: one file per server, with its
+pid (and the kernel's start time of that pid, so a reused pid is told apart), its workspace
+folders, the editor's name and pid, a local endpoint (a Unix socket in the same folder, or a
+127.0.0.1 port where sockets cannot be used) and a random token. The folder must be ours, 0700
+and not a symbolic link; each file must be ours and 0600, else it is not trusted. A file whose
+server is dead is ignored and removed. Finding servers is one directory listing plus a small read
+per file: cheap enough for every CLI run (no asyncio, no pygls, `socket` only when one is found).
+
+The wire protocol on the endpoint: one JSON object per line each way,
+`{token, session, action, args}` -> the action's result object (product.md 2.1).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import time
+
+# No typing or dataclasses at run time: the CLI imports this module on every edit command.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+ENV_DIR = "AGENT_EDIT_RUNTIME_DIR"
+MAX_ENTRY_BYTES = 64 * 1024
+# Answers carry whole files (reads of up to the 10 MiB cap, JSON-escaped) and diffs.
+MAX_LINE = 256 * 1024 * 1024
+PREFIX = "server-"
+
+
+class Unanswered(OSError):
+    """The request was sent, but the server hung up before answering: it may have acted on it."""
+
+
+class DiscoveryError(Exception):
+    """The runtime folder cannot be trusted (a symbolic link, another user's, too open)."""
+
+
+class Entry:
+    """One live server's announcement."""
+
+    __slots__ = (
+        "pid",
+        "folders",
+        "token",
+        "endpoint",
+        "editor",
+        "editor_pid",
+        "name",
+        "folder",
+        "started",
+        "extra",
+    )
+
+    def __init__(
+        self,
+        pid: int,
+        folders: tuple[str, ...],
+        token: str,
+        endpoint: dict[str, Any],
+        editor: str = "",
+        editor_pid: int | None = None,
+        name: str = "",  # the announcement file's name in the runtime folder
+        folder: str = "",  # the runtime folder
+        started: float = 0.0,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        self.pid = pid
+        self.folders = folders
+        self.token = token
+        self.endpoint = endpoint
+        self.editor = editor
+        self.editor_pid = editor_pid
+        self.name = name
+        self.folder = folder
+        self.started = started
+        self.extra: dict[str, Any] = extra or {}
+
+    def __repr__(self) -> str:
+        return f"Entry(pid={self.pid}, folders={self.folders}, editor={self.editor!r})"
+
+    def describe(self) -> str:
+        """The editor, as a person would recognise it: 'Neovim (pid 123)'."""
+        who = self.editor or "an editor"
+        pid = self.editor_pid if self.editor_pid else self.pid
+        return f"{who} (pid {pid})"
+
+    @property
+    def history_root(self) -> str | None:
+        """The workspace folder whose journal this server's history is."""
+        h = self.extra.get("historyRoot")
+        return h if isinstance(h, str) else None
+
+    def holds(self, root: str) -> str | None:
+        """The workspace folder of this server that holds `root` (real path), or None."""
+        best = None
+        for f in self.folders:
+            if (root == f or root.startswith(f.rstrip("/") + "/")) and (
+                best is None or len(f) > len(best)
+            ):
+                best = f
+        return best
+
+    def overlaps(self, root: str) -> bool:
+        """A folder of this server holds `root`, or lies inside it."""
+        return self.holds(root) is not None or any(
+            f.startswith(root.rstrip("/") + "/") for f in self.folders
+        )
+
+
+def runtime_dir() -> str:
+    """Where announcements live: $AGENT_EDIT_RUNTIME_DIR, else $XDG_RUNTIME_DIR/agent-edit, else
+    a per-user folder in the temporary directory."""
+    env = os.environ.get(ENV_DIR)
+    if env:
+        return env
+    xdg = os.environ.get("XDG_RUNTIME_DIR")
+    if xdg and os.path.isabs(xdg) and os.path.isdir(xdg):
+        return os.path.join(xdg, "agent-edit")
+    # tempfile.gettempdir's choice without importing tempfile (the CLI looks on every run).
+    tmp = next(
+        (d for k in ("TMPDIR", "TEMP", "TMP") if (d := os.environ.get(k)) and os.path.isdir(d)),
+        "/tmp",
+    )
+    return os.path.join(tmp, f"agent-edit-{os.geteuid()}")
+
+
+def open_dir(path: str, create: bool) -> int | None:
+    """A descriptor of the runtime folder after checking it is ours, 0700 and not a link; None if
+    it does not exist (and `create` is false)."""
+    if create:
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:
+            pass
+        except OSError as exc:
+            raise DiscoveryError(f"cannot make the runtime folder {path}: {exc.strerror}") from None
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        # ELOOP / ENOTDIR: a symbolic link or not a folder.
+        raise DiscoveryError(
+            f"the runtime folder {path} is not a plain folder ({exc.strerror}); "
+            "remove it so agent-edit can make its own"
+        ) from None
+    st = os.fstat(fd)
+    problem = None
+    if st.st_uid != os.geteuid():
+        problem = f"it belongs to uid {st.st_uid}, not to you"
+    elif st.st_mode & 0o077:
+        problem = f"its mode is {stat.S_IMODE(st.st_mode):o}, open to other users (want 700)"
+    if problem:
+        os.close(fd)
+        raise DiscoveryError(f"the runtime folder {path} is not trusted: {problem}")
+    return fd
+
+
+def _start_time(pid: int) -> str | None:
+    """The kernel's start time of `pid` (Linux /proc), which tells a reused pid apart."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    # Field 22; the command name (field 2) is in parentheses and may contain anything.
+    rest = data[data.rfind(b")") + 2 :].split()
+    return rest[19].decode() if len(rest) > 19 else None
+
+
+def _alive(pid: int, start: str | None) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return False  # another user's process: our server's pid was reused
+    now = _start_time(pid)
+    return start is None or now is None or now == start
+
+
+def announce(
+    folders: list[str],
+    endpoint: dict[str, Any],
+    token: str,
+    editor: str = "",
+    editor_pid: int | None = None,
+    name: str | None = None,
+    history_root: str | None = None,
+) -> tuple[str, str]:
+    """Write this process's announcement atomically (0600); its (runtime folder, file name). A
+    `name` given again replaces that announcement (the workspace folders changed)."""
+    path = runtime_dir()
+    fd = open_dir(path, create=True)
+    assert fd is not None
+    pid = os.getpid()
+    name = name or f"{PREFIX}{pid}-{os.urandom(4).hex()}.json"
+    body = json.dumps(
+        {
+            "pid": pid,
+            "start": _start_time(pid),
+            "folders": [os.path.realpath(f) for f in folders],
+            # The folder whose journal the server's history is (its first folder at start).
+            "historyRoot": os.path.realpath(history_root or folders[0]) if folders else None,
+            "endpoint": endpoint,
+            "token": token,
+            "editor": editor,
+            "editorPid": editor_pid,
+            "started": time.time(),
+        }
+    ).encode()
+    tmp = f".{name}.{os.urandom(4).hex()}.tmp"
+    try:
+        out = os.open(
+            tmp,
+            os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+            0o600,
+            dir_fd=fd,
+        )
+        try:
+            os.write(out, body)
+        finally:
+            os.close(out)
+        os.rename(tmp, name, src_dir_fd=fd, dst_dir_fd=fd)
+    except OSError:
+        try:
+            os.unlink(tmp, dir_fd=fd)
+        except OSError:
+            pass
+        raise
+    finally:
+        os.close(fd)
+    return path, name
+
+
+def remove(folder: str, name: str) -> None:
+    """Remove an announcement and its socket (names inside `folder` only, never a path read
+    from a file)."""
+    try:
+        fd = open_dir(folder, create=False)
+    except DiscoveryError:
+        return
+    if fd is None:
+        return
+    try:
+        for n in (name, name[: -len(".json")] + ".sock" if name.endswith(".json") else None):
+            if n:
+                try:
+                    os.unlink(n, dir_fd=fd)
+                except OSError:
+                    pass
+    finally:
+        os.close(fd)
+
+
+def alive(entry: Entry) -> bool:
+    """The entry's server still runs (its pid, with the start time it announced)."""
+    return _alive(entry.pid, entry.extra.get("start"))
+
+
+def _read_entry(fd: int, name: str, folder: str) -> Entry | None:
+    """The announcement `name` if it is ours, 0600, well formed; None otherwise. A dead or
+    reused pid's file is removed."""
+    try:
+        f = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, dir_fd=fd)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(f)
+        if (
+            not stat.S_ISREG(st.st_mode)
+            or st.st_uid != os.geteuid()
+            or st.st_mode & 0o077
+            or st.st_size > MAX_ENTRY_BYTES
+        ):
+            return None
+        data = os.read(f, MAX_ENTRY_BYTES + 1)
+    finally:
+        os.close(f)
+    try:
+        raw = json.loads(data)
+        pid = raw["pid"]
+        folders = raw["folders"]
+        token = raw["token"]
+        endpoint = raw["endpoint"]
+        if (
+            not isinstance(pid, int)
+            or isinstance(pid, bool)
+            or pid <= 0
+            or not isinstance(token, str)
+            or len(token) < 32
+            or not isinstance(folders, list)
+            or not all(isinstance(x, str) and os.path.isabs(x) for x in folders)
+            or not isinstance(endpoint, dict)
+        ):
+            return None
+    except (ValueError, KeyError, TypeError):
+        return None
+    start = raw.get("start") if isinstance(raw.get("start"), str) else None
+    if not _alive(pid, start):
+        remove(folder, name)
+        return None
+    editor_pid = raw.get("editorPid")
+    return Entry(
+        pid=pid,
+        folders=tuple(folders),
+        token=token,
+        endpoint=endpoint,
+        editor=str(raw.get("editor") or ""),
+        editor_pid=editor_pid if isinstance(editor_pid, int) and editor_pid > 0 else None,
+        name=name,
+        folder=folder,
+        started=float(raw.get("started") or 0),
+        extra={
+            "start": start,
+            "historyRoot": raw.get("historyRoot")
+            if isinstance(raw.get("historyRoot"), str)
+            else (folders[0] if folders else None),
+        },
+    )
+
+
+def servers() -> list[Entry]:
+    """Every live server announced in the runtime folder (none if it does not exist). A folder
+    that cannot be trusted raises DiscoveryError: its files could point anywhere."""
+    folder = runtime_dir()
+    fd = open_dir(folder, create=False)
+    if fd is None:
+        return []
+    try:
+        names = [n for n in os.listdir(fd) if n.startswith(PREFIX) and n.endswith(".json")]
+        out = [e for n in names if (e := _read_entry(fd, n, folder)) is not None]
+    finally:
+        os.close(fd)
+    me = os.getpid()
+    return [e for e in out if e.pid != me]
+
+
+def find(root: str) -> Entry | None:
+    """The live server whose workspace holds `root` (the innermost folder; the newest server on
+    a tie), or None."""
+    real = os.path.realpath(root)
+    best: tuple[int, float, Entry] | None = None
+    for e in servers():
+        f = e.holds(real)
+        if f is not None and (best is None or (len(f), e.started) > best[:2]):
+            best = (len(f), e.started, e)
+    return best[2] if best else None
+
+
+def socket_path(entry: Entry) -> str | None:
+    """The Unix socket of an entry: a bare name inside the runtime folder, nothing else."""
+    name = entry.endpoint.get("unix")
+    if not isinstance(name, str) or "/" in name or name in ("", ".", ".."):
+        return None
+    return os.path.join(entry.folder, name)
+
+
+def request(entry: Entry, payload: dict[str, Any], timeout: float = 60.0) -> dict[str, Any]:
+    """Send one request to a server's endpoint and return its answer (blocking; the CLI's way).
+
+    Raises OSError when the server cannot be reached or hangs up without an answer."""
+    import socket
+
+    sock_path = socket_path(entry)
+    if sock_path is not None:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        address: Any = sock_path
+    else:
+        port = entry.endpoint.get("port")
+        if not isinstance(port, int):
+            raise OSError("the announcement names no endpoint")
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        address = ("127.0.0.1", port)
+    with s:
+        s.settimeout(timeout)
+        s.connect(address)
+        s.sendall(json.dumps({"token": entry.token, **payload}).encode() + b"\n")
+        chunks = []
+        size = 0
+        try:
+            while True:
+                chunk = s.recv(1 << 20)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                size += len(chunk)
+                if chunk.endswith(b"\n") or size > MAX_LINE:
+                    break
+        except OSError as exc:
+            raise Unanswered(f"the server hung up without an answer ({exc})") from None
+    data = b"".join(chunks)
+    if not data.endswith(b"\n"):
+        raise Unanswered("the server hung up without an answer")
+    answer = json.loads(data)
+    if not isinstance(answer, dict):
+        raise OSError("the server's answer is not an object")
+    return answer
+
+
+async def arequest(
+    entry: Entry, payload: dict[str, Any], timeout: float | None = None
+) -> dict[str, Any]:
+    """`request` for asyncio callers (the MCP front, a language server asking another)."""
+    import asyncio
+
+    async def go() -> dict[str, Any]:
+        sock_path = socket_path(entry)
+        if sock_path is not None:
+            reader, writer = await asyncio.open_unix_connection(sock_path, limit=MAX_LINE)
+        else:
+            port = entry.endpoint.get("port")
+            if not isinstance(port, int):
+                raise OSError("the announcement names no endpoint")
+            reader, writer = await asyncio.open_connection("127.0.0.1", port, limit=MAX_LINE)
+        try:
+            writer.write(json.dumps({"token": entry.token, **payload}).encode() + b"\n")
+            await writer.drain()
+            try:
+                line = await reader.readline()
+            except OSError as exc:
+                raise Unanswered(f"the server hung up without an answer ({exc})") from None
+        finally:
+            writer.close()
+        if not line.endswith(b"\n"):
+            raise Unanswered("the server hung up without an answer")
+        answer = json.loads(line)
+        if not isinstance(answer, dict):
+            raise OSError("the server's answer is not an object")
+        return answer
+
+    if timeout is None:
+        return await go()
+    return await asyncio.wait_for(go(), timeout)

@@ -1,0 +1,10 @@
+"""`agent-edit mcp`: the edit actions as MCP tools, through the editor's server when one runs.
+
+tools.py   the tools, their schemas and what the model reads of a result
+router.py  through the editor's language server (discovery) or headless on the disk
+disk.py    the headless server the disk side runs in (the one adapter to the command handlers)
+server.py  the MCP SDK server on stdio
+
+The `mcp` SDK is imported only here (server.py), never by the CLI's other commands or the
+language server.
+"""

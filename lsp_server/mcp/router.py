@@ -1,0 +1,270 @@
+"""Where an MCP tool call runs: through the editor's agent-edit server, or headless on disk.
+
+Every call looks the root up in discovery (one directory listing): when a live server's
+workspace holds it, the call is forwarded there (`via: "editor"`): unsaved buffers are read and
+edited, edits are versioned and verified and appear in the editor's history. Otherwise it runs
+in a headless server in this process (`via: "disk"`).
+
+If the editor's server goes away mid-session, the next call says so and runs on disk, with one
+guard: the files that editor had open (it reports them with every answer) are not written on disk
+while the editor itself still runs, because its buffers may hold unsaved text the disk lacks (and
+a later save would overwrite our write). Reads still work (from the disk, which is then the only
+truth there is). Once the editor process is gone too, its buffers are gone and the disk is the
+truth again. An edit whose connection dropped before the answer may have landed: it is reported
+UNVERIFIED, never retried on disk.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import secrets
+from typing import TYPE_CHECKING, Any
+
+from lsp_server import discovery
+
+if TYPE_CHECKING:
+    from lsp_server.actions.paths import Resolved
+    from lsp_server.engine.model import Plan
+
+log = logging.getLogger(__name__)
+
+EDITS = frozenset({"replace", "write", "applyPatch", "undo"})
+# An edit waits for the editor (its apply and verify timeouts, a pending save): generous.
+ANSWER_TIMEOUT_S = float(os.environ.get("AGENT_EDIT_MCP_TIMEOUT_S") or 120)
+_HEADER = re.compile(r"^(\*\*\* (?:Add File|Delete File|Update File|Move to): ?)(.*?)(\r?)$", re.M)
+_PADDED_HEADER = re.compile(r"^[ \t]+\*\*\* (?:Add File|Delete File|Update File|Move to):", re.M)
+
+
+def refusal(code: str, message: str, hint: str = "", **details: Any) -> dict[str, Any]:
+    return {
+        "ok": False,
+        "code": code,
+        "message": message,
+        "hint": hint,
+        "details": details,
+        "committed": [],
+    }
+
+
+def invalid_arguments(message: str) -> dict[str, Any]:
+    m = re.search(r"'([A-Za-z]\w*)'", message) or re.search(r"(\w[\w.\[\]']*) must ", message)
+    return refusal(
+        "INVALID_ARGUMENT",
+        message,
+        "Fix the arguments (names and types as in the tool's schema) and call again.",
+        argument=m.group(1) if m else None,
+    )
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class Router:
+    def __init__(self, root: str) -> None:
+        self.root = os.path.realpath(root)
+        # One MCP client (this process) is one agent session, in the editor and on disk alike.
+        self.session_key = f"mcp-{os.getpid()}-{secrets.token_hex(4)}"
+        self.editor: discovery.Entry | None = None  # the editor's server last reached
+        self.editor_open: set[str] = set()  # files it had open at its last answer
+        self.lost: discovery.Entry | None = None  # an editor's server that went away
+        self.lost_open: set[str] = set()
+        from lsp_server.actions.session import Session
+
+        self._disk_session = Session()  # this client's reads on disk
+
+    async def call(self, action: str, args: Any) -> dict[str, Any]:
+        note = None
+        try:
+            entry = discovery.find(self.root)
+        except discovery.DiscoveryError as exc:
+            entry, note = None, f"agent-edit cannot look for the editor's server: {exc}"
+        if entry is not None:
+            answer = await self._through_editor(entry, action, args)
+            if answer is not None:
+                return answer
+        if self.editor is not None:
+            # It answered before and is gone now (killed, crashed, the editor closed).
+            self.lost, self.lost_open = self.editor, set(self.editor_open)
+            self.editor, self.editor_open = None, set()
+            note = (
+                f"The editor's agent-edit server ({self.lost.describe()}) is gone; this call ran "
+                "on the disk, and files open in that editor are not written while it runs."
+            )
+        result = await self._on_disk(action, args)
+        result["via"] = "disk"
+        if note:
+            result["note"] = note
+        return result
+
+    async def _through_editor(
+        self, entry: discovery.Entry, action: str, args: Any
+    ) -> dict[str, Any] | None:
+        """The editor's answer; None if it cannot be reached (then the call runs on disk)."""
+        rebased = self._rebase(entry, action, args)
+        if "ok" in rebased:
+            return rebased  # a refusal
+        payload = {
+            "session": self.session_key,
+            "action": action,
+            "args": rebased["args"],
+            "withOpen": True,
+        }
+        try:
+            answer = await discovery.arequest(entry, payload, ANSWER_TIMEOUT_S)
+        except TimeoutError:
+            # Alive but silent: an edit may still land, and the disk is not what its editor
+            # shows, so nothing runs on disk instead.
+            return {
+                **refusal(
+                    "TIMEOUT",
+                    f"The editor's agent-edit server ({entry.describe()}) did not answer in "
+                    f"{ANSWER_TIMEOUT_S:.0f} s. "
+                    + (
+                        "The edit may still land in the editor; nothing was written on disk."
+                        if action in EDITS
+                        else "Nothing was changed."
+                    ),
+                    "Check the editor; read the files again before editing them.",
+                    editor=entry.editor,
+                    pid=entry.editor_pid or entry.pid,
+                ),
+                "via": "editor",
+            }
+        except discovery.Unanswered as exc:
+            if action not in EDITS:
+                return None  # a read or history: nothing changed; the disk answers
+            self.lost, self.lost_open = entry, set(self.editor_open)
+            self.editor, self.editor_open = None, set()
+            return {
+                **refusal(
+                    "UNVERIFIED",
+                    f"The editor's agent-edit server ({entry.describe()}) went away while this "
+                    f"edit was in flight ({exc}): it may or may not have landed in the editor. "
+                    "Nothing was written on disk by this call.",
+                    "Read the files again to see what they hold now before you edit them again; "
+                    "do not resend the edit blindly.",
+                    editor=entry.editor,
+                    pid=entry.editor_pid or entry.pid,
+                ),
+                "via": "editor",
+            }
+        except (OSError, ValueError) as exc:
+            # Not reachable: gone, or broken. On disk, the guard still refuses to write a file
+            # a live server's editor holds (it asks it, and refuses when it cannot).
+            log.info("the editor's server %s cannot be reached: %s", entry.describe(), exc)
+            return None
+        if self.lost is not None and self.lost.pid != entry.pid:
+            answer["note"] = (
+                f"Through {entry.describe()}'s agent-edit server again (the one of "
+                f"{self.lost.describe()} went away)."
+            )
+        opened = answer.pop("_open", None)
+        self.editor = entry
+        self.editor_open = {p for p in opened or [] if isinstance(p, str)}
+        self.lost, self.lost_open = None, set()
+        answer["via"] = "editor"
+        return answer
+
+    def _rebase(self, entry: discovery.Entry, action: str, args: Any) -> dict[str, Any]:
+        """`args` with paths relative to this root, as the editor's server (which resolves
+        relative paths against its first workspace folder) takes them: {"args": ...}, or a
+        refusal."""
+        if not isinstance(args, dict) or not entry.folders or entry.folders[0] == self.root:
+            return {"args": args}
+        prefix = os.path.relpath(self.root, entry.folders[0])
+        if prefix.startswith(".."):
+            prefix = self.root  # another folder of that workspace: absolute paths then
+        out = dict(args)
+        path = out.get("path")
+        if isinstance(path, str) and path and not _absolute(path):
+            out["path"] = os.path.join(prefix, path)
+        patch = out.get("patch")
+        if action == "applyPatch" and isinstance(patch, str):
+            if _PADDED_HEADER.search(patch):
+                return refusal(
+                    "INVALID_ARGUMENT",
+                    "The patch has file header lines that do not start at the beginning of the "
+                    f"line; paths are relative to {self.root}, below the editor's workspace "
+                    f"folder {entry.folders[0]}, so each header must be rewritten and a padded "
+                    "one cannot be told apart from patch content.",
+                    "Start every '*** Add/Delete/Update File:' and '*** Move to:' line at the "
+                    "beginning of the line.",
+                    argument="patch",
+                )
+            out["patch"] = _HEADER.sub(
+                lambda m: (
+                    m.group(1)
+                    + (
+                        m.group(2)
+                        if not m.group(2).strip() or _absolute(m.group(2).strip())
+                        else os.path.join(prefix, m.group(2).strip())
+                    )
+                    + m.group(3)
+                ),
+                patch,
+            )
+            expect = out.get("expect")
+            if isinstance(expect, dict):
+                out["expect"] = {
+                    (k if not isinstance(k, str) or _absolute(k) else os.path.join(prefix, k)): v
+                    for k, v in expect.items()
+                }
+        return {"args": out}
+
+    async def _on_disk(self, action: str, args: Any) -> dict[str, Any]:
+        from lsp_server.mcp import disk
+
+        return await disk.run(self.root, self._disk_session, action, args, self._guard)
+
+    def _guard(self, plan: Plan, where: dict[str, Resolved]) -> None:
+        """Before the disk is written: refuse files another live server's editor holds open,
+        and files the vanished editor had open while it still runs."""
+        from lsp_server import peers
+
+        def abs_of(p: str) -> str | None:
+            r = where.get(p)
+            return r.abs_path if r is not None else None
+
+        changes = list(plan.changes)
+        entries = peers.others([self.root])
+        if entries:
+            peers.refuse_if_held_sync(entries, changes, abs_of)
+        lost = self.lost
+        if lost is None or not self.lost_open:
+            return
+        if lost.editor_pid is not None and not _pid_alive(lost.editor_pid):
+            self.lost_open = set()  # the editor is gone too: its buffers with it
+            return
+        held = sorted(
+            {p for c in changes for p in (c.path, c.moved_to) if p and abs_of(p) in self.lost_open}
+        )
+        if held:
+            from lsp_server.engine.errors import Code, EditError
+
+            raise EditError(
+                Code.CONFLICT,
+                f"{', '.join(held)} was open in {lost.describe()} when its agent-edit server "
+                "went away; the buffer there may hold unsaved text the disk lacks (and a save "
+                "would overwrite a disk edit), so the disk was not written. Nothing was changed.",
+                "Restart agent-edit in that editor (e.g. restart its language server) so edits "
+                "go through it again, or quit the editor; read works meanwhile, from the disk.",
+                {
+                    "reason": "EDITOR_SERVER_GONE",
+                    "paths": held,
+                    "editor": lost.editor,
+                    "pid": lost.editor_pid or lost.pid,
+                },
+            )
+
+
+def _absolute(path: str) -> bool:
+    return os.path.isabs(path) or path.startswith("file:") or path.startswith("~")

@@ -1,0 +1,140 @@
+"""Other agent-edit language servers on the same workspace (issue 14 item 5), for every front
+(the language server, the CLI, `agent-edit mcp`'s disk side).
+
+Before this server writes files on disk (files not open in its own editor), it asks every other
+live server whose workspace overlaps its own whether its editor has one of them open. If one
+does, the disk is not what that user sees (the buffer may hold unsaved text, and a later save
+would overwrite the write), so the edit is refused, naming the editor that holds the file.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from lsp_server import discovery
+from lsp_server.engine.errors import Code, EditError
+
+if TYPE_CHECKING:
+    from lsp_server.actions.context import Applier, Attempt
+    from lsp_server.actions.paths import Resolved
+    from lsp_server.engine.model import FileChange, Plan
+
+log = logging.getLogger(__name__)
+
+ASK_TIMEOUT_S = 5.0
+
+
+def _paths(changes: list[FileChange], abs_path: Callable[[str], str | None]) -> dict[str, str]:
+    """absolute path -> the change's path, for every file the changes write."""
+    out: dict[str, str] = {}
+    for c in changes:
+        for p in (c.path, c.moved_to):
+            if p and (a := abs_path(p)) is not None:
+                out[a] = p
+    return out
+
+
+def _unreachable(entry: discovery.Entry, exc: Exception) -> EditError:
+    return EditError(
+        Code.CONFLICT,
+        f"Another agent-edit server for this workspace, started by {entry.describe()}, did not "
+        f"answer whether it has these files open ({exc}); they may hold unsaved text there, so "
+        "the disk was not written. Nothing was changed.",
+        "Make the edit from that editor, or close it, then try again.",
+        {
+            "reason": "PEER_UNREACHABLE",
+            "editor": entry.editor,
+            "pid": entry.editor_pid or entry.pid,
+        },
+    )
+
+
+def _held(entry: discovery.Entry, held: list[str]) -> EditError:
+    return EditError(
+        Code.CONFLICT,
+        f"{', '.join(held)} is open in {entry.describe()}, through another agent-edit server; "
+        "its buffer, not the disk, is what the user sees there, so the disk was not written. "
+        "Nothing was changed.",
+        "Make the edit through that editor (agent-edit mcp and the CLI go through it when their "
+        "root is its workspace folder), or close the file there first.",
+        {
+            "reason": "OPEN_IN_OTHER_EDITOR",
+            "paths": held,
+            "editor": entry.editor,
+            "pid": entry.editor_pid or entry.pid,
+        },
+    )
+
+
+def others(roots: list[str]) -> list[discovery.Entry]:
+    """Live servers (not this process) whose workspace overlaps one of `roots`."""
+    try:
+        return [e for e in discovery.servers() if any(e.overlaps(r) for r in roots)]
+    except discovery.DiscoveryError as exc:
+        log.warning("agent-edit: other servers cannot be asked (%s)", exc)
+        return []
+
+
+async def refuse_if_held(
+    changes: list[FileChange], abs_path: Callable[[str], str | None], roots: list[str]
+) -> None:
+    """CONFLICT if another live server's editor holds one of these files open (`abs_path`: a
+    change's path to the real file)."""
+    entries = others(roots)
+    if not entries:
+        return
+    paths = _paths(changes, abs_path)
+    for entry in entries:
+        try:
+            answer = await discovery.arequest(
+                entry, {"action": "holds", "args": {"paths": list(paths)}}, ASK_TIMEOUT_S
+            )
+        except (OSError, ValueError, TimeoutError) as exc:
+            if not discovery.alive(entry):
+                continue  # gone meanwhile: it holds nothing
+            raise _unreachable(entry, exc) from None
+        held = [paths[p] for p in answer.get("held") or [] if p in paths]
+        if held:
+            raise _held(entry, held)
+
+
+def refuse_if_held_sync(
+    entries: list[discovery.Entry],
+    changes: list[FileChange],
+    abs_path: Callable[[str], str | None],
+) -> None:
+    """`refuse_if_held` without an event loop (the CLI, the MCP front's disk side)."""
+    paths = _paths(changes, abs_path)
+    for entry in entries:
+        try:
+            answer = discovery.request(
+                entry, {"action": "holds", "args": {"paths": list(paths)}}, ASK_TIMEOUT_S
+            )
+        except (OSError, ValueError) as exc:
+            if not discovery.alive(entry):
+                continue
+            raise _unreachable(entry, exc) from None
+        held = [paths[p] for p in answer.get("held") or [] if p in paths]
+        if held:
+            raise _held(entry, held)
+
+
+Guard = Callable[["Plan", "dict[str, Resolved]"], None]
+
+
+class GuardedApplier:
+    """A headless context's applier whose plans pass `guard` first (it raises the EditError
+    refusing one): the CLI and `agent-edit mcp` on disk check other editors this way."""
+
+    def __init__(self, inner: Applier, guard: Guard) -> None:
+        self.inner = inner
+        self.guard = guard
+
+    def start(self, plan: Plan, where: dict[str, Resolved]) -> Attempt:
+        self.guard(plan, where)
+        return self.inner.start(plan, where)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)  # the rest of the inner applier (its `discard`, ...)
