@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     import argparse
 
     from lsp_server.engine.model import Plan
-    from lsp_server.engine.text import Snapshot
+    from lsp_server.engine.text import LinkRead, Snapshot
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -400,9 +400,9 @@ def _snapshot(root: str, path: str) -> Snapshot:
     return snap
 
 
-def _link_itself(root: str, named: str) -> str | None:
-    """The workspace-relative path of the symbolic link `named` is (its folder resolved), or
-    None if it is not one or that folder is outside the workspace."""
+def _link_itself(root: str, named: str) -> tuple[str, LinkRead] | None:
+    """The workspace-relative path of the symbolic link `named` is (its folder resolved) and
+    the link as seen now, or None if it is not one or that folder is outside the workspace."""
     import stat
 
     from lsp_server.engine.files import note_link
@@ -416,7 +416,8 @@ def _link_itself(root: str, named: str) -> str | None:
     rel = os.path.relpath(os.path.join(folder, os.path.basename(named)), root)
     if rel == "." or rel.startswith("../") or rel == ".." or os.path.isabs(rel):
         return None
-    return rel if note_link(root, rel) else None
+    seen = note_link(root, rel)
+    return (rel, seen) if seen is not None else None
 
 
 def _on_links(plan: Plan) -> Plan:
@@ -430,7 +431,9 @@ def _on_links(plan: Plan) -> Plan:
     for c in plan.changes:
         via = _VIA_LINK.get(id(c.before))
         if via is not None and via[0] is c.before and c.change in ("delete", "move"):
-            c = dataclasses.replace(c, before=dataclasses.replace(c.before, path=via[1]))
+            link_rel, seen = via[1]
+            before = dataclasses.replace(c.before, path=link_rel, link=seen)
+            c = dataclasses.replace(c, before=before)
         changes.append(c)
     return dataclasses.replace(plan, changes=tuple(changes))
 
@@ -438,7 +441,7 @@ def _on_links(plan: Plan) -> Plan:
 _POLICIES: dict[str, Any] = {}
 # Snapshots read through a symbolic link named by the patch: id -> (the snapshot, the link's
 # own workspace-relative path); emptied with _WALK_MEMO.
-_VIA_LINK: dict[int, tuple[Snapshot, str]] = {}
+_VIA_LINK: dict[int, tuple[Snapshot, tuple[str, LinkRead]]] = {}
 # How each folder resolved, for the paths of one command (a patch names many files in few
 # folders); emptied at the start of every command, so in-process callers see fresh folders.
 _WALK_MEMO: dict[str, Any] = {}

@@ -77,7 +77,15 @@ from lsp_server.engine.model import Plan
 from lsp_server.engine.state import ENV_STATE_DIR, state_dir
 from lsp_server.engine.state import fsync_dir as _fsync_dir
 from lsp_server.engine.state import user_state_base as user_state_base
-from lsp_server.engine.text import DEFAULT_MAX_BYTES, Snapshot, absent, decode_file, encode_file
+from lsp_server.engine.text import (
+    DEFAULT_MAX_BYTES,
+    DiskRead,
+    LinkRead,
+    Snapshot,
+    absent,
+    decode_file,
+    encode_file,
+)
 
 STATE_DIR_ENV = ENV_STATE_DIR  # the state folder is engine/state.py's
 CRASH_ENV = "AGENT_EDIT_CRASH_AFTER"
@@ -95,34 +103,20 @@ def _under(root: str, rel: str) -> str:
     return f"{root}/{rel}"
 
 
-# What each file looked like when `read_snapshot` read it (inode, size, mtime, the time of
-# the read, and ctime), so `apply_plan` can refuse, under the workspace lock, a file that
-# changed between planning and writing, and tell whether a save since could have kept its size
-# and mtime. The ctime too: a save in place that puts the mtime back (`os.utime`, `touch -r`,
-# `rsync --inplace -t`) keeps inode, size and mtime, but the kernel stamps its ctime.
-_READ_STATS: dict[str, tuple[int, int, int, int, int]] = {}
-# The snapshot read last for each full path, with the bytes it was decoded from: the journal's
-# pre-images, without encoding every text again.
-_READ_BYTES: dict[str, tuple[Snapshot, bytes]] = {}
-# Symbolic links a plan may remove as links (a Delete File, or a Move's source, named by the
-# link's own path): full path -> (inode, mtime, target) when `note_link` looked at them.
-_READ_LINKS: dict[str, tuple[int, int, str]] = {}
-
-
-def note_link(root: str, rel: str) -> bool:
-    """Record the symbolic link at workspace-relative `rel` (its folder resolved, the link
-    itself not followed), so that a plan deleting or moving `rel` removes the link, never its
-    target, and is refused STALE if the link changes meanwhile. False if `rel` is no link."""
+def note_link(root: str, rel: str) -> LinkRead | None:
+    """The symbolic link at workspace-relative `rel` (its folder resolved, the link itself not
+    followed), as it is now; None if `rel` is no link. A snapshot carrying it (its `link`) is
+    removed as the link by a plan deleting or moving it, never its target, and the plan is
+    refused STALE if the link changes meanwhile."""
     full = _under(root, rel)
     try:
         st = os.lstat(full)
         if not stat.S_ISLNK(st.st_mode):
-            return False
+            return None
         target = os.readlink(full)
     except OSError:
-        return False
-    _READ_LINKS[full] = (st.st_ino, st.st_mtime_ns, target)
-    return True
+        return None
+    return LinkRead(st.st_ino, st.st_mtime_ns, target)
 
 
 # O_NONBLOCK: opening a FIFO for reading would otherwise block until a writer appears, before
@@ -145,7 +139,6 @@ def read_snapshot(root: str, rel: str, max_bytes: int = DEFAULT_MAX_BYTES) -> Sn
     try:
         st = os.fstat(fd)
         size = st.st_size
-        _READ_STATS[full] = (st.st_ino, size, st.st_mtime_ns, read_ns, st.st_ctime_ns)
         if not stat.S_ISREG(st.st_mode):
             if stat.S_ISDIR(st.st_mode):
                 raise _is_directory(rel)
@@ -173,9 +166,10 @@ def read_snapshot(root: str, rel: str, max_bytes: int = DEFAULT_MAX_BYTES) -> Sn
         raise _read_error(rel, exc) from None
     finally:
         os.close(fd)
-    snap = decode_file(rel, data, max_bytes)
-    _READ_BYTES[full] = (snap, data)
-    return snap
+    # What was seen goes with the snapshot (no table of every file read, which a long-lived
+    # process would only grow): the apply re-checks the file against it, under the lock.
+    seen = DiskRead(st.st_ino, size, st.st_mtime_ns, st.st_ctime_ns, read_ns, data)
+    return decode_file(rel, data, max_bytes, seen)
 
 
 def _read_error(rel: str, exc: OSError) -> EditError:
@@ -517,7 +511,7 @@ def reserve(root: str, sdir: str, snaps: list[Snapshot]) -> Reservation | None:
     pre_images: dict[str, tuple[bytes, int]] = {}
     offset = 0
     for snap in snaps:
-        pre = _pre_image(root, snap)
+        pre = _pre_image(snap)
         assert pre is not None
         tmp = _tmp_name(snap.path, token)
         tmps.append(tmp)
@@ -748,15 +742,15 @@ def _check_unchanged(root: str, folders: Folders, plan: Plan) -> dict[str, os.st
             else:
                 now = None
             if before is not None and before.exists:
-                link = _READ_LINKS.get(_under(root, rel))
+                link = before.link
                 if link is not None:
                     if st is not None and stat.S_ISLNK(st.st_mode):
-                        if (st.st_ino, st.st_mtime_ns) == link[:2]:
+                        if (st.st_ino, st.st_mtime_ns) == (link.ino, link.mtime_ns):
                             continue  # the link removed as a link, unchanged
                 else:
-                    seen = _READ_STATS.get(_under(root, rel))
-                    if seen is None or now == (*seen[:3], seen[4]):
-                        continue  # not read here (a buffer snapshot), or unchanged
+                    seen = before.disk
+                    if seen is None or now == (seen.ino, seen.size, seen.mtime_ns, seen.ctime_ns):
+                        continue  # not read from disk (a buffer snapshot), or unchanged
             elif now is None:
                 continue  # still absent, as planned
             raise EditError(
@@ -824,58 +818,58 @@ def _steps(
     removes: list[_Step] = []
     for change in plan.changes:
         before = change.before
-        pre = _pre_image(root, before)
+        pre = _pre_image(before)
         if change.change == "delete":
-            removes.append(_removal(root, change.path, pre, stats))
+            removes.append(_removal(before, pre, stats))
             continue
         data = encode_file(change.new_text, change.bom)
         sha = hashlib.sha256(data).hexdigest()
-        if not change.bom and "new_sha256" not in change.__dict__:
-            # Without a BOM the bytes are the UTF-8 text: fill the plan's cached hash (what the
+        if not change.bom and change.digest.sha256 is None:
+            # Without a BOM the bytes are the UTF-8 text: fill the change's digest (what the
             # result reports) instead of encoding and hashing megabytes a second time.
-            change.__dict__["new_sha256"] = sha
+            change.digest.sha256 = sha
         target = change.target_path
         tmp = _tmp_name(target, token)
         if change.change == "move":
             moved = _Step(target, "write", None, sha, tmp, data)
-            if _READ_LINKS.get(_under(root, change.path)) is None:
+            if before.link is None:
                 # A private file stays private where it moves to (not 0644 by the umask).
                 moved.like = stats.get(change.path)
             writes.append(moved)
-            removes.append(_removal(root, change.path, pre, stats))
+            removes.append(_removal(before, pre, stats))
         else:
             step = _Step(target, "write", pre, sha, tmp, data)
-            _seen(root, step, stats)
+            _seen(step, stats, before.disk)
             writes.append(step)
     return writes + removes
 
 
-def _removal(root: str, rel: str, pre: bytes | None, stats: dict[str, os.stat_result]) -> _Step:
-    link = _READ_LINKS.get(_under(root, rel))
+def _removal(before: Snapshot, pre: bytes | None, stats: dict[str, os.stat_result]) -> _Step:
+    rel, link = before.path, before.link
     if link is not None:
         # The link itself goes (unlink never follows it); what rollback puts back is the link.
-        step = _Step(rel, "remove", os.fsencode(link[2]), None, None)
+        step = _Step(rel, "remove", os.fsencode(link.target), None, None)
         step.link, step.st, step.suspect = True, stats.get(rel), False
         return step
     step = _Step(rel, "remove", pre, None, None)
-    _seen(root, step, stats)
+    _seen(step, stats, before.disk)
     return step
 
 
-def _seen(root: str, step: _Step, stats: dict[str, os.stat_result]) -> None:
-    """Fill `step.st` and `step.suspect` for a file that exists."""
+def _seen(step: _Step, stats: dict[str, os.stat_result], seen: DiskRead | None) -> None:
+    """Fill `step.st` and `step.suspect` for a file that exists (`seen`: what its reader saw,
+    None for a buffer's snapshot)."""
     st = step.st = stats.get(step.path) if step.pre is not None else None
     if st is None:
         return
-    seen = _READ_STATS.get(_under(root, step.path))
     # A save that puts the mtime back moves the ctime (compared before the rename), unless it
     # falls within the tick of the last ctime change: then only the bytes tell. (A window of
     # one tick, not the mtime's: a tree copied with its mtimes a moment ago is not all read
     # again.)
     step.suspect = (
         seen is None
-        or _could_hide_a_save(seen[2], seen[3])
-        or _could_hide_a_save(seen[4], seen[3], _CTIME_WINDOW_NS)
+        or _could_hide_a_save(seen.mtime_ns, seen.read_ns)
+        or _could_hide_a_save(seen.ctime_ns, seen.read_ns, _CTIME_WINDOW_NS)
     )
 
 
@@ -898,14 +892,13 @@ def _could_hide_a_save(mtime_ns: int, read_ns: int, fine: int | None = None) -> 
     return read_ns - mtime_ns < window
 
 
-def _pre_image(root: str, before: Snapshot) -> bytes | None:
+def _pre_image(before: Snapshot) -> bytes | None:
     """The file's bytes as planned against: those `read_snapshot` decoded it from (UTF-8 and
     the BOM flag round-trip exactly), else the snapshot's text encoded."""
     if not before.exists:
         return None
-    read = _READ_BYTES.get(_under(root, before.path))
-    if read is not None and read[0] is before:
-        return read[1]
+    if before.disk is not None:
+        return before.disk.data
     return encode_file(before.text, before.bom)
 
 

@@ -166,9 +166,7 @@ class AgentEditServer(LanguageServer):
         """The file as the editor shows it now: the open buffer, else the disk."""
         doc = self.store.by_path(where.abs_path)
         if doc is not None:
-            snap = doc.snapshot()
-            object.__setattr__(snap, "path", where.rel)
-            return snap
+            return doc.snapshot(where.rel)
         if os.path.isdir(where.abs_path):
             raise EditError(
                 Code.NOT_FOUND,
@@ -412,7 +410,7 @@ class AgentEditServer(LanguageServer):
                 continue
             if doc is not None:
                 versions[c.target_path] = doc.version
-                doc.set_known_text(c.new_text, c.new_sha256, c.__dict__.get("hash_marks"))
+                doc.set_known_text(c.new_text, c.new_sha256, c.digest.marks)
             if c.change == "move":
                 self.session.forget(c.path)
             self.session.saw(
