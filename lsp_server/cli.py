@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
@@ -242,85 +241,19 @@ def _apply_patch(
     root: str, patch_text: str, recovered: list[dict[str, Any]]
 ) -> tuple[Plan, str | None]:
     """Plan and apply a patch on disk, holding the workspace lock throughout; the plan, and
-    its diff if it was made while the disk flushed the new files (`apply_plan`'s `meanwhile`).
-
-    The files the patch updates are resolved and read first, found by their `*** Update
-    File:` lines before the patch is even parsed, so that a large patch's temporary files can
-    be created by a child process while the patch is parsed and planned (`files.reserve`). A
-    line that only looks like a header (inside a chunk) costs a read, or a temporary file that
-    is removed again; a path that cannot be read is refused only when planning reaches it, so
-    every error is the one parsing and planning in order would give. A large patch's second
-    half is read, parsed and planned meanwhile by another child (`SplitPlanner`).
-    """
+    its diff if it was made while the disk flushed the new files (`apply_plan`'s `meanwhile`)."""
     from lsp_server.engine import files
     from lsp_server.engine.diffing import plan_diff
-    from lsp_server.engine.errors import EditError
-    from lsp_server.engine.parallel_plan import SplitPlanner
+    from lsp_server.engine.patching import plan_patch
 
     with files.workspace_lock(root) as sdir:
         recovered += _recover(root, sdir)
-        # Forked before the files are read (see SplitPlanner), once the path policy is loaded;
-        # it exits once its answer is in.
-        _policy(root)
-        with SplitPlanner(patch_text, lambda p: _snapshot(root, p)) as planner:
-            read: dict[str, Snapshot | EditError] = {}
-            updated: dict[str, Snapshot] = {}
-            for path in _update_paths(patch_text):
-                if path and path not in read:
-                    try:
-                        snap = read[path] = _snapshot(root, path)
-                    except EditError as err:
-                        read[path] = err
-                        continue
-                    if snap.exists:
-                        updated.setdefault(snap.path, snap)
-
-            def get(path: str) -> Snapshot:
-                got = read.get(path)
-                if got is None:
-                    got = read[path] = _snapshot(root, path)
-                if isinstance(got, EditError):
-                    raise got
-                return got
-
-            reservation = files.reserve(root, sdir, list(updated.values()))
-            diffs: list[str] = []
-            try:
-                plan = _on_links(planner.plan(get))
-                files.apply_plan(
-                    root,
-                    plan,
-                    locked=sdir,
-                    reservation=reservation,
-                    meanwhile=lambda: diffs.append(plan_diff(plan.changes)),
-                )
-            except BaseException:
-                if reservation is not None:
-                    reservation.discard()
-                raise
+        plan = _on_links(plan_patch(patch_text, lambda p: _snapshot(root, p)))
+        diffs: list[str] = []
+        files.apply_plan(
+            root, plan, locked=sdir, meanwhile=lambda: diffs.append(plan_diff(plan.changes))
+        )
     return plan, diffs[0] if diffs else None
-
-
-def _update_paths(patch_text: str) -> list[str]:
-    r"""The path of every `*** Update File: path` line, as v4a.normalise_patch accepts it (padded
-    with spaces and tabs, CRLF), anywhere in the patch: what `^[ \t]*\*\*\* Update File:(.*)$`
-    (MULTILINE) finds, stripped.
-
-    The marker is searched for as the literal it is, then its line checked for only blanks
-    before it: a regex that starts with `^[ \t]*` is tried at every character of the patch
-    (12 ms of a 1,000-file patch's 2 MB, against 2 ms).
-    """
-    out = []
-    for m in _UPDATE_MARKER.finditer(patch_text):
-        at = m.start()
-        # The first marker of a line is the one a header would start with; `(.*)` takes the rest
-        # of the line, so a later one on the same line is never found (nor would the line match).
-        if not patch_text[patch_text.rfind("\n", 0, at) + 1 : at].strip(" \t"):
-            out.append(m.group(1).strip())
-    return out
-
-
-_UPDATE_MARKER = re.compile(r"\*\*\* Update File:(.*)$", re.MULTILINE)
 
 
 def _run_history(root: str, args: argparse.Namespace) -> int:
@@ -452,7 +385,6 @@ def _policy(root: str) -> Any:
     if policy is None:
         from lsp_server.engine.policy import PathPolicy
 
-        # Compiled before `_apply_patch` forks its SplitPlanner child, which resolves paths too.
         policy = _POLICIES[root] = PathPolicy.from_settings([root]).compiled()
     return policy
 
