@@ -530,17 +530,13 @@ def _both_ways(text: str) -> None:
 
     norm = normalise_patch(text)
     outcomes = []
-    for parse in (v4a._read_patch, lambda t: v4a._lark().parse(t)):
-        with v4a._LOCK:
-            v4a._TRANSFORMER.norm = norm
-            try:
-                outcomes.append(("ok", parse(norm.text)))
-            except UnexpectedInput:
-                outcomes.append(("syntax", None))
-            except EditError as err:
-                outcomes.append(("error", err.to_result()))
-            finally:
-                v4a._TRANSFORMER.norm = None
+    for parse in (v4a._read_patch, lambda n: v4a._lark(v4a._ToHunks(n)).parse(n.text)):
+        try:
+            outcomes.append(("ok", parse(norm)))
+        except UnexpectedInput:
+            outcomes.append(("syntax", None))
+        except EditError as err:
+            outcomes.append(("error", err.to_result()))
     fast, lark = outcomes
     if lark[0] == "syntax":
         assert fast == ("ok", None), "a syntax error is left to lark"
@@ -583,7 +579,7 @@ def test_lark_parses_when_the_grammar_changed(monkeypatch: pytest.MonkeyPatch) -
     bad = "*** Begin Patch\n*** Update File: a\nbogus\n*** End Patch\n"
     with pytest.raises(EditError) as with_reader:
         parse_patch(bad)
-    monkeypatch.setattr(v4a, "_read_patch", lambda text: None)
+    monkeypatch.setattr(v4a, "_read_patch", lambda norm: None)
     assert strip_lines(parse_patch(LENIENT[0][1])) == (BASIC,)
     with pytest.raises(EditError) as info:
         parse_patch(bad)
@@ -686,10 +682,5 @@ def test_the_reader_takes_every_section_shape_itself(body: str) -> None:
     from lsp_server.engine import v4a
 
     text = f"*** Begin Patch\n{body}*** End Patch\n"
-    with v4a._LOCK:
-        v4a._TRANSFORMER.norm = normalise_patch(text)
-        try:
-            assert v4a._read_patch(normalise_patch(text).text) is not None
-        finally:
-            v4a._TRANSFORMER.norm = None
+    assert v4a._read_patch(normalise_patch(text)) is not None
     _both_ways(text)

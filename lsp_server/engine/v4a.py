@@ -29,10 +29,8 @@ from __future__ import annotations
 
 import os
 import re
-import threading
 from bisect import bisect_right
 from dataclasses import dataclass
-from functools import cache
 from itertools import compress
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
@@ -337,10 +335,11 @@ def _parse_error(message: str, patch_line: int, line: str, expected: list[str]) 
 
 
 class _ToHunks:
-    """Lark LALR callbacks: build the data model while parsing (no parse tree is made)."""
+    """The grammar's callbacks for one parse of `norm` (the reader's, or lark's while it
+    parses: no parse tree is made): they build the data model, with original line numbers."""
 
-    def __init__(self) -> None:
-        self.norm: NormalisedPatch | None = None
+    def __init__(self, norm: NormalisedPatch) -> None:
+        self.norm = norm
 
     def _line(self, token: Token) -> int:
         assert self.norm is not None
@@ -462,9 +461,7 @@ _OLD_SIDE = bytes.maketrans(b" -+@*", b"\1\1\0\0\0")
 _NEW_SIDE = bytes.maketrans(b" -+@*", b"\1\0\1\0\0")
 
 
-_TRANSFORMER = _ToHunks()
-_LOCK = threading.Lock()
-# The options every parser of v4a.lark is built with (the tables below too).
+# The options every parser of v4a.lark is built with.
 _LARK_OPTIONS: dict[str, Any] = {
     "parser": "lalr",
     "lexer": "contextual",
@@ -478,12 +475,13 @@ def _grammar() -> str:
         return f.read()
 
 
-@cache
-def _lark() -> Lark:
-    # Imported here so commands that never parse a patch do not pay for lark's import.
+def _lark(callbacks: _ToHunks) -> Lark:
+    """A parser of v4a.lark calling `callbacks` (one per parse: lark binds them when it is
+    built; ~1.3 ms with lark's grammar cache, paid only for a patch the reader does not take,
+    a syntax error). Imported here so valid patches never pay for lark's import."""
     from lark import Lark
 
-    return Lark(_grammar(), transformer=_TRANSFORMER, cache=True, **_LARK_OPTIONS)
+    return Lark(_grammar(), transformer=callbacks, cache=True, **_LARK_OPTIONS)
 
 
 # --- the hand-written reader: v4a.lark's language without lark's import ---------------------
@@ -574,12 +572,12 @@ def _read_tokens(text: str) -> list[tuple[str, list[_Token]]] | None:
     return None  # no END
 
 
-def _read_patch(text: str) -> Patch | None:
-    """`text` (normalised) parsed as lark parses it, or None where lark must decide."""
-    sections = _read_tokens(text)
+def _read_patch(norm: NormalisedPatch) -> Patch | None:
+    """`norm` parsed as lark parses it, or None where lark must decide."""
+    sections = _read_tokens(norm.text)
     if sections is None:
         return None
-    t = _TRANSFORMER
+    t = _ToHunks(norm)
     calls = {"add_file": t.add_file, "delete_file": t.delete_file, "update_file": t.update_file}
     hunks: list[Any] = [calls[rule](tokens) for rule, tokens in sections]
     return t.start([BEGIN, *hunks, END])
@@ -607,13 +605,8 @@ def parse_patch(text: str) -> Patch:
             norm.text_of(n),
             [_EXPECTED["END"]],
         )
-    with _LOCK:
-        _TRANSFORMER.norm = norm
-        try:
-            fast = _read_patch(t)
-            patch: Patch = fast if fast is not None else _lark_parse(t, norm)
-        finally:
-            _TRANSFORMER.norm = None
+    fast = _read_patch(norm)
+    patch: Patch = fast if fast is not None else _lark_parse(norm)
     if not patch:
         n = norm.original_line(2)
         raise _parse_error(
@@ -625,11 +618,11 @@ def parse_patch(text: str) -> Patch:
     return patch
 
 
-def _lark_parse(text: str, norm: NormalisedPatch) -> Patch:
+def _lark_parse(norm: NormalisedPatch) -> Patch:
     from lark.exceptions import UnexpectedInput
 
     try:
-        return _lark().parse(text)  # type: ignore[return-value]
+        return _lark(_ToHunks(norm)).parse(norm.text)  # type: ignore[return-value]
     except UnexpectedInput as exc:
         raise _explain(exc, norm) from None
 
