@@ -5,7 +5,7 @@ writes in place and creates none. On ext4 *without* a journal, creating a file s
 inode freed in the last minute or so (the kernel's `recently_deleted` check, made only when
 there is no journal), so the cost depends on what was deleted just before. This times, in the
 20 folders of a fresh copy of bench_patch's 1,000-file tree, the creation of 1,000 empty files
-(O_CREAT | O_EXCL, as `files.Reservation` does), first with nothing deleted for a while in this
+(O_CREAT | O_EXCL, as the apply does), first with nothing deleted for a while in this
 run, then right after deleting the files of 1, 3 and 5 earlier copies.
 
     /work/venv/bin/python bench/bench_create.py [--journaled-fs]

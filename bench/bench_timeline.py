@@ -2,14 +2,12 @@
 
 Runs `python -m lsp_server apply-patch -` on fresh, flushed copies of bench_patch's "many"
 tree (from inside each copy, as bench_patch runs it), with a wrapper that marks the end of
-each phase of the parent process (imports, recovery, the split planner's fork, reading and
-reserving, planning the first half, waiting for the child's half, the apply's steps, the
-flushes and renames, the result) and prints the milliseconds between marks, one line per run
-(`--workload big`: bench_patch's 1,000 chunks on one 100k-line file, planned in one process).
-The children's own work shows only as the parent's waits ("collect", "res.finish").
+each phase (imports, recovery, reading and planning, the apply's steps, the flushes and
+renames, the result) and prints the milliseconds between marks, one line per run
+(`--workload big`: bench_patch's 1,000 chunks on one 100k-line file).
 
-It patches private functions by name (files._steps, parallel_plan._collect, ...): a phase
-that was renamed simply stops being marked.
+It patches private functions by name (files._steps, patching.plan_hunks, ...): a phase that
+was renamed simply stops being marked.
 
     /work/venv/bin/python bench/bench_timeline.py [--runs N] [--journaled-fs]
 """
@@ -36,7 +34,7 @@ marks = []
 def mark(name):
     marks.append((name, time.perf_counter()))
 from lsp_server import cli
-from lsp_server.engine import files, parallel_plan, results
+from lsp_server.engine import files, patching, results
 mark("imports")
 def wrap(owner, name, label=None):
     fn = getattr(owner, name, None)
@@ -48,23 +46,10 @@ def wrap(owner, name, label=None):
         return got
     setattr(owner, name, marked)
 wrap(files, "recover_locked", "recovery")
-wrap(parallel_plan.SplitPlanner, "__init__", "policy+fork")
-wrap(files, "reserve", "read+reserve")
-def before(owner, name, label):
-    fn = getattr(owner, name, None)
-    if fn is None:
-        return
-    def marked(*args, **kwargs):
-        mark(label)
-        return fn(*args, **kwargs)
-    setattr(owner, name, marked)
-before(parallel_plan, "_collect", "plan first half")
-wrap(parallel_plan, "_collect", "collect")
-wrap(parallel_plan, "_merge", "merge")
-wrap(parallel_plan, "plan_hunks", "plan")
+wrap(patching, "parse_patch", "parse")
+wrap(patching, "plan_hunks", "plan")
 for name in ("_check_unchanged", "_steps", "_begin"):
     wrap(files, name)
-wrap(files.Reservation, "finish", "res.finish")
 wrap(files._Flusher, "flush", "flush")
 wrap(files, "_each", "each")
 wrap(results, "success", "result")

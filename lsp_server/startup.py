@@ -6,9 +6,10 @@ gets loaded or collected, never a value the engine computes, and holds no state 
 
 - `dataclasses_without_inspect`: dataclasses imports `inspect` (with ast, dis, tokenize and
   more) for one thing, the signature it writes as the docstring of a class that has none.
-  bench/bench_startup.py, 15 rounds alternating in one run (load average 2.7), without ->
-  with it: imports 33.2 -> 27.7 ms (the fastest run), 74 -> 63 modules; the whole process
-  59.6 -> 51.6 ms CPU (medians).
+  bench/bench_startup.py --rounds 15 <this tree> <the same without the call>, alternating in
+  one run (2 cores, load average 5.1, so the medians are loose; the fastest runs agree):
+  imports 51.9 vs 78.5 ms median, 31.4 vs 38.7 ms fastest, 63 vs 74 modules; the whole
+  process 59.5 vs 66.5 ms CPU (medians). Earlier, on a quieter machine: 27.7 vs 33.2 ms.
 - `run_sync`: the CLI drives the async actions (lsp_server/actions) with one `send` instead of
   `asyncio.run`, which imports asyncio (selectors, sockets, ssl, concurrent.futures).
   bench/bench_startup.py, 12 rounds alternating in one run (load average 1.1), `asyncio.run`

@@ -15,7 +15,6 @@ folder that cannot be used, a rollback that fails) raises its `EditError`.
 from __future__ import annotations
 
 import os
-import re
 import stat
 from collections.abc import AsyncIterator, Callable, Generator
 from contextlib import asynccontextmanager, nullcontext
@@ -30,7 +29,7 @@ from lsp_server.engine.errors import EditError
 from lsp_server.engine.history import History, drive, open_history
 from lsp_server.engine.model import FileChange, Plan
 from lsp_server.engine.policy import PathPolicy
-from lsp_server.engine.text import Snapshot
+from lsp_server.engine.text import LinkRead, Snapshot
 
 T = TypeVar("T")
 
@@ -89,8 +88,9 @@ class HeadlessContext:
         self.applier = DiskApplier(root, sdir, recovered)
         # How each folder resolved (a patch names many files in few folders), for this context.
         self._walk_memo: dict[str, Any] = {}
-        # Paths named by a symbolic link that is itself the name: rel -> the link's own rel path.
-        self._via_link: dict[str, str] = {}
+        # Paths named by a symbolic link that is itself the name: rel -> the link's own rel path
+        # and the link as read then.
+        self._via_link: dict[str, tuple[str, LinkRead]] = {}
 
     def resolve(self, path: str, argument: str = "path") -> Resolved:
         r = self.policy.resolve(path, argument=argument, memo=self._walk_memo)
@@ -112,69 +112,23 @@ class HeadlessContext:
     def plan_patch(
         self, patch: str, snapshot: Callable[[str], Snapshot], for_apply: bool = True
     ) -> Plan:
-        """The plan of `patch` (a dry run's in order; see `_plan_for_apply`)."""
-        if not for_apply:
-            from lsp_server.engine.patching import plan_patch
+        """The plan of `patch`, in order (a dry run's and an apply's alike)."""
+        from lsp_server.engine.patching import plan_patch
 
-            return self._on_links(plan_patch(patch, snapshot))
-        return self._on_links(self._plan_for_apply(patch, snapshot))
-
-    def _plan_for_apply(self, patch: str, snapshot: Callable[[str], Snapshot]) -> Plan:
-        """Plan a patch about to be applied, with two children working meanwhile: a large
-        patch's second half is read, parsed and planned by one (`SplitPlanner`), and the
-        temporary files of the files it updates are created by another (`files.reserve`)
-        while the patch is parsed and planned; the reservation goes to the applier.
-
-        The files the patch updates are found by their `*** Update File:` lines before the
-        patch is even parsed, and read first. A line that only looks like a header (inside a
-        chunk) costs a read, or a temporary file that is removed again; a path that cannot be
-        read is refused only when planning reaches it, so every error is the one parsing and
-        planning in order would give.
-        """
-        from lsp_server.engine.parallel_plan import SplitPlanner
-
-        # Forked after the path policy is compiled (in __init__): the child resolves paths too.
-        with SplitPlanner(patch, snapshot) as planner:
-            read: dict[str, Snapshot | EditError] = {}
-            updated: dict[str, Snapshot] = {}
-            for path in update_paths(patch):
-                if path and path not in read:
-                    try:
-                        snap = read[path] = snapshot(path)
-                    except EditError as err:
-                        read[path] = err
-                        continue
-                    if snap.exists:
-                        updated.setdefault(snap.path, snap)
-
-            def get(path: str) -> Snapshot:
-                got = read.get(path)
-                if got is None:
-                    got = read[path] = snapshot(path)
-                if isinstance(got, EditError):
-                    raise got
-                return got
-
-            self.applier.discard()  # one reservation at a time
-            self.applier.reservation = files.reserve(
-                self.root, self.applier.sdir, list(updated.values())
-            )
-            try:
-                return planner.plan(get)
-            except BaseException:
-                self.applier.discard()
-                raise
+        return self._on_links(plan_patch(patch, snapshot))
 
     def _on_links(self, plan: Plan) -> Plan:
         """`plan` with each Delete and Move source that was named by a symbolic link acting on
-        that link (its path), never on the file it points to."""
+        that link (its path, and the link as it was seen, re-checked before it is removed),
+        never on the file it points to."""
         if not self._via_link:
             return plan
         changes = []
         for c in plan.changes:
-            link = self._via_link.get(c.path)
-            if link is not None and c.change in ("delete", "move"):
-                c = replace(c, before=replace(c.before, path=link))
+            via = self._via_link.get(c.path)
+            if via is not None and c.change in ("delete", "move"):
+                link_rel, seen = via
+                c = replace(c, before=replace(c.before, path=link_rel, link=seen))
             changes.append(c)
         return replace(plan, changes=tuple(changes))
 
@@ -198,31 +152,9 @@ class HeadlessContext:
                 continue  # left unfinished: the next opener tries again
 
 
-def update_paths(patch_text: str) -> list[str]:
-    r"""The path of every `*** Update File: path` line, as v4a.normalise_patch accepts it (padded
-    with spaces and tabs, CRLF), anywhere in the patch: what `^[ \t]*\*\*\* Update File:(.*)$`
-    (MULTILINE) finds, stripped.
-
-    The marker is searched for as the literal it is, then its line checked for only blanks
-    before it: a regex that starts with `^[ \t]*` is tried at every character of the patch
-    (12 ms of a 1,000-file patch's 2 MB, against 2 ms).
-    """
-    out = []
-    for m in _UPDATE_MARKER.finditer(patch_text):
-        at = m.start()
-        # The first marker of a line is the one a header would start with; `(.*)` takes the rest
-        # of the line, so a later one on the same line is never found (nor would the line match).
-        if not patch_text[patch_text.rfind("\n", 0, at) + 1 : at].strip(" \t"):
-            out.append(m.group(1).strip())
-    return out
-
-
-_UPDATE_MARKER = re.compile(r"\*\*\* Update File:(.*)$", re.MULTILINE)
-
-
-def _link_itself(root: str, named: str) -> str | None:
-    """The workspace-relative path of the symbolic link `named` is (its folder resolved), or
-    None if it is not one or that folder is outside the workspace."""
+def _link_itself(root: str, named: str) -> tuple[str, LinkRead] | None:
+    """The workspace-relative path of the symbolic link `named` is (its folder resolved) and the
+    link as seen now, or None if it is not one or that folder is outside the workspace."""
     try:
         if not stat.S_ISLNK(os.lstat(named).st_mode):
             return None
@@ -232,7 +164,8 @@ def _link_itself(root: str, named: str) -> str | None:
     rel = os.path.relpath(os.path.join(folder, os.path.basename(named)), root)
     if rel == "." or rel.startswith("../") or rel == ".." or os.path.isabs(rel):
         return None
-    return rel if files.note_link(root, rel) else None
+    seen = files.note_link(root, rel)
+    return (rel, seen) if seen is not None else None
 
 
 @dataclass
@@ -242,18 +175,12 @@ class DiskApplier:
     root: str
     sdir: str  # the state folder, its lock held by `open`
     recovered: list[dict[str, Any]]  # the context's: what was rolled back on the way
-    # Temporary files made ready while the plan was computed (`_plan_for_apply`), for its apply.
-    reservation: files.Reservation | None = None
 
     def start(self, plan: Plan, where: dict[str, Resolved]) -> DiskAttempt:
-        reservation, self.reservation = self.reservation, None
-        return DiskAttempt(self.root, self.sdir, plan, self.recovered, reservation)
+        return DiskAttempt(self.root, self.sdir, plan, self.recovered)
 
     def discard(self) -> None:
-        """Drop a reservation no apply took (a refusal after planning, an interrupt)."""
-        reservation, self.reservation = self.reservation, None
-        if reservation is not None:
-            reservation.discard()
+        """Nothing is made ahead of an apply (the writer cleans up after itself)."""
 
 
 @dataclass
@@ -264,7 +191,6 @@ class DiskAttempt:
     sdir: str
     plan: Plan
     recovered: list[dict[str, Any]]
-    reservation: files.Reservation | None = None
 
     def check_dry_run(self) -> None:
         # The folders' writability, as the apply checks it: a dry run and the apply refuse
@@ -276,19 +202,13 @@ class DiskAttempt:
 
     async def apply(self, edit_id: int) -> Applied:
         try:
-            self.recovered += files.apply_plan(
-                self.root, self.plan, locked=self.sdir, reservation=self.reservation
-            )
+            self.recovered += files.apply_plan(self.root, self.plan, locked=self.sdir)
         except EditError as err:  # rolled back by the writer itself, or PARTIAL saying what
             return Applied(err)
         return Applied()
 
     def abort(self) -> None:
-        # The writer cleans up after itself; a reservation it did not take is removed here
-        # (one it took is its own: discarding it then only closes what is left).
-        reservation, self.reservation = self.reservation, None
-        if reservation is not None:
-            reservation.discard()
+        pass  # the writer cleans up after itself
 
     def landed(self, change: FileChange) -> tuple[int | None, int | None]:
         return None, None  # on disk: no buffer, no version

@@ -10,10 +10,8 @@ halves, for a caller that must do something in between, such as a mixed editor+d
 2. a journal with every touched file's pre-image (and the temp names about to be used, and
    each folder's device and inode) is written to the per-workspace state directory, never
    inside the workspace;
-3. each new content goes to a temporary file in the target's own folder (for a large CLI patch
-   the files it updates get theirs created ahead, by a child process, while the patch is parsed
-   and planned: `reserve`, after a first journal with those files' pre-images and temp names),
-   with the replaced file's mode, owner and group (refused DENIED if they cannot be kept);
+3. each new content goes to a temporary file in the target's own folder, with the replaced
+   file's mode, owner and group (refused DENIED if they cannot be kept);
 4. the journal and every temporary file are made durable: for 16 files or more on Linux one
    `syncfs` per file system involved (one fsync per file cost half a second for 1,000 files),
    else an fsync per file (in a few threads: fsync waits on the disk) and per folder;
@@ -63,7 +61,6 @@ import errno
 import hashlib
 import json
 import os
-import signal
 import stat
 import sys
 import time
@@ -77,7 +74,15 @@ from lsp_server.engine.model import Plan
 from lsp_server.engine.state import ENV_STATE_DIR, state_dir
 from lsp_server.engine.state import fsync_dir as _fsync_dir
 from lsp_server.engine.state import user_state_base as user_state_base
-from lsp_server.engine.text import DEFAULT_MAX_BYTES, Snapshot, absent, decode_file, encode_file
+from lsp_server.engine.text import (
+    DEFAULT_MAX_BYTES,
+    DiskRead,
+    LinkRead,
+    Snapshot,
+    absent,
+    decode_file,
+    encode_file,
+)
 
 STATE_DIR_ENV = ENV_STATE_DIR  # the state folder is engine/state.py's
 CRASH_ENV = "AGENT_EDIT_CRASH_AFTER"
@@ -95,34 +100,20 @@ def _under(root: str, rel: str) -> str:
     return f"{root}/{rel}"
 
 
-# What each file looked like when `read_snapshot` read it (inode, size, mtime, the time of
-# the read, and ctime), so `apply_plan` can refuse, under the workspace lock, a file that
-# changed between planning and writing, and tell whether a save since could have kept its size
-# and mtime. The ctime too: a save in place that puts the mtime back (`os.utime`, `touch -r`,
-# `rsync --inplace -t`) keeps inode, size and mtime, but the kernel stamps its ctime.
-_READ_STATS: dict[str, tuple[int, int, int, int, int]] = {}
-# The snapshot read last for each full path, with the bytes it was decoded from: the journal's
-# pre-images, without encoding every text again.
-_READ_BYTES: dict[str, tuple[Snapshot, bytes]] = {}
-# Symbolic links a plan may remove as links (a Delete File, or a Move's source, named by the
-# link's own path): full path -> (inode, mtime, target) when `note_link` looked at them.
-_READ_LINKS: dict[str, tuple[int, int, str]] = {}
-
-
-def note_link(root: str, rel: str) -> bool:
-    """Record the symbolic link at workspace-relative `rel` (its folder resolved, the link
-    itself not followed), so that a plan deleting or moving `rel` removes the link, never its
-    target, and is refused STALE if the link changes meanwhile. False if `rel` is no link."""
+def note_link(root: str, rel: str) -> LinkRead | None:
+    """The symbolic link at workspace-relative `rel` (its folder resolved, the link itself not
+    followed), as it is now; None if `rel` is no link. A snapshot carrying it (its `link`) is
+    removed as the link by a plan deleting or moving it, never its target, and the plan is
+    refused STALE if the link changes meanwhile."""
     full = _under(root, rel)
     try:
         st = os.lstat(full)
         if not stat.S_ISLNK(st.st_mode):
-            return False
+            return None
         target = os.readlink(full)
     except OSError:
-        return False
-    _READ_LINKS[full] = (st.st_ino, st.st_mtime_ns, target)
-    return True
+        return None
+    return LinkRead(st.st_ino, st.st_mtime_ns, target)
 
 
 # O_NONBLOCK: opening a FIFO for reading would otherwise block until a writer appears, before
@@ -145,7 +136,6 @@ def read_snapshot(root: str, rel: str, max_bytes: int = DEFAULT_MAX_BYTES) -> Sn
     try:
         st = os.fstat(fd)
         size = st.st_size
-        _READ_STATS[full] = (st.st_ino, size, st.st_mtime_ns, read_ns, st.st_ctime_ns)
         if not stat.S_ISREG(st.st_mode):
             if stat.S_ISDIR(st.st_mode):
                 raise _is_directory(rel)
@@ -173,9 +163,10 @@ def read_snapshot(root: str, rel: str, max_bytes: int = DEFAULT_MAX_BYTES) -> Sn
         raise _read_error(rel, exc) from None
     finally:
         os.close(fd)
-    snap = decode_file(rel, data, max_bytes)
-    _READ_BYTES[full] = (snap, data)
-    return snap
+    # What was seen goes with the snapshot (no table of every file read, which a long-lived
+    # process would only grow): the apply re-checks the file against it, under the lock.
+    seen = DiskRead(st.st_ino, size, st.st_mtime_ns, st.st_ctime_ns, read_ns, data)
+    return decode_file(rel, data, max_bytes, seen)
 
 
 def _read_error(rel: str, exc: OSError) -> EditError:
@@ -235,6 +226,7 @@ class _Step:
         "head",
         "name",
         "tmp_name",
+        "created",
     )
 
     def __init__(
@@ -265,6 +257,9 @@ class _Step:
         # For a new file that continues another (a move's destination): the source as it was
         # seen, whose mode (and, as root, owner) the new file keeps, as a rename would.
         self.like: os.stat_result | None = None
+        # Whether this process created its temporary file: a rollback that cannot reach the
+        # folder reports only those as left behind, not every name the journal reserved.
+        self.created = False
 
     @property
     def existed(self) -> bool:
@@ -299,6 +294,8 @@ class _Crasher:
             return
         self.steps += 1
         if self.steps >= self.after:
+            import signal  # only when the test hook is set
+
             os.kill(os.getpid(), signal.SIGKILL)
             os._exit(137)  # pragma: no cover - platforms without SIGKILL
 
@@ -351,221 +348,6 @@ def _state_error(exc: OSError) -> EditError:
     )
 
 
-class Reservation:
-    """Temporary files created by a child process while the plan is still being computed.
-
-    Creating a file is kernel work (inode allocation: on ext4 without a journal it skips
-    recently freed inodes, up to a third of a millisecond per file here), so for a large patch
-    the CLI has the temporary files of the files it updates created on the second core while
-    the first one parses and plans (`reserve`). A forked child does it, not a thread: a thread
-    would take the GIL between two files, and those hand-overs cost the planning thread about
-    as much as the creation saves. The journal with those files' pre-images and temporary
-    names is written before the fork, so an interrupted run is rolled back as before; the
-    child shares the workspace lock, so no recovery can start while it still creates files,
-    even if the parent was killed. `apply_plan` then writes into the reserved files (each
-    checked to be the empty regular file the child made) instead of creating them. Used with
-    the workspace lock held from `reserve` to the end of `apply_plan`. The child creates them
-    in the folders the parent opened (`Folders`), never through a path looked up again.
-    """
-
-    def __init__(
-        self,
-        root: str,
-        sdir: str,
-        token: str,
-        tmps: list[str],
-        budget: int,
-        folders: Folders,
-    ) -> None:
-        self.root = root
-        self.sdir = sdir
-        self.token = token
-        self.tmps = tmps  # workspace-relative temporary names, in creation order
-        self.budget = budget  # how many may be kept open (the descriptor limit)
-        self.folders = folders  # handed to apply_plan with the files
-        self.fds: dict[str, int] = {}  # temporary name -> open descriptor, once created
-        self.handed_over = False  # apply_plan's record in the journal names everything now
-        self.pid = 0  # the creating child, until it is waited for
-        self.pipe = -1  # where the child says how many files it created
-        # Where the journal's blob holds each file's pre-image: path -> (bytes, offset), and the
-        # blob's size, so that `apply_plan`'s journal record can point at them (see `_begin`).
-        self.pre_images: dict[str, tuple[bytes, int]] = {}
-        self.blob_size = 0
-
-    def start(self) -> None:
-        read_end, write_end = os.pipe()
-        try:
-            pid = os.fork()
-        except OSError:
-            os.close(read_end)
-            os.close(write_end)
-            raise
-        if pid == 0:  # pragma: no cover - the child (coverage does not follow forks)
-            count = 0
-            try:
-                os.close(read_end)
-                flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _CLOEXEC
-                fds = self.folders.fds
-                for tmp in self.tmps[: self.budget]:
-                    head, name = split(tmp)
-                    try:
-                        fd = os.open(name, flags, 0o600, dir_fd=fds[head])
-                    except OSError:
-                        break  # apply_plan creates the rest itself (and meets the same error)
-                    os.close(fd)
-                    count += 1
-                os.write(write_end, str(count).encode())
-            finally:
-                os._exit(0)
-        os.close(write_end)
-        self.pid, self.pipe = pid, read_end
-
-    def _wait(self) -> int:
-        """Wait for the child; how many files it created (the first ones of `tmps`)."""
-        if not self.pid:
-            return 0
-        os.waitpid(self.pid, 0)
-        self.pid = 0
-        try:
-            said = os.read(self.pipe, 32)
-        finally:
-            os.close(self.pipe)
-        return int(said) if said.isdigit() else 0
-
-    def finish(self) -> dict[str, int]:
-        """Wait for the child; the reserved files it created, opened for writing.
-
-        A file that is not the empty regular file of ours it was (replaced meanwhile) is left
-        out: `apply_plan` then fails to create it (it exists) and rolls back.
-        """
-        uid = os.geteuid()
-        flags = os.O_WRONLY | _CLOEXEC | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-        fds = self.folders.fds
-        for tmp in self.tmps[: self._wait()]:
-            head, name = split(tmp)
-            try:
-                fd = os.open(name, flags, dir_fd=fds[head])
-            except OSError:
-                continue
-            st = os.fstat(fd)
-            if (
-                stat.S_ISREG(st.st_mode)
-                and st.st_nlink == 1
-                and not st.st_size
-                and st.st_uid == uid
-            ):
-                self.fds[tmp] = fd
-            else:
-                os.close(fd)
-        return self.fds
-
-    def discard(self) -> None:
-        """Remove the reserved files and the reservation's journal (the plan was refused)."""
-        if self.pid:
-            try:
-                os.kill(self.pid, signal.SIGKILL)  # no need to finish creating them
-            except OSError:
-                pass
-            self._wait()
-        for fd in self.fds.values():
-            os.close(fd)
-        self.fds.clear()
-        if self.handed_over:
-            self.folders.close()
-            return  # apply_plan's journal and rollback own them now
-        fds = self.folders.fds
-        for tmp in self.tmps[: self.budget]:
-            head, name = split(tmp)
-            try:
-                os.unlink(name, dir_fd=fds[head])
-            except (FileNotFoundError, KeyError):
-                pass
-        self.folders.close()
-        try:
-            os.unlink(os.path.join(self.sdir, JOURNAL))
-        except FileNotFoundError:
-            pass
-
-
-_RESERVE_FROM = 16  # below this many files, a child process costs more than it saves
-
-
-def reserve(root: str, sdir: str, snaps: list[Snapshot]) -> Reservation | None:
-    """Start creating the temporary files for updating the existing files `snaps` (see
-    `Reservation`); None for a few files. Call with the workspace lock held, after recovery."""
-    if len(snaps) < _RESERVE_FROM or not hasattr(os, "fork"):
-        return None
-    if os.path.lexists(os.path.join(sdir, JOURNAL)):
-        return None  # an earlier apply's, not rolled back: apply_plan refuses (_begin)
-    budget = _descriptor_budget(len(snaps))
-    if budget < _RESERVE_FROM:
-        return None
-    try:
-        folders = Folders(root)
-    except OSError:
-        return None  # apply_plan meets the same error and reports it
-    try:
-        for snap in snaps:
-            folders.open(split(snap.path)[0])
-    except OSError:
-        folders.close()
-        return None
-    token = os.urandom(4).hex()
-    entries = []
-    blob: list[bytes] = []
-    tmps: list[str] = []
-    pre_images: dict[str, tuple[bytes, int]] = {}
-    offset = 0
-    for snap in snaps:
-        pre = _pre_image(root, snap)
-        assert pre is not None
-        tmp = _tmp_name(snap.path, token)
-        tmps.append(tmp)
-        entries.append(_Step(snap.path, "write", pre, None, tmp).journal(offset))
-        blob.append(pre)
-        pre_images[snap.path] = (pre, offset)
-        offset += len(pre)
-    # The journal holds every pre-image and temporary name before the first temporary file
-    # exists (the same order as `_prepare`): a run killed from here on is rolled back by the next.
-    header = _journal_header(root, [], entries, offset, folders)
-    try:
-        os.close(_write_journal(os.path.join(sdir, JOURNAL), header, blob))
-    except OSError:
-        # No reservation, then: `apply_plan` writes its own journal and reports the failure
-        # (IO_ERROR) if the disk still refuses it.
-        folders.close()
-        return None
-    reservation = Reservation(root, sdir, token, tmps, budget, folders)
-    reservation.pre_images, reservation.blob_size = pre_images, offset
-    try:
-        reservation.start()
-    except OSError:  # no process or pipe to be had: apply_plan creates the files itself
-        os.unlink(os.path.join(sdir, JOURNAL))
-        folders.close()
-        return None
-    return reservation
-
-
-def _descriptor_budget(wanted: int) -> int:
-    """How many descriptors may stay open at once (raising the soft limit if need be)."""
-    try:
-        import resource
-    except ImportError:  # pragma: no cover - Windows
-        return 0
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    spare = 64  # for everything else the process opens meanwhile
-    if soft != resource.RLIM_INFINITY and soft < wanted + spare:
-        target = wanted + spare if hard == resource.RLIM_INFINITY else min(hard, wanted + spare)
-        try:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
-            soft = target
-        except (ValueError, OSError):
-            pass
-    if soft == resource.RLIM_INFINITY:
-        return wanted
-    return max(0, min(wanted, soft - spare))
-
-
 def _tmp_name(target: str, token: str) -> str:
     head, name = os.path.split(target)
     return os.path.join(head, f".{name}.agent-edit-{token}.tmp")
@@ -597,13 +379,12 @@ def apply_plan(
     plan: Plan,
     *,
     locked: str | None = None,
-    reservation: Reservation | None = None,
     meanwhile: Callable[[], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Carry out `plan` on disk under `root`, atomically; returns the recovery report, if any.
 
     `locked` is the state directory when the caller holds the workspace lock already (and has
-    recovered under it); `reservation` the temporary files `reserve` created meanwhile.
+    recovered under it).
     `meanwhile`, if given, is called while the disk flushes the new files (for the caller's
     own work, such as the result's diff, which a `syncfs` of many files would only wait
     for); it must not raise (an exception from it is ignored) and runs whether or not the
@@ -612,11 +393,11 @@ def apply_plan(
     refuses a step.
     """
     if locked is not None:
-        _apply_locked(root, locked, plan, reservation, meanwhile)
+        _apply_locked(root, locked, plan, meanwhile)
         return []
     with workspace_lock(root) as sdir:
         recovered = recover_locked(root, sdir)
-        _apply_locked(root, sdir, plan, None, meanwhile)
+        _apply_locked(root, sdir, plan, meanwhile)
     return recovered
 
 
@@ -633,7 +414,7 @@ def prepare_plan(
     """
     folders = _open_root(root)
     try:
-        return _prepare_locked(root, sdir, plan, folders, None, meanwhile)
+        return _prepare_locked(root, sdir, plan, folders, meanwhile)
     except BaseException:
         folders.close()
         raise
@@ -653,20 +434,13 @@ def _open_root(root: str) -> Folders:
 
 
 def _apply_locked(
-    root: str,
-    sdir: str,
-    plan: Plan,
-    reservation: Reservation | None,
-    meanwhile: Callable[[], None] | None = None,
+    root: str, sdir: str, plan: Plan, meanwhile: Callable[[], None] | None = None
 ) -> None:
-    folders = reservation.folders if reservation is not None else _open_root(root)
+    folders = _open_root(root)
     try:
-        _prepare_locked(root, sdir, plan, folders, reservation, meanwhile).commit()
+        _prepare_locked(root, sdir, plan, folders, meanwhile).commit()
     finally:
-        if reservation is None or reservation.handed_over:
-            folders.close()
-        # else: refused before the plan took the reserved files over; the caller's
-        # `reservation.discard()` removes them through these folders, then closes them.
+        folders.close()
 
 
 def _prepare_locked(
@@ -674,39 +448,15 @@ def _prepare_locked(
     sdir: str,
     plan: Plan,
     folders: Folders,
-    reservation: Reservation | None,
     meanwhile: Callable[[], None] | None,
 ) -> PreparedApply:
     _hook("resolved")
     stats = _check_unchanged(root, folders, plan)
-    steps = _steps(root, plan, stats, reservation.token if reservation is not None else None)
+    steps = _steps(root, plan, stats)
     dirs = _missing_dirs(folders, steps)
     _check_writable(root, folders, steps, dirs)
     _hook("checked")
-    if reservation is None:
-        return _prepare(root, sdir, steps, folders, dirs, None, None, meanwhile)
-    # Encoding and hashing the new contents, and the journal, overlap the files' creation
-    # too: the plan's record can go into the journal before the child is done when it names
-    # every reserved file (it always does, unless the plan dropped one); otherwise the files
-    # it does not name are removed first, once the child has stopped creating them.
-    used = {s.tmp for s in steps}
-    begun = None
-    if steps and all(t in used for t in reservation.tmps):
-        begun = _begin(root, sdir, steps, dirs, folders, reservation)
-        reservation.handed_over = True
-    fds = reservation.finish()
-    if begun is None:
-        for tmp in [t for t in fds if t not in used]:
-            # Reserved for a file the plan does not write after all: no longer needed.
-            os.close(fds.pop(tmp))
-            head, name = split(tmp)
-            os.unlink(name, dir_fd=folders.fds[head])
-        if not steps:
-            reservation.discard()
-            return PreparedApply(root, sdir, [], folders, [])
-        begun = _begin(root, sdir, steps, dirs, folders, reservation)
-        reservation.handed_over = True
-    return _prepare(root, sdir, steps, folders, dirs, fds, begun, meanwhile)
+    return _prepare(root, sdir, steps, folders, dirs, meanwhile)
 
 
 def _check_unchanged(root: str, folders: Folders, plan: Plan) -> dict[str, os.stat_result]:
@@ -718,7 +468,7 @@ def _check_unchanged(root: str, folders: Folders, plan: Plan) -> dict[str, os.st
     """
     out: dict[str, os.stat_result] = {}
     try:
-        folders.check_all()  # those opened already (a reservation's) are still the same
+        folders.check_all()  # those opened already are still the same
     except FolderChanged as exc:
         raise _folder_stale(exc, exc.folder or ".", "nothing was written") from None
     for change in plan.changes:
@@ -748,15 +498,15 @@ def _check_unchanged(root: str, folders: Folders, plan: Plan) -> dict[str, os.st
             else:
                 now = None
             if before is not None and before.exists:
-                link = _READ_LINKS.get(_under(root, rel))
+                link = before.link
                 if link is not None:
                     if st is not None and stat.S_ISLNK(st.st_mode):
-                        if (st.st_ino, st.st_mtime_ns) == link[:2]:
+                        if (st.st_ino, st.st_mtime_ns) == (link.ino, link.mtime_ns):
                             continue  # the link removed as a link, unchanged
                 else:
-                    seen = _READ_STATS.get(_under(root, rel))
-                    if seen is None or now == (*seen[:3], seen[4]):
-                        continue  # not read here (a buffer snapshot), or unchanged
+                    seen = before.disk
+                    if seen is None or now == (seen.ino, seen.size, seen.mtime_ns, seen.ctime_ns):
+                        continue  # not read from disk (a buffer snapshot), or unchanged
             elif now is None:
                 continue  # still absent, as planned
             raise EditError(
@@ -824,58 +574,58 @@ def _steps(
     removes: list[_Step] = []
     for change in plan.changes:
         before = change.before
-        pre = _pre_image(root, before)
+        pre = _pre_image(before)
         if change.change == "delete":
-            removes.append(_removal(root, change.path, pre, stats))
+            removes.append(_removal(before, pre, stats))
             continue
         data = encode_file(change.new_text, change.bom)
         sha = hashlib.sha256(data).hexdigest()
-        if not change.bom and "new_sha256" not in change.__dict__:
-            # Without a BOM the bytes are the UTF-8 text: fill the plan's cached hash (what the
+        if not change.bom and change.digest.sha256 is None:
+            # Without a BOM the bytes are the UTF-8 text: fill the change's digest (what the
             # result reports) instead of encoding and hashing megabytes a second time.
-            change.__dict__["new_sha256"] = sha
+            change.digest.sha256 = sha
         target = change.target_path
         tmp = _tmp_name(target, token)
         if change.change == "move":
             moved = _Step(target, "write", None, sha, tmp, data)
-            if _READ_LINKS.get(_under(root, change.path)) is None:
+            if before.link is None:
                 # A private file stays private where it moves to (not 0644 by the umask).
                 moved.like = stats.get(change.path)
             writes.append(moved)
-            removes.append(_removal(root, change.path, pre, stats))
+            removes.append(_removal(before, pre, stats))
         else:
             step = _Step(target, "write", pre, sha, tmp, data)
-            _seen(root, step, stats)
+            _seen(step, stats, before.disk)
             writes.append(step)
     return writes + removes
 
 
-def _removal(root: str, rel: str, pre: bytes | None, stats: dict[str, os.stat_result]) -> _Step:
-    link = _READ_LINKS.get(_under(root, rel))
+def _removal(before: Snapshot, pre: bytes | None, stats: dict[str, os.stat_result]) -> _Step:
+    rel, link = before.path, before.link
     if link is not None:
         # The link itself goes (unlink never follows it); what rollback puts back is the link.
-        step = _Step(rel, "remove", os.fsencode(link[2]), None, None)
+        step = _Step(rel, "remove", os.fsencode(link.target), None, None)
         step.link, step.st, step.suspect = True, stats.get(rel), False
         return step
     step = _Step(rel, "remove", pre, None, None)
-    _seen(root, step, stats)
+    _seen(step, stats, before.disk)
     return step
 
 
-def _seen(root: str, step: _Step, stats: dict[str, os.stat_result]) -> None:
-    """Fill `step.st` and `step.suspect` for a file that exists."""
+def _seen(step: _Step, stats: dict[str, os.stat_result], seen: DiskRead | None) -> None:
+    """Fill `step.st` and `step.suspect` for a file that exists (`seen`: what its reader saw,
+    None for a buffer's snapshot)."""
     st = step.st = stats.get(step.path) if step.pre is not None else None
     if st is None:
         return
-    seen = _READ_STATS.get(_under(root, step.path))
     # A save that puts the mtime back moves the ctime (compared before the rename), unless it
     # falls within the tick of the last ctime change: then only the bytes tell. (A window of
     # one tick, not the mtime's: a tree copied with its mtimes a moment ago is not all read
     # again.)
     step.suspect = (
         seen is None
-        or _could_hide_a_save(seen[2], seen[3])
-        or _could_hide_a_save(seen[4], seen[3], _CTIME_WINDOW_NS)
+        or _could_hide_a_save(seen.mtime_ns, seen.read_ns)
+        or _could_hide_a_save(seen.ctime_ns, seen.read_ns, _CTIME_WINDOW_NS)
     )
 
 
@@ -898,14 +648,13 @@ def _could_hide_a_save(mtime_ns: int, read_ns: int, fine: int | None = None) -> 
     return read_ns - mtime_ns < window
 
 
-def _pre_image(root: str, before: Snapshot) -> bytes | None:
+def _pre_image(before: Snapshot) -> bytes | None:
     """The file's bytes as planned against: those `read_snapshot` decoded it from (UTF-8 and
     the BOM flag round-trip exactly), else the snapshot's text encoded."""
     if not before.exists:
         return None
-    read = _READ_BYTES.get(_under(root, before.path))
-    if read is not None and read[0] is before:
-        return read[1]
+    if before.disk is not None:
+        return before.disk.data
     return encode_file(before.text, before.bom)
 
 
@@ -958,22 +707,6 @@ def _write_journal(path: str, header: dict[str, Any], blob: list[bytes]) -> int:
     return fd
 
 
-def _append_journal(path: str, header: dict[str, Any], blob: list[bytes]) -> int:
-    """Append a record to the journal at `path`; it supersedes the earlier ones once whole.
-
-    A run killed while appending leaves a partial last record, which `_read_journal` ignores:
-    the earlier record then still names everything that may exist (nothing the new record
-    adds is created before this returns). Returns the open descriptor, as `_write_journal`.
-    """
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | _CLOEXEC)
-    try:
-        _write_record(fd, header, blob)
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
-
-
 def _write_record(fd: int, header: dict[str, Any], blob: list[bytes]) -> None:
     head = json.dumps(header, ensure_ascii=False).encode("utf-8") + b"\n"
     # One system call per ~1,000 pre-images instead of one each.
@@ -994,10 +727,10 @@ def _read_journal(path: str) -> tuple[dict[str, Any], bytes]:
 
     A journal is a sequence of records, each one JSON line (the header, with `blobSize`) and
     then that many bytes of pre-images. A header's `pre` offsets index the blobs of all records
-    so far, concatenated: a later record (the full plan, appended by `apply_plan` to the one
-    `reserve` wrote) reuses the pre-images already written instead of writing them again. A
-    partial last record (a run killed while appending it) is ignored. A version 1 journal is
-    one record whose blob is the rest of the file.
+    so far, concatenated (earlier versions appended the full plan's record to a first one
+    written while a child process created the temporary files; a journal they left behind is
+    still read). A partial last record (a run killed while appending it) is ignored. A
+    version 1 journal is one record whose blob is the rest of the file.
     """
     with open(path, "rb") as f:
         data = f.read()
@@ -1064,10 +797,10 @@ class _Changed(Exception):
 
 
 def _write_temp(
-    folders: Folders, step: _Step, sync: bool, umask: int, ids: tuple[int, int], fd: int | None
+    folders: Folders, step: _Step, sync: bool, umask: int, ids: tuple[int, int]
 ) -> None:
-    """Write `step`'s temporary file: created here, or the open `fd` a `Reservation` made;
-    with the replaced file's mode, owner and group."""
+    """Create and write `step`'s temporary file, with the replaced file's mode, owner and
+    group."""
     assert step.tmp is not None and step.data is not None
     head = step.head
     st = step.st
@@ -1075,19 +808,14 @@ def _write_temp(
     mode = st.st_mode & 0o7777 if st is not None else 0o666
     if like is not None:
         mode = like.st_mode & 0o7777
-    if fd is None:
-        fd = os.open(
-            step.tmp_name,
-            os.O_WRONLY | os.O_CREAT | os.O_EXCL | _CLOEXEC,
-            mode,
-            dir_fd=folders.fds[head],
-        )
-        narrowed = (st is not None or like is not None) and mode & umask
-    else:
-        # Reserved files are created 0o600 until their mode is known.
-        narrowed = True
-        if st is None and like is None:
-            mode &= ~umask
+    fd = os.open(
+        step.tmp_name,
+        os.O_WRONLY | os.O_CREAT | os.O_EXCL | _CLOEXEC,
+        mode,
+        dir_fd=folders.fds[head],
+    )
+    step.created = True
+    narrowed = (st is not None or like is not None) and mode & umask
     try:
         if st is not None and _keep_owner(fd, step, st, folders.stats[head], ids):
             narrowed = True  # chown clears setuid/setgid bits: set the mode after it
@@ -1367,39 +1095,22 @@ def _each(
         raise failed[0]
 
 
-def _begin(
-    root: str,
-    sdir: str,
-    steps: list[_Step],
-    dirs: list[str],
-    folders: Folders,
-    reservation: Reservation | None = None,
-) -> int:
-    """Write the journal of `steps` (see `_prepare`): its open descriptor. With a
-    reservation, appended to the reservation's journal as a record whose pre-images already
-    written there are not written again."""
+def _begin(root: str, sdir: str, steps: list[_Step], dirs: list[str], folders: Folders) -> int:
+    """Write the journal of `steps` (see `_prepare`): its open descriptor."""
     entries = []
     blob: list[bytes] = []
-    reused = reservation.pre_images if reservation is not None else {}
-    offset = reservation.blob_size if reservation is not None else 0
-    start = offset
+    offset = 0
     for s in steps:
         pre = s.pre
-        known = reused.get(s.path) if pre is not None else None
-        if known is not None and known[0] is pre:
-            entries.append(s.journal(known[1]))
-            continue
         entries.append(s.journal(offset))
         if pre is not None:
             blob.append(pre)
             offset += len(pre)
-    header = _journal_header(root, dirs, entries, offset - start, folders)
+    header = _journal_header(root, dirs, entries, offset, folders)
     path = os.path.join(sdir, JOURNAL)
-    if reservation is None and os.path.lexists(path):
+    if os.path.lexists(path):
         raise _pending_error(path)
     try:
-        if reservation is not None:
-            return _append_journal(path, header, blob)
         return _write_journal(path, header, blob)
     except OSError as exc:
         raise _journal_error(sdir, exc) from None
@@ -1437,8 +1148,6 @@ def _prepare(
     steps: list[_Step],
     folders: Folders,
     dirs: list[str],
-    fds: dict[str, int] | None,
-    journal_fd: int | None,
     meanwhile: Callable[[], None] | None,
 ) -> PreparedApply:
     # Why this order survives a SIGKILL (or a power loss) at any point:
@@ -1455,11 +1164,9 @@ def _prepare(
     # 3. After the renames and deletes (`PreparedApply.commit`), a second flush makes them
     #    durable before the journal is removed (the commit point): a journal can only
     #    disappear once every file is new.
-    fds = fds if fds is not None else {}
     if not steps:
         return PreparedApply(root, sdir, [], folders, [])
-    if journal_fd is None:
-        journal_fd = _begin(root, sdir, steps, dirs, folders)
+    journal_fd = _begin(root, sdir, steps, dirs, folders)
     prepared = PreparedApply(root, sdir, steps, folders, dirs)
     writes = [s for s in steps if s.op == "write"]
     try:
@@ -1476,7 +1183,7 @@ def _prepare(
         os.umask(umask)
         ids = (os.geteuid(), os.getegid()) if hasattr(os, "geteuid") else (-1, -1)
         _each(
-            lambda s: _write_temp(folders, s, per_file, umask, ids, fds.pop(s.tmp or "", None)),
+            lambda s: _write_temp(folders, s, per_file, umask, ids),
             writes,
             prepared.crash,
             threaded=per_file,
@@ -1494,9 +1201,6 @@ def _prepare(
         # Closed before any rollback: out of descriptors (EMFILE), the rollback needs these
         # to read the journal and look at the files.
         os.close(journal_fd)
-        for fd in fds.values():  # reserved files never written (an error stopped the writes)
-            os.close(fd)
-        fds.clear()
     if failure is not None:
         prepared.fail(failure)
     _hook("written")
@@ -1565,10 +1269,18 @@ class PreparedApply:
         self.done = True
         try:
             return _rollback(
-                self.root, os.path.join(self.sdir, JOURNAL), self.folders, "rollback", self.applied
+                self.root,
+                os.path.join(self.sdir, JOURNAL),
+                self.folders,
+                "rollback",
+                self.applied,
+                self._created(),
             )
         finally:
             self.folders.close()
+
+    def _created(self) -> set[str]:
+        return {s.tmp for s in self.steps if s.created and s.tmp}
 
     def _replace(self, step: _Step) -> None:
         assert step.tmp is not None
@@ -1592,7 +1304,7 @@ class PreparedApply:
         failure: BaseException | None = None
         try:
             report: dict[str, Any] | None = _rollback(
-                self.root, journal_path, self.folders, "rollback", self.applied
+                self.root, journal_path, self.folders, "rollback", self.applied, self._created()
             )
         except (OSError, ValueError, KeyError, TypeError) as again:
             report = None
@@ -2117,11 +1829,14 @@ def _rollback(
     folders: Folders,
     point: str,
     applied: set[str] | None = None,
+    created: set[str] | None = None,
 ) -> dict[str, Any]:
     """Put every file of the journalled apply back to its pre-image, through `folders` and its
     checks; the report of exactly what was done (see `_report`). `applied`, in the process
     that was applying, names the files it had renamed or removed: any other is as it was,
-    even in a folder that cannot be reached any more (only its temporary file is left)."""
+    even in a folder that cannot be reached any more (only its temporary file is left, if
+    it is among `created`, the temporary files that process made)."""
+    made = (lambda tmp: True) if created is None else created.__contains__
     journal, blob = _read_journal(journal_path)
     _check_journal(journal, len(blob))
     restored: list[str] = []
@@ -2149,14 +1864,14 @@ def _rollback(
         except FolderChanged as exc:
             if applied is None or path in applied:
                 unreached.append({"path": path, "why": f"not put back: {exc.why}"})
-            if tmp and (applied is None or path not in applied):
+            if tmp and (applied is None or path not in applied) and made(tmp):
                 left.append(tmp)  # (a temporary file renamed into place is gone)
             continue
         except OSError as exc:
             if applied is not None and path not in applied:
                 # Never reached by this apply: the file is as it was; only its temporary
                 # file may remain, in a folder that cannot be opened now.
-                if tmp:
+                if tmp and made(tmp):
                     left.append(tmp)
                 continue
             failed.append({"path": path, "why": exc.strerror or str(exc)})

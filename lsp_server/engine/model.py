@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Literal, overload
 
-from lsp_server.engine.text import Snapshot, sha256_text, split_lines
+from lsp_server.engine.text import HashMark, Snapshot, sha256_text, split_lines
 
 ChangeKind = Literal["add", "update", "delete", "move"]
 
@@ -120,6 +120,22 @@ def minimal_edit(old: Sequence[str], new: Sequence[str], offset: int = 0) -> Lin
     return LineEdit(offset + p, offset + n - s, tuple(new[p : m - s]))
 
 
+class NewDigest:
+    """A change's new-text sha256 once something computed it, and the running hash states an
+    editor's document store resumes from (`text.hash_with_marks`), if it was hashed with them.
+
+    Deliberately mutable, declared on `FileChange`: whoever writes the new bytes (the disk
+    writer) or hashes them while the editor applies them fills it, so the result's token is not
+    computed a second time over megabytes.
+    """
+
+    __slots__ = ("sha256", "marks")
+
+    def __init__(self) -> None:
+        self.sha256: str | None = None
+        self.marks: list[HashMark] | None = None
+
+
 @dataclass(frozen=True, eq=False)
 class FileChange:
     """One file's part of a plan."""
@@ -131,6 +147,8 @@ class FileChange:
     new_text_override: str | None = None
     moved_to: str | None = None
     new_bom: bool | None = None
+    # Not an argument: each change (a `dataclasses.replace` too) gets its own.
+    digest: NewDigest = field(default_factory=NewDigest, init=False, repr=False)
 
     @property
     def path(self) -> str:
@@ -167,9 +185,12 @@ class FileChange:
             return "".join(pieces)
         return "".join(self.new_lines)
 
-    @cached_property
+    @property
     def new_sha256(self) -> str:
-        return sha256_text(self.new_text)
+        digest = self.digest
+        if digest.sha256 is None:
+            digest.sha256 = sha256_text(self.new_text)
+        return digest.sha256
 
     @property
     def bom(self) -> bool:

@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from lsp_server.engine.errors import Code, EditError
 
@@ -131,6 +131,51 @@ def describe_eol(text: str) -> str:
     return kinds[0] if len(kinds) == 1 else "mixed"
 
 
+class DiskRead(NamedTuple):
+    """What `files.read_snapshot` saw of a file on disk, carried by the snapshot it made.
+
+    `files.apply_plan` refuses (STALE), under the workspace lock, a file whose inode, size,
+    mtime or ctime moved since (a save in place that puts the mtime back, `touch -r`, still
+    moves the ctime), compares bytes when a same-size save could have kept them (a change
+    within one timestamp tick before `read_ns`), and journals `data` as the pre-image. Carried
+    by the snapshot, not kept aside: a long-lived server must not hold every file it read.
+    """
+
+    ino: int
+    size: int
+    mtime_ns: int
+    ctime_ns: int
+    read_ns: int  # the time the read started: a save after it is stamped no earlier
+    data: bytes  # the bytes `text` was decoded from (UTF-8 and the BOM round-trip exactly)
+
+
+class LinkRead(NamedTuple):
+    """A symbolic link named by a Delete File (or a Move's source), as `files.note_link` saw
+    it: that plan removes the link itself, never its target, and is STALE if the link moved."""
+
+    ino: int
+    mtime_ns: int
+    target: str
+
+
+class LentLines:
+    """A line list (and its offset -> line index) lent by a document store, until `release()`.
+
+    The store mutates its list on the next change, so a holder releases it before it awaits
+    the editor; the snapshot then splits its own text again. Deliberately mutable: what a
+    frozen snapshot may read changes when the loan ends, and only through `release()`.
+    """
+
+    __slots__ = ("lines", "line_of")
+
+    def __init__(self, lines: list[str], line_of: Callable[[int], int] | None) -> None:
+        self.lines: list[str] | None = lines
+        self.line_of: Callable[[int], int] | None = line_of
+
+    def release(self) -> None:
+        self.lines = self.line_of = None
+
+
 @dataclass(frozen=True, eq=False)
 class Snapshot:
     """The content of one file as the engine saw it, with what identifies that exact content."""
@@ -140,55 +185,68 @@ class Snapshot:
     source: Source = "disk"
     version: int | None = None
     bom: bool = False
-    # Lines can be handed over by a document store that already has them, to skip a re-split,
-    # with its index from a character offset in `text` to a line number. Both are lent: valid
-    # until `release_lines()`.
+    # Lines a caller already has (the split of `text`, kept as they are), to skip a re-split.
     given_lines: list[str] | None = field(default=None, repr=False)
-    line_of: Callable[[int], int] | None = field(default=None, repr=False)
+    # Lines lent by a document store, valid until `release_lines()` (see `LentLines`).
+    lent: LentLines | None = field(default=None, repr=False)
+    # The sha256 of `text` when the store already knows it (a 100k-line hash less).
+    known_sha256: str | None = field(default=None, repr=False)
+    # False when the store knows no line ends in CR (a 5 MB scan less).
+    may_have_cr: bool = field(default=True, repr=False)
+    # What `files.read_snapshot` saw (None for a buffer, an absent file, a text made in memory).
+    disk: DiskRead | None = field(default=None, repr=False)
+    # The symbolic link this snapshot's path names, when a plan removes it as a link.
+    link: LinkRead | None = field(default=None, repr=False)
 
     @property
     def exists(self) -> bool:
         return self.source != "absent"
 
-    @cached_property
+    @property
     def lines(self) -> list[str]:
-        return self.given_lines if self.given_lines is not None else split_lines(self.text)
+        lent = self.lent
+        if lent is not None and lent.lines is not None:
+            return lent.lines
+        if self.given_lines is not None:
+            return self.given_lines
+        return self._split_lines
+
+    @cached_property
+    def _split_lines(self) -> list[str]:
+        return split_lines(self.text)
+
+    @property
+    def line_of(self) -> Callable[[int], int] | None:
+        """The store's index from a character offset in `text` to a line number, while lent."""
+        lent = self.lent
+        return lent.line_of if lent is not None and lent.lines is not None else None
 
     @cached_property
     def has_cr(self) -> bool:
-        """Whether any line ends in CR (a store that tracks this can seed it: a 5 MB scan less)."""
-        return "\r" in self.text
+        """Whether any line ends in CR."""
+        return self.may_have_cr and "\r" in self.text
 
     @cached_property
     def sha256(self) -> str:
-        return sha256_text(self.text)
+        return self.known_sha256 if self.known_sha256 is not None else sha256_text(self.text)
+
+    def sha256_if_known(self) -> str | None:
+        """`sha256` if it was given or computed already, else None (nothing is hashed)."""
+        known = self.__dict__.get("sha256")  # where `cached_property` keeps it once computed
+        return known if isinstance(known, str) else self.known_sha256
 
     @cached_property
     def eol(self) -> str:
         """The terminator new lines take: the file's first one (Codex's rule), else `\\n`."""
         return first_terminator(self.text) or "\n"
 
-    @classmethod
-    def from_disk(cls, path: str, text: str, bom: bool) -> Snapshot:
-        """`Snapshot(path, text, "disk", bom=bom)`, made in a third of the time (a CLI patch
-        reads thousands of files): the fields go into the instance dict in one go instead of
-        through the frozen dataclass's `__init__`, one `object.__setattr__` each."""
-        snap = object.__new__(cls)
-        snap.__dict__.update(
-            path=path, text=text, source="disk", version=None, bom=bom, given_lines=None,
-            line_of=None,
-        )  # fmt: skip
-        return snap
-
     def release_lines(self) -> None:
         """Stop using a line list lent by a document store (it will change under us).
 
         Later uses of `lines` split `text` again. Call it before anything awaits the editor.
         """
-        object.__setattr__(self, "line_of", None)
-        if self.given_lines is not None:
-            object.__setattr__(self, "given_lines", None)
-            self.__dict__.pop("lines", None)
+        if self.lent is not None:
+            self.lent.release()
 
     def token(self) -> dict[str, object]:
         return {"version": self.version, "sha256": self.sha256}
@@ -198,8 +256,11 @@ def absent(path: str) -> Snapshot:
     return Snapshot(path=path, text="", source="absent")
 
 
-def decode_file(path: str, data: bytes, max_bytes: int = DEFAULT_MAX_BYTES) -> Snapshot:
-    """Decode a file's bytes for editing, refusing what cannot round-trip byte for byte."""
+def decode_file(
+    path: str, data: bytes, max_bytes: int = DEFAULT_MAX_BYTES, disk: DiskRead | None = None
+) -> Snapshot:
+    """Decode a file's bytes for editing, refusing what cannot round-trip byte for byte;
+    `disk`, what the reader saw (its `data` is `data`), goes with the snapshot."""
     if len(data) > max_bytes:
         raise EditError(
             Code.TOO_LARGE,
@@ -226,7 +287,7 @@ def decode_file(path: str, data: bytes, max_bytes: int = DEFAULT_MAX_BYTES) -> S
             "Edit it with a tool that knows its encoding, or convert it to UTF-8 first.",
             {"path": path, "offset": at},
         ) from None
-    return Snapshot.from_disk(path, text, bom)
+    return Snapshot(path, text, "disk", None, bom, disk=disk)
 
 
 def encode_file(text: str, bom: bool) -> bytes:

@@ -29,10 +29,8 @@ from __future__ import annotations
 
 import os
 import re
-import threading
 from bisect import bisect_right
 from dataclasses import dataclass
-from functools import cache
 from itertools import compress
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
@@ -65,12 +63,14 @@ class Chunk:
     # One op per body line, in order: " " context, "-" removed, "+" added.
     ops: str = ""
     patch_line: int = 0  # 1-based line of the chunk's header (or first line) in the patch
-    anchors: tuple[str, ...] = ()
+    # Every header's text when it has more than one (`anchor` alone says the rest).
+    nested_anchors: tuple[str, ...] = ()
 
-    def __post_init__(self) -> None:
-        # Built with `anchor` only (one header, as before nested anchors): that is its list.
-        if not self.anchors and self.anchor is not None:
-            object.__setattr__(self, "anchors", (self.anchor,))
+    @property
+    def anchors(self) -> tuple[str, ...]:
+        if self.nested_anchors:
+            return self.nested_anchors
+        return () if self.anchor is None else (self.anchor,)
 
 
 @dataclass(frozen=True)
@@ -335,10 +335,11 @@ def _parse_error(message: str, patch_line: int, line: str, expected: list[str]) 
 
 
 class _ToHunks:
-    """Lark LALR callbacks: build the data model while parsing (no parse tree is made)."""
+    """The grammar's callbacks for one parse of `norm` (the reader's, or lark's while it
+    parses: no parse tree is made): they build the data model, with original line numbers."""
 
-    def __init__(self) -> None:
-        self.norm: NormalisedPatch | None = None
+    def __init__(self, norm: NormalisedPatch) -> None:
+        self.norm = norm
 
     def _line(self, token: Token) -> int:
         assert self.norm is not None
@@ -366,18 +367,11 @@ class _ToHunks:
         chunks = self._chunks(tokens)
         out: list[Hunk] = []
         k = 0
-        new_update = object.__new__
         for h in hunks:
             if type(h) is tuple:
                 path, move_to, its_tokens, patch_line = h
                 k2 = k + len(its_tokens)
-                h = new_update(UpdateFile)
-                # UpdateFile's own fields, set as its (frozen) __init__ would (see `_chunks`).
-                fields = vars(h)
-                fields["path"] = path
-                fields["move_to"] = move_to
-                fields["chunks"] = tuple(chunks[k:k2])
-                fields["patch_line"] = patch_line
+                h = UpdateFile(path, move_to, tuple(chunks[k:k2]), patch_line)
                 k = k2
             out.append(h)
         return tuple(out)
@@ -427,7 +421,6 @@ class _ToHunks:
         patch_lines = self.norm.original_lines([t.line or 1 for t in tokens])
         out: list[Chunk] = []
         k = o = w = 0
-        new_chunk = object.__new__
         for token, patch_line in zip(tokens, patch_lines, strict=True):
             n = token.end_line - token.line  # its lines (each token ends with a newline)
             anchor = None
@@ -453,19 +446,9 @@ class _ToHunks:
             k += n + eof
             o2 = o + n - chunk_ops.count("+")
             w2 = w + n - chunk_ops.count("-")
-            chunk = new_chunk(Chunk)
-            # Chunk's own fields, set as its (frozen) __init__ would: 5,000 inits are a tenth
-            # of parsing a large patch.
-            fields = vars(chunk)
-            fields["anchor"] = anchor
-            fields["old_lines"] = olds[o:o2]
-            fields["new_lines"] = news[w:w2]
-            fields["is_end_of_file"] = eof
-            fields["ops"] = chunk_ops
-            fields["patch_line"] = patch_line
-            fields["anchors"] = anchors
+            nested = anchors if len(anchors) > 1 else ()
+            out.append(Chunk(anchor, olds[o:o2], news[w:w2], eof, chunk_ops, patch_line, nested))
             o, w = o2, w2
-            out.append(chunk)
         return out
 
 
@@ -478,9 +461,7 @@ _OLD_SIDE = bytes.maketrans(b" -+@*", b"\1\1\0\0\0")
 _NEW_SIDE = bytes.maketrans(b" -+@*", b"\1\0\1\0\0")
 
 
-_TRANSFORMER = _ToHunks()
-_LOCK = threading.Lock()
-# The options every parser of v4a.lark is built with (the tables below too).
+# The options every parser of v4a.lark is built with.
 _LARK_OPTIONS: dict[str, Any] = {
     "parser": "lalr",
     "lexer": "contextual",
@@ -494,127 +475,51 @@ def _grammar() -> str:
         return f.read()
 
 
-@cache
-def _lark() -> Lark:
-    # Imported here so commands that never parse a patch do not pay for lark's import.
+def _lark(callbacks: _ToHunks) -> Lark:
+    """A parser of v4a.lark calling `callbacks` (one per parse: lark binds them when it is
+    built; ~1.3 ms with lark's grammar cache, paid only for a patch the reader does not take,
+    a syntax error). Imported here so valid patches never pay for lark's import."""
     from lark import Lark
 
-    return Lark(_grammar(), transformer=_TRANSFORMER, cache=True, **_LARK_OPTIONS)
+    return Lark(_grammar(), transformer=callbacks, cache=True, **_LARK_OPTIONS)
 
 
-# --- lark's tables without lark's import -----------------------------------------------------
+# --- the hand-written reader: v4a.lark's language without lark's import ---------------------
 #
 # Importing lark costs more than parsing a 10,000-line patch (a quarter of a one-file CLI
-# apply), so a patch is parsed by running the LALR tables and contextual lexer that lark built
-# from v4a.lark, saved as data in v4a_tables.py (`python -m lsp_server.engine.v4a` writes it;
-# tests/test_v4a_parse.py fails when it is stale). The loop below is lark's LALR loop
-# (shift/reduce, then the rule's callback on its children, `_rules` spliced into their parent,
-# `?rules` with one child passed through). Anything it cannot take, a syntax error included,
-# goes to lark itself, so every error is lark's own and `_explain` reads it as before; and if
-# v4a.lark changed since the tables were written, lark parses everything.
+# apply), and the grammar is small: BEGIN, then file sections, then END, each token one regex
+# from v4a.lark, which terminals may come next decided by the section (lark's contextual
+# lexer). `_read_tokens` reads a valid patch into its sections with exactly those regexes;
+# only once every token is read are the callbacks (`_ToHunks`) run, in order, as lark runs
+# them (lark reduces a section after reading the token that follows it, so a bad path is
+# never reported before a later syntax error lark would meet first: there is none). Anything
+# it does not read goes to lark itself, so every syntax error is lark's own and `_explain`
+# reads it; tests/test_v4a_parse.py checks both give the same on generated and corpus patches.
 
-_SHIFT, _REDUCE = 0, 1
-_KEEP, _SPLICE, _DROP = 0, 1, 2
-
-
-def build_tables() -> dict[str, Any]:
-    """lark's LALR tables and contextual lexer for v4a.lark, as plain data (needs lark)."""
-    import hashlib
-
-    from lark import Lark
-
-    grammar = _grammar()
-    parser = Lark(grammar, **_LARK_OPTIONS)
-    frontend: Any = parser.parser
-    table = frontend.parser.parser.parse_table
-    rules: list[Any] = sorted(
-        {
-            arg
-            for acts in table.states.values()
-            for kind, arg in acts.values()
-            if kind.name == "Reduce"
-        },
-        key=lambda r: (r.origin.name, [x.name for x in r.expansion]),
-    )
-    rule_index = {r: i for i, r in enumerate(rules)}
-    rule_data = []
-    for r in rules:
-        assert r.alias is None and r.options.template_source is None, r
-        modes = []
-        for sym in r.expansion:
-            if sym.is_term and sym.filter_out and not r.options.keep_all_tokens:
-                modes.append(_DROP)
-            elif not sym.is_term and sym.name.startswith("_"):
-                modes.append(_SPLICE)
-            else:
-                modes.append(_KEEP)
-        rule_data.append((str(r.origin.name), tuple(modes), bool(r.options.expand1)))
-    # lark numbers states in set order, which varies between runs: number them in the order a
-    # walk from the start state meets them, so the same grammar always gives the same file.
-    start = table.start_states["start"]
-    number = {start: 0}
-    todo = [start]
-    while todo:
-        state = todo.pop(0)
-        for _sym, (kind, arg) in sorted(table.states[state].items()):
-            if kind.name == "Shift" and arg not in number:
-                number[arg] = len(number)
-                todo.append(arg)
-    assert len(number) == len(table.states)
-    actions = {
-        number[state]: {
-            str(sym): (_SHIFT, number[arg]) if kind.name == "Shift" else (_REDUCE, rule_index[arg])
-            for sym, (kind, arg) in sorted(acts.items())
-        }
-        for state, acts in sorted(table.states.items(), key=lambda x: number[x[0]])
-    }
-    lexers: list[tuple[str, ...]] = []
-    lexer_of: dict[int, int] = {}
-    for state, lexer in sorted(frontend.lexer.lexers.items(), key=lambda x: number[x[0]]):
-        scanner = lexer.scanner
-        # No token callbacks, nothing ignored, no flags: the scan is the regex match alone.
-        assert not lexer.callback and not lexer.ignore_types and not lexer.g_regex_flags
-        patterns = tuple(m.pattern for m in scanner._mres)
-        if patterns not in lexers:
-            lexers.append(patterns)
-        lexer_of[number[state]] = lexers.index(patterns)
-    return {
-        "grammar_sha256": hashlib.sha256(grammar.encode("utf-8")).hexdigest(),
-        "start": number[start],
-        "end": number[table.end_states["start"]],
-        "actions": actions,
-        "rules": rule_data,
-        "lexers": lexers,
-        "lexer_of": lexer_of,
-    }
+# v4a.lark's terminals, as lark compiles them (tests/test_v4a_parse.py checks they still are).
+_TERMINALS = {
+    "END": "\\*\\*\\*\\ End\\ Patch\\\n",
+    "ADD_FILE": "\\*\\*\\* Add File: [^\n]*\n",
+    "DELETE_FILE": "\\*\\*\\* Delete File: [^\n]*\n",
+    "UPDATE_FILE": "\\*\\*\\* Update File: [^\n]*\n",
+    "MOVE_TO": "\\*\\*\\* Move to: [^\n]*\n",
+    "ADD_BODY": "(?:\\+[^\n]*\n)+",
+    "CHUNK": "(?:@@(?: [^\n]*)?\n)+(?:[ +\\-][^\n]*\n|\n)+(?:\\*\\*\\* End of File\n)?",
+    "BARE_CHUNK": "(?:[ +\\-][^\n]*\n|\n)+(?:\\*\\*\\* End of File\n)?",
+}
 
 
-def write_tables(path: str = os.path.join(os.path.dirname(GRAMMAR_PATH), "v4a_tables.py")) -> None:
-    """(Re)write v4a_tables.py from v4a.lark with the installed lark."""
-    import pprint
-
-    body = pprint.pformat(build_tables(), width=100, sort_dicts=True)
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(
-            '"""lark\'s LALR tables for v4a.lark, as data (generated: `python -m '
-            "lsp_server.engine.v4a`).\n\nDo not edit: v4a.py parses with these without "
-            'importing lark, and falls back to lark\nwhen the grammar\'s hash differs.\n"""\n\n'
-            "# fmt: off\n"
-            f"TABLES = {body}\n"
-        )
+def _scanner(*names: str) -> re.Pattern[str]:
+    """One alternation of the named terminals (their first characters differ: order is moot)."""
+    return re.compile("|".join(f"(?P<{n}>{_TERMINALS[n]})" for n in names))
 
 
-@cache
-def _tables() -> dict[str, Any] | None:
-    """The saved tables, if they were built from v4a.lark as it is now."""
-    import hashlib
-
-    try:
-        from lsp_server.engine.v4a_tables import TABLES
-    except ImportError:  # pragma: no cover - a build that dropped the generated module
-        return None
-    sha = hashlib.sha256(_grammar().encode("utf-8")).hexdigest()
-    return TABLES if TABLES["grammar_sha256"] == sha else None
+_SECTIONS = ("ADD_FILE", "DELETE_FILE", "UPDATE_FILE", "END")
+_AT_SECTION = _scanner(*_SECTIONS)
+_AFTER_ADD = _scanner("ADD_BODY", *_SECTIONS)
+_AFTER_UPDATE = _scanner("MOVE_TO", "BARE_CHUNK", "CHUNK")
+_AFTER_MOVE = _scanner("BARE_CHUNK", "CHUNK")
+_AFTER_CHUNK = _scanner("CHUNK", *_SECTIONS)
 
 
 class _Token(str):
@@ -625,152 +530,57 @@ class _Token(str):
     line: int
     end_line: int
 
-
-# How a rule's reduction runs (see `_compiled`). The shapes a grammar's rules mostly take are a
-# list operation or two on the stack: `_x: _x Y` appends Y to the list (lark grows it in place),
-# `_x: Y` starts the list [Y], `?x: Y` passes Y through. Any other rule runs the general way.
-_APPEND, _START_LIST, _PASS, _GENERAL = range(4)
-# How the general way gathers a rule's children and what its reduction yields.
-_CHILDREN_AS_IS, _CHILDREN_BY_MODE = 0, 1
-_YIELD_LIST, _YIELD_SINGLE, _YIELD_CALL = 0, 1, 2
-
-# A rule as the loop runs it: origin, how many values it takes, how it runs (`_APPEND`...),
-# then for the general way its modes, how its children are gathered, what it yields, its callback.
-_Rule = tuple[str, int, int, tuple[int, ...], int, int, Any]
-_Compiled = tuple[
-    list["re.Pattern[str] | None"], list[dict[str, int]], list[dict[str, int]], list[_Rule]
-]
-_COMPILED: dict[int, tuple[dict[str, Any], _Compiled]] = {}
+    def __new__(cls, text: str, type_: str, line: int, end_line: int) -> _Token:
+        token = super().__new__(cls, text)
+        token.type, token.line, token.end_line = type_, line, end_line
+        return token
 
 
-def _compiled(tables: dict[str, Any]) -> _Compiled:
-    """`tables` made ready to run (once per process): each state's scanner (one compiled
-    alternation; None when no token may follow), its shifts (terminal or rule name to the next
-    state, gotos included) and reductions (terminal to rule), and the rules (see `_Rule`)."""
-    done = _COMPILED.get(id(tables))
-    if done is not None and done[0] is tables:
-        return done[1]
-    lexers = []
-    for patterns in tables["lexers"]:
-        assert len(patterns) <= 1, "one alternation per lexer (lark's scanner, no flags)"
-        lexers.append(re.compile(patterns[0]) if patterns else None)
-    lexer_of: dict[int, int] = tables["lexer_of"]
-    actions: dict[int, dict[str, tuple[int, int]]] = tables["actions"]
-    assert list(actions) == list(range(len(actions))), "states are numbered 0..n-1"
-    scanners = [lexers[lexer_of[state]] for state in actions]
-    shifts = [{k: a for k, (kind, a) in actions[s].items() if kind == _SHIFT} for s in actions]
-    reduces = [{k: a for k, (kind, a) in actions[s].items() if kind != _SHIFT} for s in actions]
-    rules: list[_Rule] = []
-    for origin, modes, expand1 in tables["rules"]:
-        gather = _CHILDREN_BY_MODE if _SPLICE in modes or _DROP in modes else _CHILDREN_AS_IS
-        how = _GENERAL
-        if origin[0] == "_":
-            kind, call = _YIELD_LIST, None
-            if modes == (_SPLICE, _KEEP):
-                how = _APPEND
-            elif modes == (_KEEP,):
-                how = _START_LIST
-        else:
-            kind = _YIELD_SINGLE if expand1 else _YIELD_CALL
-            call = getattr(_TRANSFORMER, origin, None)
-            if expand1 and modes == (_KEEP,):
-                how = _PASS
-        rules.append((origin, len(modes), how, modes, gather, kind, call))
-    done_now = (scanners, shifts, reduces, rules)
-    _COMPILED[id(tables)] = (tables, done_now)
-    return done_now
-
-
-def load_parser() -> None:
-    """Load and compile the parser's tables now rather than on the first parse (~10 ms): for a
-    caller about to fork, so that the child inherits them."""
-    tables = _tables()
-    if tables is not None:
-        _compiled(tables)
-
-
-def _tables_parse(text: str, tables: dict[str, Any]) -> Patch | None:
-    """Parse normalised `text` with the saved tables; None where lark must decide."""
-    scanners, shifts, reduces, rules = _compiled(tables)
-    end_state: int = tables["end"]
-    state: int = tables["start"]
-    states: list[int] = [state]
-    values: list[Any] = []
-    pos, line, n = 0, 1, len(text)
+def _read_tokens(text: str) -> list[tuple[str, list[_Token]]] | None:
+    """The file sections of normalised `text` (each its rule name and tokens, in order), or
+    None where v4a.lark would not read it so (lark then decides, and words the error)."""
+    if not text.startswith(BEGIN + "\n"):
+        return None
+    pos, line, n = len(BEGIN) + 1, 2, len(text)
     count = text.count
-    while True:
-        token: Any = None
-        if pos < n:
-            rx = scanners[state]
-            m = rx.match(text, pos) if rx is not None else None
-            if m is None:
-                return None
-            end = m.end()
-            token = _Token(m.group())
-            token.type = ttype = m.lastgroup or ""
-            token.line = line
-            line += count("\n", pos, end)
-            token.end_line = line
-            pos = end
+    sections: list[tuple[str, list[_Token]]] = []
+    scanner = _AT_SECTION
+    tokens: list[_Token] = []
+    while pos < n:
+        m = scanner.match(text, pos)
+        if m is None:
+            return None
+        end = m.end()
+        kind = m.lastgroup or ""
+        lines = count("\n", pos, end)
+        token = _Token(m.group(), kind, line, line + lines)
+        pos, line = end, line + lines
+        if kind == "END":
+            return sections if pos == n else None
+        if kind in ("ADD_FILE", "DELETE_FILE", "UPDATE_FILE"):
+            tokens = [token]
+            rule = {"ADD_FILE": "add_file", "DELETE_FILE": "delete_file"}.get(kind, "update_file")
+            sections.append((rule, tokens))
+            scanner = {
+                "ADD_FILE": _AFTER_ADD,
+                "DELETE_FILE": _AT_SECTION,
+                "UPDATE_FILE": _AFTER_UPDATE,
+            }[kind]
         else:
-            ttype = "$END"
-        while True:
-            shift = shifts[state].get(ttype)
-            if shift is not None:
-                if token is None:
-                    return None
-                states.append(shift)
-                values.append(token)
-                state = shift
-                break
-            reduce = reduces[state].get(ttype)
-            if reduce is None:
-                return None
-            origin, size, how, modes, gather, kind, call = rules[reduce]
-            if how == _APPEND:
-                last = values.pop()
-                values[-1].append(last)
-                del states[-2:]
-            elif how == _START_LIST:
-                values[-1] = [values[-1]]
-                del states[-1]
-            elif how == _PASS:
-                del states[-1]
-            else:
-                if size:
-                    got = values[-size:]
-                    del states[-size:]
-                    del values[-size:]
-                else:
-                    got = []
-                if gather == _CHILDREN_BY_MODE:
-                    children: list[Any] = []
-                    for mode, v in zip(modes, got, strict=True):
-                        if mode == _KEEP:
-                            children.append(v)
-                        elif mode == _SPLICE:
-                            if children:
-                                children.extend(v)
-                            else:
-                                children = v  # a left-recursive list grows in place, as in lark
-                else:
-                    children = got
-                if kind == _YIELD_LIST:
-                    result: Any = children
-                elif kind == _YIELD_SINGLE and len(children) == 1:
-                    result = children[0]
-                elif call is not None:
-                    result = call(children)
-                else:
-                    return None  # a rule the callbacks do not know: lark decides
-                values.append(result)
-            goto = shifts[states[-1]].get(origin)
-            if goto is None:
-                return None
-            states.append(goto)
-            state = goto
-            if token is None and state == end_state:
-                return values[-1]  # type: ignore[no-any-return]
+            tokens.append(token)
+            scanner = {"ADD_BODY": _AT_SECTION, "MOVE_TO": _AFTER_MOVE}.get(kind, _AFTER_CHUNK)
+    return None  # no END
+
+
+def _read_patch(norm: NormalisedPatch) -> Patch | None:
+    """`norm` parsed as lark parses it, or None where lark must decide."""
+    sections = _read_tokens(norm.text)
+    if sections is None:
+        return None
+    t = _ToHunks(norm)
+    calls = {"add_file": t.add_file, "delete_file": t.delete_file, "update_file": t.update_file}
+    hunks: list[Any] = [calls[rule](tokens) for rule, tokens in sections]
+    return t.start([BEGIN, *hunks, END])
 
 
 def parse_patch(text: str) -> Patch:
@@ -795,14 +605,8 @@ def parse_patch(text: str) -> Patch:
             norm.text_of(n),
             [_EXPECTED["END"]],
         )
-    with _LOCK:
-        _TRANSFORMER.norm = norm
-        try:
-            tables = _tables()
-            fast = _tables_parse(t, tables) if tables is not None else None
-            patch: Patch = fast if fast is not None else _lark_parse(t, norm)
-        finally:
-            _TRANSFORMER.norm = None
+    fast = _read_patch(norm)
+    patch: Patch = fast if fast is not None else _lark_parse(norm)
     if not patch:
         n = norm.original_line(2)
         raise _parse_error(
@@ -814,11 +618,11 @@ def parse_patch(text: str) -> Patch:
     return patch
 
 
-def _lark_parse(text: str, norm: NormalisedPatch) -> Patch:
+def _lark_parse(norm: NormalisedPatch) -> Patch:
     from lark.exceptions import UnexpectedInput
 
     try:
-        return _lark().parse(text)  # type: ignore[return-value]
+        return _lark(_ToHunks(norm)).parse(norm.text)  # type: ignore[return-value]
     except UnexpectedInput as exc:
         raise _explain(exc, norm) from None
 
@@ -899,7 +703,3 @@ def _explain(exc: Any, norm: NormalisedPatch) -> EditError:
     else:
         why = "is not valid here"
     return _parse_error(f"Invalid patch line {n}: {text!r} {why}.", n, text, expected)
-
-
-if __name__ == "__main__":
-    write_tables()

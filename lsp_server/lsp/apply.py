@@ -491,7 +491,7 @@ async def _await_outcome(
         if not shown_at_answer:
             verifier.reports_late = True
         for c, h in zip([c for c in changes if c.change != "delete"], hashes, strict=True):
-            c.__dict__["new_sha256"], c.__dict__["hash_marks"] = await h
+            c.digest.sha256, c.digest.marks = await h
         landed = {c.target_path: "new" for c in changes}
         landed.update({c.path: "new" for c in changes})
         return Outcome(landed)

@@ -129,7 +129,7 @@ class EditorAttempt:
         if doc is None:
             return None, None
         self.versions[change.target_path] = doc.version
-        doc.set_known_text(change.new_text, change.new_sha256, change.__dict__.get("hash_marks"))
+        doc.set_known_text(change.new_text, change.new_sha256, change.digest.marks)
         return doc.version, doc.open_id
 
     async def report(self, result: dict[str, Any]) -> None:

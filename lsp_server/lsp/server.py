@@ -166,9 +166,7 @@ class AgentEditServer(LanguageServer):
         """The file as the editor shows it now: the open buffer, else the disk."""
         doc = self.store.by_path(where.abs_path)
         if doc is not None:
-            snap = doc.snapshot()
-            object.__setattr__(snap, "path", where.rel)
-            return snap
+            return doc.snapshot(where.rel)
         if os.path.isdir(where.abs_path):
             raise EditError(
                 Code.NOT_FOUND,

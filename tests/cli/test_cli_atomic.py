@@ -16,10 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
-from lsp_server.engine import files, parallel_plan
+from lsp_server.engine import files
 from lsp_server.engine.diffing import plan_diff
 from lsp_server.engine.errors import Code, EditError
 from lsp_server.engine.journal import JOURNAL_NAME
@@ -584,7 +582,7 @@ def test_plain_apply_patch_does_not_import_argparse(work: Path, state: Path) -> 
         f"rc = main(['apply-patch', '--root', {str(work)!r}, '--json', {str(work / 'p')!r}])\n"
         "assert rc == 0, rc\n"
         "assert 'argparse' not in sys.modules\n"
-        "assert 'lark' not in sys.modules  # a valid patch runs the saved tables\n"
+        "assert 'lark' not in sys.modules  # a valid patch is read without lark\n"
     )
     (work / "p").write_text(PATCH)
     proc = _python("-c", code, state=state)
@@ -646,9 +644,8 @@ def _many(root: Path, n: int) -> tuple[dict[str, bytes], str]:
     return old, patch + "*** End Patch\n"
 
 
-def test_refused_many_file_patch_leaves_no_reserved_files(tmp_path: Path, state: Path) -> None:
-    """A large patch's temporary files are created while it is planned; a refusal removes them
-    and the journal that named them."""
+def test_refused_many_file_patch_leaves_no_temporary_files(tmp_path: Path, state: Path) -> None:
+    """A refused many-file patch leaves no temporary file, and no journal."""
     root = tmp_path / "many"
     old, patch = _many(root, 30)
     patch = patch.replace("-line 29\n", "-no such line\n")
@@ -660,30 +657,7 @@ def test_refused_many_file_patch_leaves_no_reserved_files(tmp_path: Path, state:
     assert not list(state.rglob(files.JOURNAL + ".tmp"))
 
 
-def test_run_killed_while_planning_with_reserved_files_is_rolled_back(
-    tmp_path: Path, state: Path
-) -> None:
-    """The state a kill during planning leaves: the reservation's journal and its temporary
-    files; the next run removes them and reports that nothing had changed."""
-    root = tmp_path / "many"
-    old, _ = _many(root, 20)
-    ws = str(root)
-    with files.workspace_lock(ws) as sdir:
-        snaps = [files.read_snapshot(ws, rel) for rel in sorted(old)]
-        reservation = files.reserve(ws, sdir, snaps)
-        assert reservation is not None
-        fds = reservation.finish()
-        assert len(fds) == 20
-        for fd in fds.values():
-            os.close(fd)
-    assert len(tree(root)) == 40  # the files and their temporaries
-    (report,) = files.recover(ws)
-    assert report["restored"] == [] and report["removed"] == [] and report["conflicts"] == []
-    assert tree(root) == old
-    assert not list(state.rglob(files.JOURNAL))
-
-
-def test_reserved_files_take_the_replaced_files_permissions(tmp_path: Path, state: Path) -> None:
+def test_many_file_apply_keeps_the_replaced_files_permissions(tmp_path: Path, state: Path) -> None:
     root = tmp_path / "many"
     old, patch = _many(root, 20)
     (root / "d0/f0.txt").chmod(0o640)
@@ -734,9 +708,8 @@ def test_headless_apply_does_not_load_inspect(work: Path, state: Path) -> None:
 def test_lines_that_only_look_like_update_headers_change_nothing_else(
     tmp_path: Path, state: Path
 ) -> None:
-    """Update headers are looked for before the patch is parsed (to read those files early);
-    one inside a chunk (a context line) names a file that is read but neither changed nor
-    refused, even a denied one, and leaves no temporary file."""
+    """An update header inside a chunk (a context line) names no file: nothing else is
+    changed or refused, even a denied one, and no temporary file is left."""
     root = tmp_path / "many"
     old, patch = _many(root, 20)
     make(root, {"other.txt": b"keep\n", ".env": b"SECRET=1\n"})
@@ -754,74 +727,8 @@ def test_lines_that_only_look_like_update_headers_change_nothing_else(
     assert tree(root) == expected
 
 
-_HEADER_BITS = ["*** Update File:", "*** Update File: a", " ", "\t", "\n", "\r\n", "\r", "x",
-                " b.txt ", "\u00a0", "**", "\u2028"]  # fmt: skip
-
-
-@settings(max_examples=300, deadline=None)
-@given(st.lists(st.sampled_from(_HEADER_BITS)))
-def test_update_headers_are_found_as_the_line_regex_finds_them(parts: list[str]) -> None:
-    import re
-
-    from lsp_server.actions.headless import update_paths as _update_paths
-
-    # What _apply_patch looked for before (the regex is tried at every character: slow).
-    text = "".join(parts)
-    line_regex = re.compile(r"^[ \t]*\*\*\* Update File:(.*)$", re.MULTILINE)
-    assert _update_paths(text) == [m.group(1).strip() for m in line_regex.finditer(text)]
-
-
-def test_a_reserved_file_replaced_meanwhile_is_not_written_through(
-    tmp_path: Path, state: Path
-) -> None:
-    """A reserved temporary file swapped for a symlink before it is written is not followed:
-    the apply fails, rolls back, and the symlink's target is untouched."""
-    root = tmp_path / "many"
-    old, patch = _many(root, 20)
-    victim = tmp_path / "victim.txt"
-    victim.write_bytes(b"mine\n")
-    ws = str(root)
-    with files.workspace_lock(ws) as sdir:
-        snaps = [files.read_snapshot(ws, rel) for rel in sorted(old)]
-        reservation = files.reserve(ws, sdir, snaps)
-        assert reservation is not None
-        created = reservation._wait()
-        assert created == 20
-        reservation._wait = lambda: created  # type: ignore[method-assign]
-        first = root / reservation.tmps[0]
-        first.unlink()
-        first.symlink_to(victim)
-        plan = plan_patch(patch, lambda p: files.read_snapshot(ws, p))
-        with pytest.raises(EditError) as info:
-            files.apply_plan(ws, plan, locked=sdir, reservation=reservation)
-    assert info.value.code == Code.IO_ERROR
-    assert victim.read_bytes() == b"mine\n"
-    assert tree(root) == old
-    assert not list(state.rglob(files.JOURNAL))
-
-
-def test_no_child_process_means_no_reservation(
-    tmp_path: Path, state: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    root = tmp_path / "many"
-    old, patch = _many(root, 20)
-
-    def no_fork() -> int:
-        raise OSError(11, "Resource temporarily unavailable")
-
-    monkeypatch.setattr(os, "fork", no_fork)
-    ws = str(root)
-    with files.workspace_lock(ws) as sdir:
-        snaps = [files.read_snapshot(ws, rel) for rel in sorted(old)]
-        assert files.reserve(ws, sdir, snaps) is None
-        assert not list(state.rglob(files.JOURNAL))
-        plan = plan_patch(patch, lambda p: files.read_snapshot(ws, p))
-        files.apply_plan(ws, plan, locked=sdir)
-    assert tree(root) == {rel: data.upper() for rel, data in old.items()}
-
-
 def _large(root: Path) -> tuple[dict[str, bytes], str]:
-    """A patch over the SplitPlanner threshold (see parallel_plan), 400 files."""
+    """A large patch: 400 files of 40 lines, ~400 KB."""
     old = {
         f"d{i % 7}/f{i}.py": "".join(f"value_{i}_{j} = compute({j})\n" for j in range(40)).encode()
         for i in range(400)
@@ -835,13 +742,10 @@ def _large(root: Path) -> tuple[dict[str, bytes], str]:
             f"-value_{i}_30 = compute(30)\n+value_{i}_30 = compute(3000)\n"
         )
     text = "*** Begin Patch\n" + "".join(sections) + "*** End Patch\n"
-    assert len(text) > parallel_plan.PARALLEL_FROM_BYTES
     return old, text
 
 
-def test_large_patch_planned_on_two_cores_applies_and_refuses_as_in_order(
-    tmp_path: Path, state: Path
-) -> None:
+def test_large_patch_applies_and_refuses_as_in_order(tmp_path: Path, state: Path) -> None:
     root = tmp_path / "large"
     old, patch = _large(root)
     bad = patch.replace("-value_390_30 = compute(30)\n", "-value_390_30 = compute(31)\n")
@@ -868,12 +772,11 @@ def test_large_patch_planned_on_two_cores_applies_and_refuses_as_in_order(
 
 
 @pytest.mark.parametrize("crash_after", [21, 42, 43])
-def test_sigkill_after_deleting_a_file_of_a_reserved_apply(
+def test_sigkill_after_deleting_a_file_of_a_many_file_apply(
     tmp_path: Path, state: Path, crash_after: int
 ) -> None:
-    """A large apply's journal is the reservation's record with the whole plan appended: the
-    appended record points at the pre-images already written and carries the others (here the
-    deleted file's), and recovery restores from both."""
+    """A many-file apply's journal holds every pre-image once (the deleted file's too), and
+    recovery restores from it."""
     root = tmp_path / "many"
     old, patch = _many(root, 20)
     make(root, {"gone.txt": b"deleted content\n"})
@@ -886,8 +789,8 @@ def test_sigkill_after_deleting_a_file_of_a_reserved_apply(
     (journal,) = state.rglob(files.JOURNAL)
     header, blob = files._read_journal(str(journal))
     assert len(blob) == sum(map(len, old.values()))  # each pre-image once
-    assert journal.read_bytes().count(b'"blobSize"') == 2  # the reservation's, then the plan's
-    assert header["blobSize"] == len(old["gone.txt"])
+    assert journal.read_bytes().count(b'"blobSize"') == 1  # one record
+    assert header["blobSize"] == len(blob)
     files.recover(str(root))
     assert tree(root) == old
 
@@ -897,7 +800,10 @@ def test_journal_records(tmp_path: Path) -> None:
     first = {"files": [{"path": "a", "pre": [0, 3]}], "blobSize": 3}
     os.close(files._write_journal(path, first, [b"old"]))
     second = {"files": [{"path": "a", "pre": [0, 3]}, {"path": "b", "pre": [3, 2]}], "blobSize": 2}
-    os.close(files._append_journal(path, second, [b"bb"]))
+    # A second record appended (as versions that reserved temporary files wrote them).
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+    files._write_record(fd, second, [b"bb"])
+    os.close(fd)
     assert files._read_journal(path) == (second, b"oldbb")
     # A record cut short (a run killed while appending it) is ignored.
     whole = Path(path).read_bytes()
@@ -935,105 +841,7 @@ def test_meanwhile_runs_once_during_the_apply_and_may_fail(
     assert tree(root) == {rel: data.upper() for rel, data in old.items()}
 
 
-# --- review: crashes and leftovers around the plan child and the appended journal record ----
-
-_KILLED_HERE = """
-import os, signal, sys
-from lsp_server import cli
-from lsp_server.engine import files, parallel_plan
-where, note = sys.argv[1], sys.argv[2]
-
-def die():
-    os.kill(os.getpid(), signal.SIGKILL)
-
-if where == "append":
-    # Killed while appending the plan's record: half of it is on disk.
-    def append(path, header, blob):
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND)
-        record = files.json.dumps(header).encode() + b"\\n" + b"".join(blob)
-        os.write(fd, record[: len(record) // 2])
-        die()
-    files._append_journal = append
-elif where == "collect":
-    # Killed while the plan child still plans (its answer not taken yet).
-    collect = parallel_plan._collect
-    def killed(pid, read_end):
-        with open(note, "w") as f:
-            f.write(str(pid))
-        die()
-    parallel_plan._collect = killed
-elif where == "child-raises":
-    # The plan child meets an unexpected exception: it says nothing and the parent plans in
-    # order.
-    def boom(text, get):
-        raise RuntimeError("boom")
-    parallel_plan._child_answer = boom
-elif where == "deleted-meanwhile":
-    # The file `note` names is deleted once the plan child has read it (and exited), before
-    # the parent reads it.
-    fork = parallel_plan._fork_planner
-    def forked(text, get):
-        child = fork(text, get)
-        os.waitid(os.P_PID, child[0], os.WEXITED | os.WNOWAIT)
-        os.unlink(os.path.join(sys.argv[3], note))
-        return child
-    parallel_plan._fork_planner = forked
-sys.exit(cli.main(["apply-patch", "--root", sys.argv[3], sys.argv[4]]))
-"""
-
-
-def _gone(pid: int) -> bool:
-    """Whether `pid` has exited (a zombie left to an init that does not reap counts)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
-    except FileNotFoundError:
-        return True
-
-
-@pytest.mark.parametrize("where", ["append", "collect"])
-def test_sigkill_between_the_journal_records_or_while_the_plan_child_runs(
-    tmp_path: Path, state: Path, where: str
-) -> None:
-    """A large apply killed after the reservation's journal record and before the plan's is
-    whole (or while the plan child still plans): the next run removes every temporary file,
-    and no file changed. The plan child killed with its parent's answer not taken exits."""
-    import time
-
-    root = tmp_path / "large"
-    old, patch = _large(root)
-    patch_file = tmp_path / "p.patch"
-    patch_file.write_text(patch)
-    note = tmp_path / "child.pid"
-    proc = _python("-c", _KILLED_HERE, where, str(note), str(root), str(patch_file), state=state)
-    assert proc.returncode == -signal.SIGKILL, proc.stderr
-    assert proc.stdout == "" and proc.stderr == ""
-    (journal,) = state.rglob(files.JOURNAL)
-    assert journal.read_bytes().count(b'{"version": 2') == (2 if where == "append" else 1)
-    if where == "collect":
-        pid = int(note.read_text())
-        for _ in range(600):  # not a speed check: an orphan that never exits fails it
-            if _gone(pid):
-                break
-            time.sleep(0.05)
-        assert _gone(pid)
-    report = files.recover(str(root))  # waits for the lock any child still holds
-    assert report and not report[0]["conflicts"]
-    assert tree(root) == old  # every reserved temporary file removed, nothing written
-    assert not apply_journals(state)
-
-
-def test_a_plan_child_that_fails_writes_nothing(tmp_path: Path, state: Path) -> None:
-    root = tmp_path / "large"
-    old, patch = _large(root)
-    patch_file = tmp_path / "p.patch"
-    patch_file.write_text(patch)
-    proc = _python("-c", _KILLED_HERE, "child-raises", "-", str(root), str(patch_file), state=state)
-    assert proc.returncode == 0 and proc.stderr == ""
-    assert proc.stdout.count("M d0/f0.py") == 1
-    assert tree(root) == {
-        rel: data.replace(b"compute(30)\n", b"compute(3000)\n") for rel, data in old.items()
-    }
+# --- review: leftovers of a large apply ------------------------------------------------------
 
 
 def _no_children() -> bool:
@@ -1050,12 +858,11 @@ def _no_children() -> bool:
 def test_large_apply_leaves_no_process_descriptor_or_file_behind(
     tmp_path: Path, state: Path, monkeypatch: pytest.MonkeyPatch, how: str
 ) -> None:
-    """The headless apply-patch on a patch large enough for both children (plan, reservation):
-    after success, a refusal (in either half), Ctrl-C while the first half is planned, or
-    Ctrl-C or an exception in the apply, no child is left (running or zombie) and no
-    descriptor stays open. A refusal leaves no temporary file or journal; an apply stopped
-    by an exception leaves its journal, and the next run puts everything back (as after a
-    crash)."""
+    """The headless apply-patch on a large patch: after success, a refusal (late or early),
+    Ctrl-C while it is planned, or Ctrl-C or an exception in the apply, no child process is left
+    (running or zombie) and no descriptor stays open. A refusal leaves no temporary file or
+    journal; an apply stopped by an exception leaves its journal, and the next run puts
+    everything back (as after a crash)."""
     root = tmp_path / "large"
     old, patch = _large(root)
     expected = {
@@ -1070,7 +877,9 @@ def test_large_apply_leaves_no_process_descriptor_or_file_behind(
         def plan_hunks(*args: object) -> None:
             raise KeyboardInterrupt
 
-        monkeypatch.setattr(parallel_plan, "plan_hunks", plan_hunks)
+        from lsp_server.engine import patching
+
+        monkeypatch.setattr(patching, "plan_hunks", plan_hunks)
     elif how in ("interrupted", "failed"):
         error = KeyboardInterrupt() if how == "interrupted" else RuntimeError("disk on fire")
 
@@ -1194,12 +1003,11 @@ def _variant(root: Path, patch: str, how: str) -> str:
     ],
 )
 def test_large_apply_answers_as_its_dry_run(tmp_path: Path, state: Path, how: str) -> None:
-    """The CLI's apply (split planning, reservation) and its dry run (`plan_patch` in order)
-    give the same refusal, or the same files and diff, on a real workspace."""
+    """The CLI's apply and its dry run give the same refusal, or the same files and diff, on
+    a real workspace."""
     root = tmp_path / "large"
     old, patch = _large(root)
     patch = _variant(root, patch, how)
-    assert parallel_plan._cut(patch) is not None
     args = ("apply-patch", "--root", str(root), "--json", "-")
     dry = cli(*args[:-1], "--dry-run", "-", state=state, stdin=patch)
     real = cli(*args, state=state, stdin=patch)
@@ -1220,20 +1028,18 @@ def test_large_apply_answers_as_its_dry_run(tmp_path: Path, state: Path, how: st
 def test_sigkill_at_points_of_a_large_split_apply(
     tmp_path: Path, state: Path, crash_after: int
 ) -> None:
-    """The 400-file patch (split planning, reservation, appended journal record) with an added
-    and a deleted file, killed at points among its 402 writes, 402 renames and 1 delete: the
-    next run (an apply of the same patch) rolls back to the old tree, then applies it whole."""
+    """The 400-file patch with an added and a deleted file, killed at points among its 402
+    writes, 402 renames and 1 delete: the next run (an apply of the same patch) rolls back to
+    the old tree, then applies it whole."""
     root = tmp_path / "large"
     old, patch = _large(root)
     make(root, {"gone.txt": b"deleted content\n"})
     old["gone.txt"] = b"deleted content\n"
-    # Before the cut: the child's half holds only updates.
     patch = patch.replace(
         "*** Update File: d0/f0.py\n",
         "*** Delete File: gone.txt\n*** Add File: new/new.txt\n+new\n*** Add File: a.txt\n+a\n"
         "*** Update File: d0/f0.py\n",
     )
-    assert parallel_plan._cut(patch) is not None
     proc = apply_killed_after(crash_after, root, patch, state)
     assert proc.returncode == -signal.SIGKILL
     assert files.recover(str(root))
@@ -1247,32 +1053,11 @@ def test_sigkill_at_points_of_a_large_split_apply(
     assert not apply_journals(state)
 
 
-def test_an_empty_file_deleted_after_the_plan_childs_read_is_not_created(
-    tmp_path: Path, state: Path
-) -> None:
-    """An empty file in the child's half, deleted after the child read it and before the
-    parent did: the apply is refused NOT_FOUND as in order, and the file stays deleted."""
-    root = tmp_path / "large"
-    old, patch = _large(root)
-    (root / "d0/f399.py").write_bytes(b"")
-    start = patch.index("*** Update File: d0/f399.py\n")
-    patch = patch[:start] + "*** Update File: d0/f399.py\n@@\n+appended\n*** End Patch\n"
-    patch_file = tmp_path / "p.patch"
-    patch_file.write_text(patch)
-    proc = _python(
-        "-c", _KILLED_HERE, "deleted-meanwhile", "d0/f399.py", str(root), str(patch_file),
-        state=state,
-    )  # fmt: skip
-    assert proc.returncode == 1, proc.stdout
-    assert "Cannot update d0/f399.py" in proc.stderr and "no such file" in proc.stderr
-    assert not (root / "d0/f399.py").exists()
-
-
 def test_a_journal_the_disk_refuses_is_a_clean_io_error(
     tmp_path: Path, state: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Disk full (or a read-only state folder) while the journal is written: no reservation,
-    then an IO_ERROR result naming the folder, and nothing changed or left behind."""
+    """Disk full (or a read-only state folder) while the journal is written: an IO_ERROR result
+    naming the folder, and nothing changed or left behind."""
     import errno
 
     root = tmp_path / "many"
@@ -1284,8 +1069,6 @@ def test_a_journal_the_disk_refuses_is_a_clean_io_error(
 
     monkeypatch.setattr(files, "_write_record", full)
     with files.workspace_lock(ws) as sdir:
-        snaps = [files.read_snapshot(ws, rel) for rel in sorted(old)]
-        assert files.reserve(ws, sdir, snaps) is None
         plan = plan_patch(patch, lambda p: files.read_snapshot(ws, p))
         with pytest.raises(EditError) as info:
             files.apply_plan(ws, plan, locked=sdir)

@@ -326,7 +326,7 @@ def test_reading_a_fifo_is_refused_without_blocking(tmp_path) -> None:  # type: 
 
 
 def test_decoded_snapshot_is_the_dataclass_one() -> None:
-    # decode_file builds its Snapshot without the dataclass __init__ (Snapshot.from_disk).
+    # decode_file builds its Snapshot through the dataclass __init__, like any other.
     import dataclasses
 
     for data, text, bom in [(b"a\r\nb", "a\r\nb", False), (b"\xef\xbb\xbfx\n", "x\n", True)]:

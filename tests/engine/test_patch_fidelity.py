@@ -504,14 +504,12 @@ async def test_lsp_refuses_the_same_as_the_cli(vscode: Editor, name: str) -> Non
     assert vscode.view() == before
 
 
-# --- the CLI's large-patch path (split planning) and crashes --------------------------------
+# --- a large patch through the CLI, and crashes ---------------------------------------------
 
 
 def _large(root: Path) -> tuple[Tree, str]:
-    """A tree and a patch over the SplitPlanner threshold: a Delete then Add of `rw.txt` before
-    the cut, nested `@@` chunks in every file (so after the cut too)."""
-    from lsp_server.engine import parallel_plan
-
+    """A tree and a large patch (~700 KB): a Delete then Add of `rw.txt` first, nested `@@`
+    chunks in every file."""
     old: Tree = {"rw.txt": b"old\r\ntext\r\n"}
     sections = ["*** Delete File: rw.txt\n*** Add File: rw.txt\n+new\n"]
     for i in range(700):
@@ -529,7 +527,6 @@ def _large(root: Path) -> tuple[Tree, str]:
             )
         )
     patch = "*** Begin Patch\n" + "".join(sections) + "*** End Patch\n"
-    assert len(patch) > parallel_plan.PARALLEL_FROM_BYTES and parallel_plan._cut(patch)
     make(root, old)
     return old, patch
 

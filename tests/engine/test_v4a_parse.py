@@ -505,39 +505,38 @@ def test_rendered_models_parse_back(model: tuple[object, ...]) -> None:
         assert parsed == model
 
 
-# --- the saved LALR tables (v4a_tables.py) against lark itself ------------------------------
+# --- the hand-written reader (v4a._read_patch) against lark itself ---------------------------
 
 
-def test_saved_tables_are_what_lark_builds_from_the_grammar() -> None:
-    """v4a_tables.py is current: regenerate it with `python -m lsp_server.engine.v4a`."""
+def test_the_reader_s_terminals_are_the_grammar_s() -> None:
+    """v4a._TERMINALS are v4a.lark's terminals as lark compiles them (lark's public API)."""
+    from lark import Lark
+
     from lsp_server.engine import v4a
-    from lsp_server.engine.v4a_tables import TABLES
 
-    assert v4a.build_tables() == TABLES
-    assert v4a._tables() is TABLES  # the grammar's hash matches: the tables are used
+    lark = Lark(v4a._grammar(), **v4a._LARK_OPTIONS)
+    names = {t.name for t in lark.terminals} - {"BEGIN"}  # BEGIN: the reader's prefix check
+    assert set(v4a._TERMINALS) == names
+    for name, regexp in v4a._TERMINALS.items():
+        assert lark.get_terminal(name).pattern.to_regexp() == regexp, name
+    assert lark.get_terminal("BEGIN").pattern.value == v4a.BEGIN + "\n"
 
 
 def _both_ways(text: str) -> None:
-    """The tables parse `text` exactly as lark does, or leave it to lark (errors always)."""
+    """The reader parses `text` exactly as lark does, or leaves it to lark (errors always)."""
     from lark.exceptions import UnexpectedInput
 
     from lsp_server.engine import v4a
 
     norm = normalise_patch(text)
-    tables = v4a._tables()
-    assert tables is not None
     outcomes = []
-    for parse in (lambda t: v4a._tables_parse(t, tables), lambda t: v4a._lark().parse(t)):
-        with v4a._LOCK:
-            v4a._TRANSFORMER.norm = norm
-            try:
-                outcomes.append(("ok", parse(norm.text)))
-            except UnexpectedInput:
-                outcomes.append(("syntax", None))
-            except EditError as err:
-                outcomes.append(("error", err.to_result()))
-            finally:
-                v4a._TRANSFORMER.norm = None
+    for parse in (v4a._read_patch, lambda n: v4a._lark(v4a._ToHunks(n)).parse(n.text)):
+        try:
+            outcomes.append(("ok", parse(norm)))
+        except UnexpectedInput:
+            outcomes.append(("syntax", None))
+        except EditError as err:
+            outcomes.append(("error", err.to_result()))
     fast, lark = outcomes
     if lark[0] == "syntax":
         assert fast == ("ok", None), "a syntax error is left to lark"
@@ -547,25 +546,25 @@ def _both_ways(text: str) -> None:
 
 @settings(max_examples=400, deadline=None)
 @given(st.lists(PATCHY_LINES, max_size=14), st.sampled_from(["\n", "\r\n"]), st.booleans())
-def test_tables_parse_as_lark_does(lines: list[str], eol: str, framed: bool) -> None:
+def test_reader_parses_as_lark_does(lines: list[str], eol: str, framed: bool) -> None:
     body = eol.join(lines)
     _both_ways(f"*** Begin Patch{eol}{body}{eol}*** End Patch{eol}" if framed else body)
 
 
 @settings(max_examples=200, deadline=None)
 @given(models())
-def test_tables_parse_rendered_models_as_lark_does(model: tuple[object, ...]) -> None:
+def test_reader_parses_rendered_models_as_lark_does(model: tuple[object, ...]) -> None:
     _both_ways(render(model))
 
 
 @pytest.mark.parametrize(("name", "text", "expected"), LENIENT, ids=[c[0] for c in LENIENT])
-def test_tables_parse_the_lenient_corpus_as_lark_does(
+def test_reader_parses_the_lenient_corpus_as_lark_does(
     name: str, text: str, expected: tuple[object, ...]
 ) -> None:
     _both_ways(text)
 
 
-def test_tables_parse_the_conformance_patches_as_lark_does() -> None:
+def test_reader_parses_the_conformance_patches_as_lark_does() -> None:
     from tests.engine.test_conformance import SCENARIOS  # the corpus the conformance test reads
 
     patches = sorted(SCENARIOS.glob("*/patch.txt"))
@@ -578,14 +577,14 @@ def test_lark_parses_when_the_grammar_changed(monkeypatch: pytest.MonkeyPatch) -
     from lsp_server.engine import v4a
 
     bad = "*** Begin Patch\n*** Update File: a\nbogus\n*** End Patch\n"
-    with pytest.raises(EditError) as with_tables:
+    with pytest.raises(EditError) as with_reader:
         parse_patch(bad)
-    monkeypatch.setattr(v4a, "_tables", lambda: None)
+    monkeypatch.setattr(v4a, "_read_patch", lambda norm: None)
     assert strip_lines(parse_patch(LENIENT[0][1])) == (BASIC,)
     with pytest.raises(EditError) as info:
         parse_patch(bad)
     assert info.value.code == Code.PARSE_ERROR
-    assert info.value.to_result() == with_tables.value.to_result()
+    assert info.value.to_result() == with_reader.value.to_result()
 
 
 # --- chunks, line by line: what `_chunks` builds in bulk, against a model of each chunk --------
@@ -666,3 +665,22 @@ def test_marker_shortcut_is_what_the_match_rebuilds(head: str, sep: str, rest: s
     if stripped in (v4a.BEGIN, v4a.END, v4a.END_OF_FILE):
         return
     assert v4a._marker(stripped) == expected
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "*** Update File: a\n*** Move to: b\n-x\n+y\n",
+        "*** Update File: a\n*** Move to: b\n@@ f\n@@ g\n x\n-y\n*** End of File\n",
+        "*** Update File: a\n x\n\n-y\n@@\n+z\n*** Add File: n\n*** Delete File: d\n",
+        "*** Add File: n\n+1\n+\n*** Update File: a\n-q\n",
+    ],
+)
+def test_the_reader_takes_every_section_shape_itself(body: str) -> None:
+    """Valid patches never need lark (it is imported only for errors): each shape of section
+    the grammar has is read by the hand-written reader, the same as lark reads it."""
+    from lsp_server.engine import v4a
+
+    text = f"*** Begin Patch\n{body}*** End Patch\n"
+    assert v4a._read_patch(normalise_patch(text)) is not None
+    _both_ways(text)

@@ -57,7 +57,7 @@ def _update(*rels: str) -> str:
 @pytest.mark.parametrize("n", [2, 20])
 def test_owner_group_and_mode_are_kept_as_root(tmp_path: Path, state: Path, n: int) -> None:
     """Root applying to a user's 0600 file leaves it that user's 0600 file (a few files, and
-    20: the reserved temporary files of a large patch), and so does the rollback."""
+    20: the threaded writes of a large patch), and so does the rollback."""
     _need_root()
     root = tmp_path / "ws"
     rels = [f"f{i}.txt" for i in range(n)]
@@ -496,36 +496,6 @@ def test_sigkill_at_random_steps_of_a_400_file_apply(tmp_path: Path, state: Path
         assert "rolled back an interrupted apply" in again.stderr, (seed, crash_after)
         assert tree(root) == old, (seed, crash_after)
         assert not (root / "new").exists(), (seed, crash_after)
-
-
-def test_many_files_through_reserved_temporaries_still_check_folders(
-    tmp_path: Path, state: Path
-) -> None:
-    """The reservation's child creates its files in the folders the parent opened: a folder
-    swapped for a symlink before the apply starts gets nothing written through it."""
-    root = tmp_path / "many"
-    old, patch = _many(root, 20)
-    outside = tmp_path / "outside"
-    outside.mkdir()
-    ws = str(root)
-    with files.workspace_lock(ws) as sdir:
-        snaps = [files.read_snapshot(ws, rel) for rel in sorted(old)]
-        reservation = files.reserve(ws, sdir, snaps)
-        assert reservation is not None
-        plan = plan_patch(patch, lambda p: files.read_snapshot(ws, p))
-        os.rename(root / "d1", tmp_path / "d1-moved")
-        os.symlink(outside, root / "d1")
-        try:
-            with pytest.raises(EditError) as info:
-                files.apply_plan(ws, plan, locked=sdir, reservation=reservation)
-        finally:
-            reservation.discard()  # as the CLI does after a refusal: reaps the reservation's child
-    assert info.value.code == Code.STALE, info.value
-    assert list(outside.iterdir()) == []
-    os.unlink(root / "d1")
-    os.rename(tmp_path / "d1-moved", root / "d1")
-    leftovers = [p for p in tree(root) if ".agent-edit-" in p]
-    assert tree(root) == old or leftovers  # temporaries in d1 are named in the report
 
 
 def test_prepare_then_commit_or_abort(tmp_path: Path, state: Path) -> None:

@@ -376,12 +376,11 @@ def test_folder_swapped_during_the_recovery(ws: tuple[Path, Path]) -> None:
 
 @pytest.mark.parametrize("at", ["resolved", "checked", "written", "renamed-1", "renamed-10"])
 @pytest.mark.parametrize("attack", ["swap", "save"])
-def test_a_large_cli_apply_with_reserved_files_under_attack(
+def test_a_many_file_cli_apply_under_attack(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, at: str, attack: str
 ) -> None:
-    """The CLI's large-patch path (temporary files reserved by a child while planning): a
-    folder swapped or a file saved at each step is never written through or lost, and a
-    refusal leaves no reserved file behind."""
+    """The CLI's many-file apply: a folder swapped or a file saved at each step is never
+    written through or lost, and a refusal leaves no temporary file behind."""
     from tests.cli.test_cli_atomic import _many, headless_apply_patch
 
     monkeypatch.setenv(files.STATE_DIR_ENV, str(tmp_path / "state"))

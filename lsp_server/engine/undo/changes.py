@@ -210,21 +210,14 @@ def _record_hunks(
     return tuple(out)
 
 
-def _known(obj: object, name: str, compute: bool) -> str | None:
-    # A cached_property already computed lives in the instance dict.
-    value = obj.__dict__.get(name)
-    if value is None and compute:
-        value = getattr(obj, name)
-    return value if isinstance(value, str) else None
-
-
 def record_change(fc: FileChange, *, hashes: bool = False) -> ChangeRecord:
     """The reversible record of one planned file change (computed before it is sent).
 
     Content hashes are included when already known, or always with `hashes`.
     """
-    before_sha = _known(fc.before, "sha256", hashes) if fc.before.exists else None
-    after_sha = None if fc.change == "delete" else _known(fc, "new_sha256", hashes)
+    before = fc.before
+    before_sha = (before.sha256 if hashes else before.sha256_if_known()) if before.exists else None
+    after_sha = None if fc.change == "delete" else fc.new_sha256 if hashes else fc.digest.sha256
     base = ChangeRecord(
         path=fc.path,
         change=fc.change,
