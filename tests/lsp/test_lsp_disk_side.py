@@ -348,6 +348,19 @@ async def test_a_cancelled_disk_side_edit_never_leaves_the_workspace_lock_held(
     ws = str(root)
     patch = "*** Begin Patch\n*** Update File: a.txt\n@@\n-a\n+A\n*** End Patch\n"
     changes = list(plan_patch(patch, lambda p: files.read_snapshot(ws, p)).changes)
+    # Once the lock is free, the orphaned worker and the check below race for it: the check
+    # waits until the orphan's DiskSide was aborted (else it could see the worker's fresh
+    # temporaries, which the abort is about to remove).
+    orphan_done = asyncio.Event()
+    abort_orphan = disk_side._abort_orphan
+
+    def aborting(made: asyncio.Future[disk_side.DiskSide]) -> None:
+        try:
+            abort_orphan(made)
+        finally:
+            orphan_done.set()
+
+    monkeypatch.setattr(disk_side, "_abort_orphan", aborting)
     with files.workspace_lock(ws):
         task = asyncio.ensure_future(disk_side.prepare(ws, changes, "applyPatch"))
         await asyncio.sleep(0)  # a loop turn: its worker thread now waits for the lock
@@ -359,7 +372,8 @@ async def test_a_cancelled_disk_side_edit_never_leaves_the_workspace_lock_held(
         with files.workspace_lock(ws):
             pass
 
-    # The bound only ends the failing case (the lock never freed).
+    # The bounds only end the failing case (the orphan never aborted, the lock never freed).
+    await asyncio.wait_for(orphan_done.wait(), 30)
     await asyncio.wait_for(asyncio.to_thread(take_the_lock), 30)
     assert (root / "a.txt").read_text() == "a\n"
     no_temporaries(root)
