@@ -167,7 +167,9 @@ def _valid_shaped(draw: st.DrawFn) -> str:
         kind = draw(st.sampled_from(["add", "delete", "update"]))
         if kind == "add":
             out.append(f"*** Add File: f{i}.txt")
-            out += draw(st.lists(st.sampled_from(["+x", "+", "", "+ y", "+*** End Patch"]), max_size=4))
+            out += draw(
+                st.lists(st.sampled_from(["+x", "+", "", "+ y", "+*** End Patch"]), max_size=4)
+            )
         elif kind == "delete":
             out.append(f"*** Delete File: d{i}.txt")
         else:
@@ -176,7 +178,9 @@ def _valid_shaped(draw: st.DrawFn) -> str:
                 out.append(f"*** Move to: m{i}.py")
             for j in range(draw(st.integers(1, 3))):
                 heads = draw(
-                    st.lists(st.sampled_from(["@@", "@@ def f():", "@@ -2,3 +2,3 @@ x"]), max_size=3)
+                    st.lists(
+                        st.sampled_from(["@@", "@@ def f():", "@@ -2,3 +2,3 @@ x"]), max_size=3
+                    )
                 )
                 if j and not heads:
                     heads = ["@@"]
