@@ -88,9 +88,10 @@ class HeadlessContext:
         self.applier = DiskApplier(root, sdir, recovered)
         # How each folder resolved (a patch names many files in few folders), for this context.
         self._walk_memo: dict[str, Any] = {}
-        # Paths named by a symbolic link that is itself the name: rel -> the link's own rel path
-        # and the link as read then.
+        # Paths the patch being planned names by a symbolic link that is itself the name: rel ->
+        # the link's own rel path and the link as read then; and the paths it names directly.
         self._via_link: dict[str, tuple[str, LinkRead]] = {}
+        self._direct: set[str] = set()
 
     def resolve(self, path: str, argument: str = "path") -> Resolved:
         r = self.policy.resolve(path, argument=argument, memo=self._walk_memo)
@@ -99,6 +100,8 @@ class HeadlessContext:
             link = _link_itself(self.root, r.named_path)
             if link is not None:
                 self._via_link[rel] = link
+                return Resolved(rel, r.abs_path)
+        self._direct.add(rel)
         return Resolved(rel, r.abs_path)
 
     def snapshot(self, where: Resolved) -> Snapshot:
@@ -115,6 +118,9 @@ class HeadlessContext:
         """The plan of `patch`, in order (a dry run's and an apply's alike)."""
         from lsp_server.engine.patching import plan_patch
 
+        # Only the names this patch's sections use count: an `expect` key (or an earlier
+        # action) naming a link to a file is no Delete File of that link.
+        self._via_link, self._direct = {}, set()
         return self._on_links(plan_patch(patch, snapshot))
 
     def _on_links(self, plan: Plan) -> Plan:
@@ -126,7 +132,9 @@ class HeadlessContext:
         changes = []
         for c in plan.changes:
             via = self._via_link.get(c.path)
-            if via is not None and c.change in ("delete", "move"):
+            # A file the patch also names directly (a Delete of it and a Move onto its link) is
+            # acted on as that file: the link is only a way to it.
+            if via is not None and c.change in ("delete", "move") and c.path not in self._direct:
                 link_rel, seen = via
                 c = replace(c, before=replace(c.before, path=link_rel, link=seen))
             changes.append(c)

@@ -501,7 +501,11 @@ def _check_unchanged(root: str, folders: Folders, plan: Plan) -> dict[str, os.st
                 link = before.link
                 if link is not None:
                     if st is not None and stat.S_ISLNK(st.st_mode):
-                        if (st.st_ino, st.st_mtime_ns) == (link.ino, link.mtime_ns):
+                        # Its target too: a link put in its place can reuse the inode number,
+                        # and `touch -h` sets a link's mtime back.
+                        if (st.st_ino, st.st_mtime_ns) == (link.ino, link.mtime_ns) and (
+                            _link_target(folders.open(head), name) == link.target
+                        ):
                             continue  # the link removed as a link, unchanged
                 else:
                     seen = before.disk
@@ -516,6 +520,14 @@ def _check_unchanged(root: str, folders: Folders, plan: Plan) -> dict[str, os.st
                 {"path": rel, "reason": "CHANGED_ON_DISK"},
             )
     return out
+
+
+def _link_target(fd: int, name: str) -> str | None:
+    """Where the symbolic link `name` in folder `fd` points now, or None if it cannot be read."""
+    try:
+        return os.readlink(name, dir_fd=fd)
+    except OSError:
+        return None
 
 
 def check_writable(root: str, plan: Plan) -> None:

@@ -477,11 +477,14 @@ def _grammar() -> str:
 
 def _lark(callbacks: _ToHunks) -> Lark:
     """A parser of v4a.lark calling `callbacks` (one per parse: lark binds them when it is
-    built; ~1.3 ms with lark's grammar cache, paid only for a patch the reader does not take,
-    a syntax error). Imported here so valid patches never pay for lark's import."""
+    built; ~5 ms, paid only for a patch the reader does not take, a syntax error). Imported
+    here so valid patches never pay for lark's import.
+
+    Without lark's grammar cache (`cache=True`, ~1.3 ms): it is a pickle at a predictable name
+    in the shared temporary folder, which `pickle.load` would run whoever planted it first."""
     from lark import Lark
 
-    return Lark(_grammar(), transformer=callbacks, cache=True, **_LARK_OPTIONS)
+    return Lark(_grammar(), transformer=callbacks, **_LARK_OPTIONS)
 
 
 # --- the hand-written reader: v4a.lark's language without lark's import ---------------------
