@@ -225,6 +225,14 @@ def main(argv: list[str] | None = None) -> int:
 def _action_args(action: str, ns: Any) -> dict[str, Any]:
     """The action's argument object from the command line (texts read from their files)."""
     out: dict[str, Any] = {}
+    stdin = [n for n, v in vars(ns).items() if n in TEXT_FIELDS and v == "@-"]
+    if len(stdin) > 1:
+        # Standard input is read once: the second text would silently be empty (a replace
+        # then deletes OLD).
+        raise UsageError(
+            f"{' and '.join(METAVAR[n] for n in stdin)} both read standard input (@-); "
+            "it can be read once: give the other text as @file or literally"
+        )
     for name, value in vars(ns).items():
         if value is None or name in ("command", "root", "json", "diff"):
             continue

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lsp_server.actions.context import Context
+from lsp_server.actions.context import Applied, Context
 from lsp_server.actions.paths import Resolved
 from lsp_server.engine import recovery
 from lsp_server.engine.diffing import plan_diff
@@ -56,7 +56,12 @@ async def execute(
             recovery.record(ctx.history, done)
         # The plan and its pre-images are on disk before any file changes.
         edit_id = ctx.history.begin(plan, args, undoes=undoes)
-        applied = await attempt.apply(edit_id)
+        try:
+            applied = await attempt.apply(edit_id)
+        except EditError as err:
+            # An applier that raised rather than returned its error (a rollback's re-read that
+            # failed): the entry begun above records it, once, and is finished.
+            applied = Applied(err)
     finally:
         attempt.abort()  # a no-op once committed
     if applied.error is not None:

@@ -184,7 +184,7 @@ def _parent_not_a_folder(root: str, rel: str) -> EditError:
     # The topmost folder on the path that is not one (nothing below it can exist).
     culprit = ""
     parent = os.path.dirname(rel)
-    while parent:
+    while parent and parent != "/":  # (an absolute `rel`, the server's with several folders)
         full = _under(root, parent)
         if os.path.lexists(full) and not os.path.isdir(full):
             culprit = parent

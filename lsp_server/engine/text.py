@@ -262,11 +262,13 @@ def decode_file(
     """Decode a file's bytes for editing, refusing what cannot round-trip byte for byte;
     `disk`, what the reader saw (its `data` is `data`), goes with the snapshot."""
     if len(data) > max_bytes:
+        # A reader reads one byte over the cap, no more: the file's size is what it saw.
+        size = max(len(data), disk.size) if disk is not None else len(data)
         raise EditError(
             Code.TOO_LARGE,
-            f"{path} is {len(data):,} bytes, over the {max_bytes:,}-byte cap for edits.",
+            f"{path} is {size:,} bytes, over the {max_bytes:,}-byte cap for edits.",
             "Edit a smaller file, or raise the agentEdit.maxFileBytes setting if this is intended.",
-            {"path": path, "size": len(data), "cap": max_bytes},
+            {"path": path, "size": size, "cap": max_bytes},
         )
     if data.find(b"\0", 0, BINARY_SNIFF_BYTES) >= 0:  # (a slice would copy 8 KiB)
         raise EditError(

@@ -29,11 +29,11 @@ from lsp_server import __version__, actions
 from lsp_server.actions import InvalidArguments
 from lsp_server.actions.paths import Resolved, WorkspacePaths
 from lsp_server.actions.session import Session
-from lsp_server.engine import recovery
+from lsp_server.engine import files, recovery
 from lsp_server.engine.errors import Code, EditError
 from lsp_server.engine.history import History, open_history
 from lsp_server.engine.policy import PathPolicy
-from lsp_server.engine.text import Snapshot, absent, decode_file
+from lsp_server.engine.text import Snapshot
 from lsp_server.lsp import lenses, protocol_reader
 from lsp_server.lsp.apply import Location, Verifier, reports_late_by_name, uri_of
 from lsp_server.lsp.diagnostics import document_changed, document_opened
@@ -167,37 +167,12 @@ class AgentEditServer(LanguageServer):
         doc = self.store.by_path(where.abs_path)
         if doc is not None:
             return doc.snapshot(where.rel)
-        if os.path.isdir(where.abs_path):
-            raise EditError(
-                Code.NOT_FOUND,
-                f"{where.rel} is a directory, not a file.",
-                "Give the path of a file.",
-                {"path": where.rel},
-            )
-        try:
-            with open(where.abs_path, "rb") as f:
-                cap = self.paths.policy.max_file_bytes
-                data = f.read(cap + 1)
-                if len(data) > cap:
-                    # Only cap + 1 bytes were read: say the file's real size, not that.
-                    size = max(os.fstat(f.fileno()).st_size, len(data))
-                    raise EditError(
-                        Code.TOO_LARGE,
-                        f"{where.rel} is {size:,} bytes, over the {cap:,}-byte cap for edits.",
-                        "Edit a smaller file, or raise the agentEdit.maxFileBytes setting if "
-                        "this is intended.",
-                        {"path": where.rel, "size": size, "cap": cap},
-                    )
-        except FileNotFoundError:
-            return absent(where.rel)
-        except OSError as exc:
-            raise EditError(
-                Code.NOT_FOUND,
-                f"{where.rel} cannot be read: {exc.strerror}.",
-                "Check the path and its permissions.",
-                {"path": where.rel},
-            ) from None
-        return decode_file(where.rel, data, self.paths.policy.max_file_bytes)
+        # The disk reader every front uses (engine/files.py), so the server answers as the CLI
+        # does: a FIFO swapped in after the path check is refused, not opened blocking (which
+        # froze the server), and what was read goes with the snapshot, so the disk writer
+        # refuses (STALE) a file that changed between this read and its write.
+        root = "/" if os.path.isabs(where.rel) else self.paths.roots[0]  # several folders
+        return files.read_snapshot(root, where.rel, self.paths.policy.max_file_bytes)
 
     def location(self, where: Resolved) -> Location:
         doc = self.store.by_path(where.abs_path)
