@@ -48,6 +48,11 @@ line (a C loop) from the cursor, and verified by one list-slice comparison. Uniq
 the rest of the window: files with many chunks get an index of the last position of each
 chunk's pivot line (one C-level pass), so a pivot found at its last position needs no scan. 1,000
 chunks on a 100k-line file plan in tens of milliseconds.
+
+Why this module is over 500 lines (~800): planning a patch and seeking its chunks are one
+algorithm (the seeker's index is built from the plan's chunks and read back by its uniqueness
+check); the sections (`_Sections`), the exact/lenient chunk matchers and the seeker (`_Level`,
+`_FileSeeker`) are the parts a split would take apart, next.
 """
 
 from __future__ import annotations

@@ -5,6 +5,11 @@ Editors' answers cannot be trusted (editors.md): Neovim skips a stale edit and a
 error. So every touched file is checked afterwards against the content the plan promises, from the
 didChange/didOpen the edit produces (or the disk, for files the editor did not open). Only that
 check makes an edit `applied`.
+
+Why this module is over 500 lines (~630): building the versioned WorkspaceEdit, the
+verifier that watches didChange/didOpen, and reading the editor's answer are one protocol
+exchange with one set of per-file states (`FileState`); the outcome and failure wording
+(`_refused`, `_unverified`, `_failure`) could move to a module of its own next.
 """
 
 from __future__ import annotations
