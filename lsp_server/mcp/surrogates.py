@@ -53,7 +53,7 @@ def _reparsed(exc: Exception) -> Any:
         return None
     try:
         message = jsonrpc_message_adapter.validate_python(json.loads(line), by_name=False)
-    except (ValueError, ValidationError):
+    except (ValueError, RecursionError, ValidationError):  # RecursionError: deep nesting
         return None
     return SessionMessage(message)
 

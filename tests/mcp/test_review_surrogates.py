@@ -141,3 +141,24 @@ def test_history_holding_a_lone_surrogate_is_answered(tmp_path):
         assert got["result"]["structuredContent"]["text"] == "x = 1\n"
     finally:
         mcp.close()
+
+
+def test_deeply_nested_line_with_an_escape_leaves_the_server_serving(tmp_path):
+    """The reparse itself must not be a way in: Python's json raises RecursionError on deep
+    nesting, which would end the server."""
+    mcp = RawMcp(tmp_path)
+    try:
+        deep = "[" * 100_000 + "]" * 100_000
+        mcp.send(
+            '{"jsonrpc":"2.0","id":"deep","method":"ping","params":{"a":"\\u0041","b":'
+            + deep
+            + "}}"
+        )
+        mcp.send(json.dumps({"jsonrpc": "2.0", "id": "after", "method": "ping"}))
+        while True:
+            line = mcp.receive()
+            assert line, "the MCP server died"
+            if json.loads(line)["id"] == "after":
+                break
+    finally:
+        mcp.close()
