@@ -33,7 +33,21 @@ PREFIX = "server-"
 
 
 class Unanswered(OSError):
-    """The request was sent, but the server hung up before answering: it may have acted on it."""
+    """The request was sent, but no usable answer came back (the server hung up, or answered
+    something that is not a JSON object): it may have acted on it."""
+
+
+def _answer(data: bytes) -> dict[str, Any]:
+    """The answer line as an object. Called only after the request was sent: anything else is
+    Unanswered, so a caller never takes an edit that may have landed for one that did not (and
+    redoes it on disk, or says nothing was written)."""
+    try:
+        answer = json.loads(data)
+    except ValueError:
+        raise Unanswered("the server's answer is not JSON") from None
+    if not isinstance(answer, dict):
+        raise Unanswered("the server's answer is not a JSON object")
+    return answer
 
 
 class DiscoveryError(Exception):
@@ -397,10 +411,7 @@ def request(entry: Entry, payload: dict[str, Any], timeout: float = 60.0) -> dic
     data = b"".join(chunks)
     if not data.endswith(b"\n"):
         raise Unanswered("the server hung up without an answer")
-    answer = json.loads(data)
-    if not isinstance(answer, dict):
-        raise OSError("the server's answer is not an object")
-    return answer
+    return _answer(data)
 
 
 async def arequest(
@@ -423,16 +434,13 @@ async def arequest(
             await writer.drain()
             try:
                 line = await reader.readline()
-            except OSError as exc:
+            except (OSError, ValueError) as exc:  # ValueError: longer than MAX_LINE
                 raise Unanswered(f"the server hung up without an answer ({exc})") from None
         finally:
             writer.close()
         if not line.endswith(b"\n"):
             raise Unanswered("the server hung up without an answer")
-        answer = json.loads(line)
-        if not isinstance(answer, dict):
-            raise OSError("the server's answer is not an object")
-        return answer
+        return _answer(line)
 
     if timeout is None:
         return await go()

@@ -237,8 +237,9 @@ class Endpoint:
         if not isinstance(msg, dict):
             return refusal("INVALID_ARGUMENT", "The request is not a JSON object."), False
         token = msg.get("token")
+        # surrogatepass: a JSON-escaped lone surrogate is a wrong token, not a failure.
         if not isinstance(token, str) or not hmac.compare_digest(
-            token.encode(), self.token.encode()
+            token.encode("utf-8", "surrogatepass"), self.token.encode()
         ):
             return (
                 refusal(

@@ -168,11 +168,22 @@ class Router:
                 f"{self.lost.describe()} went away)."
             )
         opened = answer.pop("_open", None)
+        prefix = self._prefix(entry)
+        if prefix is not None:
+            answer = _unbased(answer, prefix)
         self.editor = entry
         self.editor_open = {p for p in opened or [] if isinstance(p, str)}
         self.lost, self.lost_open = None, set()
         answer["via"] = "editor"
         return answer
+
+    def _prefix(self, entry: discovery.Entry) -> str | None:
+        """This root relative to the editor's first workspace folder, when it lies below it
+        (the editor's server names paths relative to that folder); else None."""
+        if not entry.folders or entry.folders[0] == self.root:
+            return None
+        prefix = os.path.relpath(self.root, entry.folders[0])
+        return None if prefix.startswith("..") else prefix
 
     def _rebase(self, entry: discovery.Entry, action: str, args: Any) -> dict[str, Any]:
         """`args` with paths relative to this root, as the editor's server (which resolves
@@ -264,6 +275,59 @@ class Router:
                     "pid": lost.editor_pid or lost.pid,
                 },
             )
+
+
+_PATH_KEYS = frozenset({"path", "movedTo", "movedFrom"})
+_PATH_LISTS = frozenset({"committed", "paths", "held"})
+_DIFF_HEADER = re.compile(r"^(diff --git a/|rename from |rename to |--- a/|\+\+\+ b/)")
+
+
+def _unbased(value: Any, prefix: str) -> Any:
+    """The editor's answer with the paths it names relative to this root again (the tools take
+    paths relative to the root: a model that reuses a path from a result must reach the same
+    file, not `sub/sub/a.py`). A path outside the root becomes `../name`. The request echoed in
+    a history entry (`args`) is left as it was recorded."""
+    if isinstance(value, list):
+        return [_unbased(v, prefix) for v in value]
+    if not isinstance(value, dict):
+        return value
+    out: dict[str, Any] = {}
+    for k, v in value.items():
+        if k in _PATH_KEYS and isinstance(v, str):
+            out[k] = _relative(v, prefix)
+        elif k in _PATH_LISTS and isinstance(v, list):
+            out[k] = [_relative(p, prefix) if isinstance(p, str) else p for p in v]
+        elif k == "diff" and isinstance(v, str):
+            out[k] = _unbased_diff(v, prefix)
+        elif k == "args":
+            out[k] = v
+        else:
+            out[k] = _unbased(v, prefix)
+    return out
+
+
+def _relative(path: str, prefix: str) -> str:
+    if _absolute(path):
+        return path
+    return os.path.relpath(os.path.join("/", path), os.path.join("/", prefix))
+
+
+def _unbased_diff(diff: str, prefix: str) -> str:
+    """Header lines only (between `diff --git` and the first `@@`: a removed line may look like
+    `--- a/...`), and only paths inside the root."""
+    inside = re.escape(prefix.rstrip("/") + "/")
+    # A path starts after a space: `a/sub/x`, `b/sub/x`, or bare after `rename from|to `.
+    in_path = re.compile(r"(?<= )([ab]/)?" + inside)
+    lines = diff.split("\n")
+    header = False
+    for i, line in enumerate(lines):
+        if line.startswith("diff --git "):
+            header = True
+        elif line.startswith("@@"):
+            header = False
+        if header and _DIFF_HEADER.match(line):
+            lines[i] = in_path.sub(lambda m: m.group(1) or "", line)
+    return "\n".join(lines)
 
 
 def _absolute(path: str) -> bool:

@@ -12,6 +12,7 @@ from typing import Any
 
 from lsp_server import __version__
 from lsp_server.mcp.router import Router, refusal
+from lsp_server.mcp.surrogates import Repaired, encodable
 from lsp_server.mcp.tools import BY_NAME, TOOLS, input_schema, model_text
 
 log = logging.getLogger(__name__)
@@ -74,6 +75,8 @@ def build(root: str) -> Any:
         return _result(result, model_text(spec, result))
 
     def _result(result: dict[str, Any], text: str) -> types.CallToolResult:
+        # A lone surrogate (a refused request in the history, a buffer) would end the server.
+        result, text = encodable(result), encodable(text)
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=text)],
             structured_content=result,
@@ -94,7 +97,7 @@ async def serve(root: str) -> None:
 
     server = build(root)
     async with stdio_server() as (read, write):
-        await server.run(read, write, server.create_initialization_options())
+        await server.run(Repaired(read), write, server.create_initialization_options())
 
 
 def main(root: str) -> int:

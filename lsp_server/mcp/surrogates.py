@@ -1,0 +1,102 @@
+"""Lone UTF-16 surrogates on the MCP stdio stream, which the SDK cannot carry either way.
+
+JSON can escape a lone surrogate (`"\\ud800"`; JavaScript's JSON.stringify writes one for a
+model's broken emoji) but UTF-8 cannot hold it:
+- in: the SDK's strict JSON parser drops such a line with no reply, so the tool call is never
+  answered. `Repaired` parses it again with Python's json, which keeps the surrogate, so the
+  actions refuse it as INVALID_ARGUMENT naming the argument and position (contract/text.py).
+- out: a result can hold one (the history records a refused request as it came; an editor's
+  buffer may hold one), and the SDK's writer fails on it, which ends the MCP server.
+  `encodable` writes each as its escape (`\\udcff`), as the CLI's JSON output does.
+"""
+
+from __future__ import annotations
+
+import json
+from types import TracebackType
+from typing import Any
+
+
+def encodable(value: Any) -> Any:
+    """`value` (a JSON-like structure) with every lone surrogate in its strings written as its
+    backslash escape; the same object when there is none (the common case costs one check per
+    non-ASCII string)."""
+    if isinstance(value, str):
+        if value.isascii():
+            return value
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return value.encode("utf-8", "backslashreplace").decode("utf-8")
+        return value
+    if isinstance(value, dict):
+        return {encodable(k): encodable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [encodable(v) for v in value]
+    return value
+
+
+def _reparsed(exc: Exception) -> Any:
+    """The message of a line the SDK's parser refused for invalid JSON, if Python's json reads
+    it (a lone surrogate escape) and it is a JSON-RPC message; else None."""
+    from mcp.shared.message import SessionMessage
+    from mcp_types import jsonrpc_message_adapter
+    from pydantic import ValidationError
+
+    if not isinstance(exc, ValidationError):
+        return None
+    errors = exc.errors()
+    if len(errors) != 1 or errors[0].get("type") != "json_invalid":
+        return None
+    line = errors[0].get("input")
+    if not isinstance(line, str) or "\\u" not in line:
+        return None
+    try:
+        message = jsonrpc_message_adapter.validate_python(json.loads(line), by_name=False)
+    except (ValueError, RecursionError, ValidationError):  # RecursionError: deep nesting
+        return None
+    return SessionMessage(message)
+
+
+class Repaired:
+    """The SDK's stdio read stream, with lines refused only for a lone surrogate parsed again."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    @property
+    def last_context(self) -> Any:
+        return getattr(self._inner, "last_context", None)
+
+    async def receive(self) -> Any:
+        item = await self._inner.receive()
+        if isinstance(item, Exception):
+            message = _reparsed(item)
+            if message is not None:
+                return message
+        return item
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    def __aiter__(self) -> Repaired:
+        return self
+
+    async def __anext__(self) -> Any:
+        import anyio
+
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> Repaired:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
