@@ -81,16 +81,19 @@ class History(Replay):
     # -- journal plumbing ---------------------------------------------------------------------
 
     @contextmanager
-    def _txn(self) -> Iterator[Callable[[dict[str, Any], bool], None]]:
+    def _txn(self, apply: bool = True) -> Iterator[Callable[[dict[str, Any], bool], None]]:
+        """A locked journal transaction; each record written is applied to the state too,
+        unless `apply` is False (the caller then puts in the state what the record says)."""
         if self.journal is None:
-            yield lambda rec, sync: self._apply(rec)
+            yield lambda rec, sync: self._apply(rec) if apply else None
             return
         with self.journal.transaction() as (batch, writer):
             self._ingest(batch)
 
             def write(rec: dict[str, Any], sync: bool) -> None:
                 writer.append(rec, sync=sync)
-                self._apply(rec)
+                if apply:
+                    self._apply(rec)
 
             yield write
             if self.journal.wants_compaction():
@@ -179,7 +182,7 @@ class History(Replay):
         records: list[ChangeRecord],
         diffs: dict[str, str],
     ) -> int:
-        with self._txn() as write:
+        with self._txn(apply=False) as write:
             user, baselines = self._prepare(plan)
             entry_id = self._next_id
             e = Entry(
@@ -194,8 +197,11 @@ class History(Replay):
                 pid=os.getpid(),
             )
             write(self._begin_json(e), True)
+            # The entry itself goes in, not one rebuilt from its record (what replaying the
+            # record gives: the change records decoded again cost ~13 ms on 1,000 files).
+            self._entries[entry_id] = entry = e
+            self._next_id = max(self._next_id, entry_id + 1)
             self._own.add(entry_id)
-            entry = self._entries[entry_id]
             entry._diffs = diffs
             entry._base_lines = {
                 c.path: list(c.before.lines)
