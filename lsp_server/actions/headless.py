@@ -15,13 +15,13 @@ folder that cannot be used, a rollback that fails) raises its `EditError`.
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import AsyncIterator, Callable, Generator
 from contextlib import asynccontextmanager, nullcontext
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from lsp_server.actions.context import Applied
+from lsp_server.actions.links import LinkRule
 from lsp_server.actions.paths import Resolved
 from lsp_server.actions.session import Session
 from lsp_server.engine import files, recovery
@@ -29,7 +29,7 @@ from lsp_server.engine.errors import EditError
 from lsp_server.engine.history import History, drive, open_history
 from lsp_server.engine.model import FileChange, Plan
 from lsp_server.engine.policy import PathPolicy
-from lsp_server.engine.text import LinkRead, Snapshot
+from lsp_server.engine.text import Snapshot
 
 T = TypeVar("T")
 
@@ -88,20 +88,13 @@ class HeadlessContext:
         self.applier = DiskApplier(root, sdir, recovered)
         # How each folder resolved (a patch names many files in few folders), for this context.
         self._walk_memo: dict[str, Any] = {}
-        # Paths the patch being planned names by a symbolic link that is itself the name: rel ->
-        # the link's own rel path and the link as read then; and the paths it names directly.
-        self._via_link: dict[str, tuple[str, LinkRead]] = {}
-        self._direct: set[str] = set()
+        # Which names the patch being planned reached through a symbolic link (actions/links.py).
+        self.links = LinkRule()
 
     def resolve(self, path: str, argument: str = "path") -> Resolved:
         r = self.policy.resolve(path, argument=argument, memo=self._walk_memo)
         rel = self.policy.name_of(r)
-        if r.named_path != r.abs_path:
-            link = _link_itself(self.root, r.named_path)
-            if link is not None:
-                self._via_link[rel] = link
-                return Resolved(rel, r.abs_path)
-        self._direct.add(rel)
+        self.links.note(r, rel, several_roots=False)
         return Resolved(rel, r.abs_path)
 
     def snapshot(self, where: Resolved) -> Snapshot:
@@ -118,27 +111,8 @@ class HeadlessContext:
         """The plan of `patch`, in order (a dry run's and an apply's alike)."""
         from lsp_server.engine.patching import plan_patch
 
-        # Only the names this patch's sections use count: an `expect` key (or an earlier
-        # action) naming a link to a file is no Delete File of that link.
-        self._via_link, self._direct = {}, set()
-        return self._on_links(plan_patch(patch, snapshot))
-
-    def _on_links(self, plan: Plan) -> Plan:
-        """`plan` with each Delete and Move source that was named by a symbolic link acting on
-        that link (its path, and the link as it was seen, re-checked before it is removed),
-        never on the file it points to."""
-        if not self._via_link:
-            return plan
-        changes = []
-        for c in plan.changes:
-            via = self._via_link.get(c.path)
-            # A file the patch also names directly (a Delete of it and a Move onto its link) is
-            # acted on as that file: the link is only a way to it.
-            if via is not None and c.change in ("delete", "move") and c.path not in self._direct:
-                link_rel, seen = via
-                c = replace(c, before=replace(c.before, path=link_rel, link=seen))
-            changes.append(c)
-        return replace(plan, changes=tuple(changes))
+        self.links.start()
+        return self.links.on_links(plan_patch(patch, snapshot))
 
     def live(self, path: str) -> Snapshot | None:
         try:
@@ -158,22 +132,6 @@ class HeadlessContext:
                 self.history.recover(entry.id, observed)
             except EditError:
                 continue  # left unfinished: the next opener tries again
-
-
-def _link_itself(root: str, named: str) -> tuple[str, LinkRead] | None:
-    """The workspace-relative path of the symbolic link `named` is (its folder resolved) and the
-    link as seen now, or None if it is not one or that folder is outside the workspace."""
-    try:
-        if not stat.S_ISLNK(os.lstat(named).st_mode):
-            return None
-    except OSError:
-        return None
-    folder = os.path.realpath(os.path.dirname(named))
-    rel = os.path.relpath(os.path.join(folder, os.path.basename(named)), root)
-    if rel == "." or rel.startswith("../") or rel == ".." or os.path.isabs(rel):
-        return None
-    seen = files.note_link(root, rel)
-    return (rel, seen) if seen is not None else None
 
 
 @dataclass

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from typing import TYPE_CHECKING, Any
 
 from lsp_server import peers
@@ -22,7 +23,7 @@ from lsp_server.engine.model import FileChange, Plan
 from lsp_server.engine.recovery import Recovery
 from lsp_server.engine.undo import plan_rollback
 from lsp_server.lsp import disk_side
-from lsp_server.lsp.apply import Outcome, apply_and_verify, transactional
+from lsp_server.lsp.apply import Location, Outcome, apply_and_verify, transactional, uri_of
 from lsp_server.lsp.diagnostics import publish_after_edit
 
 if TYPE_CHECKING:
@@ -49,6 +50,15 @@ class EditorAttempt:
         self.plan = plan
         self.where = where
         self.locations = {p: server.location(r) for p, r in where.items()}
+        for c in plan.changes:
+            if c.before.link is not None:
+                # A symbolic link removed (or moved) as the link (actions/links.py): its place is
+                # the link's own path, which no buffer is (the store is keyed by real path), so
+                # it goes to the disk side and a buffer of the file it points to stays as it is.
+                link = (
+                    c.path if os.path.isabs(c.path) else os.path.join(server.paths.roots[0], c.path)
+                )
+                self.locations[c.path] = Location(link, uri_of(link))
         # A file whose last edit is unverified may look older here than in the editor.
         server.pending.refuse_if_held({p: loc.abs_path for p, loc in self.locations.items()})
         # Resource operations the editor cannot do: on disk, or refused now for an open buffer.

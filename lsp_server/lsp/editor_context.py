@@ -8,6 +8,7 @@ import asyncio
 from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, TypeVar
 
+from lsp_server.actions.links import LinkRule
 from lsp_server.actions.paths import Resolved
 from lsp_server.actions.session import Session
 from lsp_server.engine.history import History
@@ -31,6 +32,9 @@ class EditorContext:
         self.server = server
         self.session = session
         self.applier = EditorApplier(server)
+        # Which names the patch being planned reached through a symbolic link: a Delete or a
+        # Move's source acts on the link itself, as headless (actions/links.py).
+        self.links = LinkRule()
 
     @property
     def history(self) -> History:
@@ -45,7 +49,11 @@ class EditorContext:
         return self.server.edit_lock
 
     def resolve(self, path: str, argument: str = "path") -> Resolved:
-        return self.server.paths.resolve(path, argument=argument)
+        policy = self.server.paths.policy
+        r = policy.resolve(path, argument=argument)
+        name = policy.name_of(r)
+        self.links.note(r, name, several_roots=len(policy.roots) > 1)
+        return Resolved(name, r.abs_path)
 
     def snapshot(self, where: Resolved) -> Snapshot:
         return self.server.snapshot(where)
@@ -63,7 +71,8 @@ class EditorContext:
     def plan_patch(
         self, patch: str, snapshot: Callable[[str], Snapshot], for_apply: bool = True
     ) -> Plan:
-        return plan_patch(patch, snapshot)
+        self.links.start()
+        return self.links.on_links(plan_patch(patch, snapshot))
 
     def live(self, path: str) -> Snapshot | None:
         return self.server.live(path)
