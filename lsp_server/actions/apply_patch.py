@@ -28,7 +28,7 @@ async def run(ctx: Context, a: dict[str, Any]) -> dict[str, Any]:
             where[r.rel] = r
             return ctx.snapshot(r)
 
-        plan = ctx.plan_patch(a["patch"], get_snapshot, not a.get("dryRun", False))
+        plan = ctx.plan_patch(a["patch"], get_snapshot)
         for c in plan.changes:
             if c.moved_to and c.moved_to not in where:
                 where[c.moved_to] = ctx.resolve(c.moved_to, argument="moveTo")

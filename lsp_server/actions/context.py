@@ -101,11 +101,9 @@ class Context(Protocol):
     def read(self, where: Resolved) -> Snapshot:
         """`snapshot` for an agent's read (the editor front keeps hash marks for later edits)."""
 
-    def plan_patch(
-        self, patch: str, snapshot: Callable[[str], Snapshot], for_apply: bool = True
-    ) -> Plan:
-        """engine.patching.plan_patch over `snapshot`, or a front's faster equivalent (which
-        may make ready what the apply will need, when `for_apply`)."""
+    def plan_patch(self, patch: str, snapshot: Callable[[str], Snapshot]) -> Plan:
+        """engine.patching.plan_patch over `snapshot`, with the context's own path rules (a
+        Delete or Move source named by a symbolic link acts on the link: actions/links.py)."""
 
     def live(self, path: str) -> Snapshot | None:
         """What a history path shows now, or None when it cannot be read."""

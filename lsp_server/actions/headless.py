@@ -105,9 +105,7 @@ class HeadlessContext:
     def open_id(self, where: Resolved) -> int | None:
         return None  # nothing is open: a token is its sha256
 
-    def plan_patch(
-        self, patch: str, snapshot: Callable[[str], Snapshot], for_apply: bool = True
-    ) -> Plan:
+    def plan_patch(self, patch: str, snapshot: Callable[[str], Snapshot]) -> Plan:
         """The plan of `patch`, in order (a dry run's and an apply's alike)."""
         from lsp_server.engine.patching import plan_patch
 

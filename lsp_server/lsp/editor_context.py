@@ -68,9 +68,7 @@ class EditorContext:
             doc.sha256  # noqa: B018 - hashed by the document, which keeps marks for later edits
         return self.server.snapshot(where)
 
-    def plan_patch(
-        self, patch: str, snapshot: Callable[[str], Snapshot], for_apply: bool = True
-    ) -> Plan:
+    def plan_patch(self, patch: str, snapshot: Callable[[str], Snapshot]) -> Plan:
         self.links.start()
         return self.links.on_links(plan_patch(patch, snapshot))
 

@@ -436,7 +436,6 @@ def test_a_symlink_replaced_before_its_delete_is_stale(tmp_path: Path, state: Pa
             return ctx.plan_patch(
                 "*** Begin Patch\n*** Delete File: link.txt\n*** End Patch\n",
                 lambda p: ctx.snapshot(ctx.resolve(p)),
-                for_apply=False,
             )
 
     plan = startup.run_sync(plan_it())
