@@ -351,7 +351,7 @@ end
 --- A failure produced by the client itself (no server, no answer, JSON-RPC error), in the shape
 --- of the server's failure results so callers handle one kind of table.
 --- @return table
-local function client_failure(code, message, hint, details)
+function M.client_failure(code, message, hint, details)
   return {
     ok = false,
     code = code,
@@ -439,7 +439,7 @@ end
 --- @param timeout integer ms
 --- @return table
 local function timeout_failure(timeout)
-  return client_failure(
+  return M.client_failure(
     'TIMEOUT',
     string.format('no answer from the server within %d ms', timeout),
     'read the file again before retrying: the edit may still have been applied',
@@ -452,7 +452,7 @@ end
 --- @return table
 local function to_result(err, result)
   if err then
-    return client_failure(
+    return M.client_failure(
       'RPC_ERROR',
       'the server answered with a JSON-RPC error: ' .. tostring(err.message),
       'check the arguments against the command (a malformed argument is InvalidParams)',
@@ -460,7 +460,7 @@ local function to_result(err, result)
     )
   end
   if type(result) ~= 'table' then
-    return client_failure(
+    return M.client_failure(
       'RPC_ERROR',
       'the server answered without a result table',
       'see :LspLog; the server may have failed',
@@ -503,7 +503,7 @@ function M.execute(verb, args, opts)
   local client = nil
   local failure
   if bad then
-    failure = client_failure(
+    failure = M.client_failure(
       'INVALID_ARGUMENT',
       string.format(
         '%s is not valid UTF-8 (byte %d); nothing was sent to the server',
@@ -516,7 +516,7 @@ function M.execute(verb, args, opts)
   else
     client = M.pick_client(args, opts)
     if client == nil then
-      failure = client_failure(
+      failure = M.client_failure(
         'NO_SERVER',
         'the agent-edit server is not running and could not be started',
         'run :checkhealth agent_edit',
@@ -579,7 +579,7 @@ function M.execute(verb, args, opts)
     if not ok then
       vim.schedule(function()
         finish(
-          client_failure('NO_SERVER', 'the agent-edit server stopped', 'restart it: :LspRestart')
+          M.client_failure('NO_SERVER', 'the agent-edit server stopped', 'restart it: :LspRestart')
         )
       end)
     elseif request_id and not done then

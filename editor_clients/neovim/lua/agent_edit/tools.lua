@@ -219,16 +219,9 @@ function M.spec(name)
   return nil
 end
 
---- @return table
+--- A failure in the shape of the server's results (the plugin's own constructor).
 local function failure(code, message, hint, details)
-  return {
-    ok = false,
-    code = code,
-    message = message,
-    hint = hint,
-    details = details or vim.empty_dict(),
-    committed = {},
-  }
+  return require('agent_edit').client_failure(code, message, hint, details)
 end
 
 --- Runs one tool call through the plugin's asynchronous API. `callback(result)` is called exactly
