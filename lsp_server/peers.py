@@ -14,7 +14,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from lsp_server import discovery
-from lsp_server.engine.errors import Code, EditError
+from lsp_server.engine import errors
+from lsp_server.engine.errors import EditError
 
 if TYPE_CHECKING:
     from lsp_server.actions.context import Applier, Attempt
@@ -37,34 +38,28 @@ def _paths(changes: list[FileChange], abs_path: Callable[[str], str | None]) -> 
 
 
 def _unreachable(entry: discovery.Entry, exc: Exception) -> EditError:
-    return EditError(
-        Code.CONFLICT,
+    return errors.open_elsewhere(
         f"Another agent-edit server for this workspace, started by {entry.describe()}, did not "
         f"answer whether it has these files open ({exc}); they may hold unsaved text there, so "
         "the disk was not written. Nothing was changed.",
         "Make the edit from that editor, or close it, then try again.",
-        {
-            "reason": "PEER_UNREACHABLE",
-            "editor": entry.editor,
-            "pid": entry.editor_pid or entry.pid,
-        },
+        reason="PEER_UNREACHABLE",
+        editor=entry.editor,
+        pid=entry.editor_pid or entry.pid,
     )
 
 
 def _held(entry: discovery.Entry, held: list[str]) -> EditError:
-    return EditError(
-        Code.CONFLICT,
+    return errors.open_elsewhere(
         f"{', '.join(held)} is open in {entry.describe()}, through another agent-edit server; "
         "its buffer, not the disk, is what the user sees there, so the disk was not written. "
         "Nothing was changed.",
         "Make the edit through that editor (agent-edit mcp and the CLI go through it when their "
         "root is its workspace folder), or close the file there first.",
-        {
-            "reason": "OPEN_IN_OTHER_EDITOR",
-            "paths": held,
-            "editor": entry.editor,
-            "pid": entry.editor_pid or entry.pid,
-        },
+        reason="OPEN_IN_OTHER_EDITOR",
+        paths=held,
+        editor=entry.editor,
+        pid=entry.editor_pid or entry.pid,
     )
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from lsp_server.actions.context import Context
-from lsp_server.engine.errors import Code, EditError
+from lsp_server.engine import errors
 from lsp_server.engine.planner import require_exists
 from lsp_server.engine.text import describe_eol
 
@@ -20,11 +20,11 @@ async def run(ctx: Context, a: dict[str, Any]) -> dict[str, Any]:
     start = a.get("startLine") or 1
     end = a.get("endLine") or total
     if start < 1 or end < start - 1:
-        raise EditError(
-            Code.INVALID_ARGUMENT,
+        raise errors.invalid_argument(
             f"The line range {start}-{end} is not valid.",
             f"Lines are 1-based; {where.rel} has {total} lines.",
-            {"argument": "startLine", "lines": total},
+            argument="startLine",
+            lines=total,
         )
     ranged = "startLine" in a or "endLine" in a
     if ranged:

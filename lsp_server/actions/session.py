@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from lsp_server.engine.errors import Code, EditError
+from lsp_server.engine import errors
 
 
 @dataclass
@@ -65,19 +65,16 @@ def token_now(rel: str, token: dict[str, Any] | None, opened: int | None) -> dic
     left with nothing to prove is STALE, saying why."""
     fitted = for_open(token, opened)
     if fitted is not None and fitted.get("reopened") and fitted.get("sha256") is None:
-        raise EditError(
-            Code.STALE,
+        raise errors.stale(
             f"{rel} was closed (or opened) in the editor since version "
             f"{token.get('version') if token else None} was read, and editors count versions "
             "again after a reopen, so that version proves nothing now.",
             "Read the file again with agentEdit.read, or pass expect: {sha256} from a read.",
-            {
-                "expected": {
-                    "version": token.get("version") if token else None,
-                    "sha256": None,
-                },
-                "path": rel,
-                "reason": "REOPENED",
+            expected={
+                "version": token.get("version") if token else None,
+                "sha256": None,
             },
+            path=rel,
+            reason="REOPENED",
         )
     return fitted

@@ -8,7 +8,7 @@ from typing import Any
 from lsp_server.actions.context import Context
 from lsp_server.actions.execute import execute
 from lsp_server.actions.session import token_now
-from lsp_server.engine.errors import Code, EditError
+from lsp_server.engine import errors
 from lsp_server.engine.planner import check_precondition, plan_write
 
 
@@ -23,18 +23,17 @@ async def run(ctx: Context, a: dict[str, Any]) -> dict[str, Any]:
             # `expect` (unless the requireRead setting is off).
             check_precondition(snap, known, None, required=ctx.settings.require_read)
         elif a.get("expect"):
-            raise EditError(
-                Code.NOT_FOUND,
+            raise errors.not_found(
                 f"{where.rel} does not exist, but expect was given for it.",
                 "Drop expect to create the file, or check the path.",
-                {"path": where.rel},
+                path=where.rel,
             )
         change = plan_write(snap, a["text"])
         if change.change == "update" and not change.edits:
-            raise EditError(
-                Code.INVALID_ARGUMENT,
+            raise errors.invalid_argument(
                 f"NO_CHANGE: {where.rel} already has exactly this text.",
                 "Nothing to do; send different text to change it.",
-                {"argument": "text", "reason": "NO_CHANGE"},
+                argument="text",
+                reason="NO_CHANGE",
             )
         return await execute(ctx, "write", a, [change], {where.rel: where}, a.get("dryRun", False))

@@ -7,6 +7,7 @@ defined exactly once, here.
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Callable
 from enum import StrEnum
 from typing import Any
@@ -76,7 +77,7 @@ class EditError(Exception):
 
 
 def parse_error(
-    message: str, hint: str, *, patchLine: int, line: str, expected: str, **details: Any
+    message: str, hint: str, *, patchLine: int, line: str, expected: list[str], **details: Any
 ) -> EditError:
     """The patch does not parse: the patch line number, the offending line, what was expected."""
     return EditError(
@@ -196,11 +197,12 @@ def partial(
     message: str,
     hint: str,
     *,
-    files: list[dict[str, Any]],
+    files: list[dict[str, Any]] | list[str],
     committed: list[dict[str, Any]],
     **details: Any,
 ) -> EditError:
-    """Some changes landed and could not be reverted: the exact committed list."""
+    """Some changes landed and could not be reverted: the exact committed list. (`files` is
+    `[{path, state}]`, except from the disk writer's failed rollback: the paths alone.)"""
     return EditError(Code.PARTIAL, message, hint, {"files": files, **details}, committed)
 
 
@@ -248,6 +250,40 @@ def unsupported(message: str, hint: str, **details: Any) -> EditError:
 def io_error(message: str, hint: str, **details: Any) -> EditError:
     """The operating system refused (permissions, disk space, the state folder)."""
     return EditError(Code.IO_ERROR, message, hint, details)
+
+
+# -- refusals that share a code but not its promised details --------------------------------
+# Two families of refusal take their code from a situation product.md 2.1 does not describe,
+# so the details it promises for that code are not there to give: each has its own constructor
+# (and neither is in CONSTRUCTORS, which keeps one constructor per code).
+
+
+def from_os_error(exc: BaseException, message: str, hint: str, **details: Any) -> EditError:
+    """The operating system refused: DENIED for a permission or a read-only file system,
+    NOT_FOUND for a file or folder that is gone, IO_ERROR otherwise (disk space, the disk, or
+    `exc` not an OSError at all).
+
+    `path` is a detail only where the caller knows which file it was: the disk writer's
+    rollback sees the error of a whole apply, not the step that raised it."""
+    number = exc.errno if isinstance(exc, OSError) else None
+    if number in (errno.EACCES, errno.EPERM, errno.EROFS):
+        code = Code.DENIED
+    elif number in (errno.ENOENT, errno.ENOTDIR):
+        code = Code.NOT_FOUND
+    else:
+        code = Code.IO_ERROR
+    return EditError(code, message, hint, details)
+
+
+def open_elsewhere(
+    message: str, hint: str, *, reason: str, editor: str, pid: int, **details: Any
+) -> EditError:
+    """CONFLICT with another editor (through its agent-edit server) that has, or may have, the
+    files open, so the disk is not what its user sees: which editor and its process. Not an
+    undo's CONFLICT, so there are no differing `lines`."""
+    return EditError(
+        Code.CONFLICT, message, hint, {"reason": reason, "editor": editor, "pid": pid, **details}
+    )
 
 
 # Code -> its constructor: every code has exactly one (checked by tests/engine/test_errors.py).

@@ -74,7 +74,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, NoReturn
 
-from lsp_server.engine.errors import Code, EditError
+from lsp_server.engine import errors
+from lsp_server.engine.errors import EditError
 from lsp_server.engine.folders import FolderChanged, Folders, split
 from lsp_server.engine.model import Plan
 from lsp_server.engine.state import ENV_STATE_DIR, state_dir
@@ -146,11 +147,12 @@ def read_snapshot(root: str, rel: str, max_bytes: int = DEFAULT_MAX_BYTES) -> Sn
             if stat.S_ISDIR(st.st_mode):
                 raise _is_directory(rel)
             # A FIFO or device would block or never end; only regular files are edited.
-            raise EditError(
-                Code.INVALID_ARGUMENT,
+            raise errors.invalid_argument(
                 f"{rel} is not a regular file.",
                 "Edit regular files only.",
-                {"argument": "path", "path": rel, "reason": "NOT_REGULAR"},
+                argument="path",
+                path=rel,
+                reason="NOT_REGULAR",
             )
         want = min(size, max_bytes) + 1  # one byte more tells an oversized file
         data = os.read(fd, want)
@@ -176,11 +178,10 @@ def read_snapshot(root: str, rel: str, max_bytes: int = DEFAULT_MAX_BYTES) -> Sn
 
 
 def _read_error(rel: str, exc: OSError) -> EditError:
-    return EditError(
-        Code.IO_ERROR,
+    return errors.io_error(
         f"Cannot read {rel}: {exc.strerror or exc}.",
         "Check the file's permissions, then try again.",
-        {"path": rel},
+        path=rel,
     )
 
 
@@ -195,23 +196,24 @@ def _parent_not_a_folder(root: str, rel: str) -> EditError:
         if os.path.lexists(full) and not os.path.isdir(full):
             culprit = parent
         parent = os.path.dirname(parent)
-    return EditError(
-        Code.NOT_FOUND,
+    return errors.not_found(
         f"{rel} cannot be created or read: {culprit or 'a folder on its path'} is a file, "
         "not a folder.",
         "Choose a path whose folders are folders (or remove that file first, in a separate patch).",
-        {"path": rel, "parent": culprit, "reason": "PARENT_NOT_A_FOLDER"},
+        path=rel,
+        parent=culprit,
+        reason="PARENT_NOT_A_FOLDER",
     )
 
 
 def _is_directory(rel: str) -> EditError:
     # NOT_FOUND, as the language server says it: there is no *file* of that name.
-    return EditError(
-        Code.NOT_FOUND,
+    return errors.not_found(
         f"{rel} is a directory, not a file; file operations change one file each.",
         "Name a file inside it instead (one '*** Delete File:' per file to remove a folder's "
         "files).",
-        {"path": rel, "reason": "IS_DIRECTORY"},
+        path=rel,
+        reason="IS_DIRECTORY",
     )
 
 
@@ -344,13 +346,13 @@ def workspace_lock(root: str) -> Iterator[str]:
 
 def _state_error(exc: OSError) -> EditError:
     where = exc.filename or os.environ.get(STATE_DIR_ENV) or "the state folder"
-    return EditError(
-        Code.IO_ERROR,
+    return errors.io_error(
         f"Cannot use agent-edit's state folder {where} ({exc.strerror or exc}); nothing was "
         "changed.",
         "Free disk space or fix that folder's permissions, or set AGENT_EDIT_STATE_DIR to a "
         "writable folder outside the workspace, then try again.",
-        {"path": str(where), "reason": "STATE_DIR"},
+        path=str(where),
+        reason="STATE_DIR",
     )
 
 
@@ -430,12 +432,12 @@ def _open_root(root: str) -> Folders:
     try:
         return Folders(root)
     except OSError as exc:
-        raise EditError(
-            _errno_code(exc),
+        raise errors.from_os_error(
+            exc,
             f"Cannot open the workspace folder {root} ({exc.strerror or exc}); nothing was "
             "changed.",
             "Check that the folder exists and is readable, then try again.",
-            {"path": root},
+            path=root,
         ) from None
 
 
@@ -519,11 +521,11 @@ def _check_unchanged(root: str, folders: Folders, plan: Plan) -> dict[str, os.st
                         continue  # not read from disk (a buffer snapshot), or unchanged
             elif now is None:
                 continue  # still absent, as planned
-            raise EditError(
-                Code.STALE,
+            raise errors.stale(
                 f"{rel} changed on disk while the patch was being planned; nothing was written.",
                 "Apply the patch again: it will be checked against the file as it is now.",
-                {"path": rel, "reason": "CHANGED_ON_DISK"},
+                path=rel,
+                reason="CHANGED_ON_DISK",
             )
     return out
 
@@ -563,13 +565,14 @@ def _check_writable(root: str, folders: Folders, steps: list[_Step], dirs: list[
         asked.add(head)
         full = _under(root, head) if head else root
         if not os.access(full, os.W_OK, effective_ids=os.access in os.supports_effective_ids):
-            raise EditError(
-                Code.DENIED,
+            raise errors.denied(
                 f"Cannot write in folder {head or '.'} (for {s.path}): it is read-only for "
                 "agent-edit (a read-only mount, an immutable folder, or its permissions); "
                 "nothing was changed.",
                 "Make the folder writable for this user (or edit elsewhere), then apply again.",
-                {"path": s.path, "folder": head or ".", "reason": "READ_ONLY"},
+                path=s.path,
+                folder=head or ".",
+                reason="READ_ONLY",
             )
     for s in steps:
         st = s.st
@@ -897,13 +900,14 @@ def _keep_xattrs(fd: int, dir_fd: int, step: _Step) -> bool:
                 os.setxattr(fd, key, value)
             except OSError as exc:
                 raise _Refused(
-                    EditError(
-                        Code.DENIED,
+                    errors.denied(
                         f"{step.path} has the extended attribute {key}, which its replacement "
                         f"cannot be given ({exc.strerror or exc}); replacing it would drop it",
                         "Apply as a user who may set it (or as root), or remove the attribute, "
                         "then apply again.",
-                        {"path": step.path, "reason": "XATTR", "attribute": key},
+                        path=step.path,
+                        reason="XATTR",
+                        attribute=key,
                     )
                 ) from None
             changed = True
@@ -936,12 +940,14 @@ def _new_file_gid(folder: os.stat_result, egid: int) -> int:
 
 
 def _owner_refusal(path: str, st: os.stat_result, changed: str) -> EditError:
-    return EditError(
-        Code.DENIED,
+    return errors.denied(
         f"{path} is owned by user {st.st_uid}, group {st.st_gid}; replacing it would give it "
         f"another owner or group, which this process may not keep{changed}",
         "Apply as the file's owner (or as root), or change the file's owner, then apply again.",
-        {"path": path, "reason": "OWNER", "uid": st.st_uid, "gid": st.st_gid},
+        path=path,
+        reason="OWNER",
+        uid=st.st_uid,
+        gid=st.st_gid,
     )
 
 
@@ -1137,26 +1143,25 @@ def _begin(root: str, sdir: str, steps: list[_Step], dirs: list[str], folders: F
 def _pending_error(path: str) -> EditError:
     """An earlier apply's journal is still there (its recovery failed for some files): a new
     journal would replace it, and those files could never be rolled back."""
-    return EditError(
-        Code.IO_ERROR,
+    return errors.io_error(
         f"An earlier interrupted apply is not rolled back yet (its journal is {path}); "
         "nothing was changed.",
         "Fix what stopped its rollback (see the recovery message: permissions, disk space), "
         "then run any agent-edit edit command in this workspace: it retries the rollback first.",
-        {"path": path, "reason": "RECOVERY_PENDING"},
+        path=path,
+        reason="RECOVERY_PENDING",
     )
 
 
 def _journal_error(sdir: str, exc: OSError) -> EditError:
     # Nothing in the workspace was touched yet: a journal that could not be written is what
     # stops the apply before its first temporary file.
-    return EditError(
-        Code.IO_ERROR,
+    return errors.io_error(
         f"Could not write the apply's journal in {sdir} ({exc.strerror or exc}); nothing was "
         "changed.",
         "Free disk space or fix that folder's permissions (or point AGENT_EDIT_STATE_DIR "
         "elsewhere), then apply again.",
-        {"path": sdir},
+        path=sdir,
     )
 
 
@@ -1332,13 +1337,14 @@ class PreparedApply:
             # The rollback could not even start (no descriptor to read the journal with, say),
             # but nothing was renamed or removed yet: every file is as it was; only temporary
             # files may remain, which the next run's recovery removes (the journal stays).
-            raise EditError(
-                _errno_code(exc) if isinstance(exc, OSError) else Code.IO_ERROR,
+            raise errors.from_os_error(
+                exc,
                 f"{_cause(exc)}; no file was changed, but its temporary files could not be "
                 f"removed ({_strerror(failure)}).",
                 "Fix the cause, then run any agent-edit edit command in this workspace: it "
                 "removes them first and reports it.",
-                {"files": [], "rolledBack": None},
+                files=[],
+                rolledBack=None,
             ) from None
         if report is None or report["failed"] or report["unreached"]:
             # Some files could not be put back: the journal stays (or was set aside) for the
@@ -1356,13 +1362,13 @@ class PreparedApply:
                     f"{f['path']} ({f['why']})" for f in (*report["failed"], *report["unreached"])
                 )
             )
-            raise EditError(
-                Code.PARTIAL,
+            raise errors.partial(
                 f"{_cause(exc)}, and {why}; they may hold the new content." + _leftovers(report),
                 "Fix the cause (permissions, disk space, the replaced folder), then run any "
                 "agent-edit edit command in this workspace: it retries the rollback first and "
                 "reports it.",
-                {"files": unknown, "rolledBack": report},
+                files=unknown,
+                rolledBack=report,
                 committed=[{"path": p, "state": "unknown"} for p in unknown],
             ) from None
         said = _rollback_said(report, exc.path if isinstance(exc, _Changed) else "")
@@ -1372,28 +1378,29 @@ class PreparedApply:
             err.details["rolledBack"] = report
             raise err from None
         if isinstance(exc, _Changed):
-            raise EditError(
-                Code.STALE,
+            raise errors.stale(
                 f"{exc.path} {exc.why} during the apply (its content is kept); {said}",
                 "Look at that file as it is now, then apply again: the patch will be checked "
                 "against it.",
-                {"path": exc.path, "reason": "CHANGED_ON_DISK", "rolledBack": report},
+                path=exc.path,
+                reason="CHANGED_ON_DISK",
+                rolledBack=report,
             ) from None
         if isinstance(exc, FolderChanged):
-            raise EditError(
-                Code.STALE,
+            raise errors.stale(
                 f"{exc.why} during the apply; nothing was written through it, {said}",
                 "Check that folder (something replaced it), then apply again.",
-                {"path": exc.folder or ".", "reason": "FOLDER_REPLACED", "rolledBack": report},
+                path=exc.folder or ".",
+                reason="FOLDER_REPLACED",
+                rolledBack=report,
             ) from None
         assert isinstance(exc, OSError)
-        code = _errno_code(exc)
-        raise EditError(
-            code,
+        raise errors.from_os_error(
+            exc,
             f"Writing the patch failed ({exc.strerror or exc}"
             f"{': ' + str(exc.filename) if exc.filename else ''}); {said}",
             _errno_hint(exc),
-            {"rolledBack": report},
+            rolledBack=report,
         ) from None
 
 
@@ -1430,14 +1437,6 @@ def _leftovers(report: dict[str, Any] | None) -> str:
     return " Temporary files that could not be removed: " + ", ".join(report["leftBehind"]) + "."
 
 
-def _errno_code(exc: OSError) -> Code:
-    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
-        return Code.DENIED
-    if exc.errno in (errno.ENOENT, errno.ENOTDIR):
-        return Code.NOT_FOUND
-    return Code.IO_ERROR
-
-
 def _errno_hint(exc: OSError) -> str:
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
         return "Free disk space (or raise the quota), then apply again."
@@ -1451,20 +1450,18 @@ def _errno_hint(exc: OSError) -> str:
 
 def _refusal(exc: OSError, rel: str, changed: str) -> EditError:
     """An OS error met while checking `rel` before anything was written."""
-    return EditError(
-        _errno_code(exc),
-        f"Cannot check {rel} ({exc.strerror or exc}); {changed}.",
-        _errno_hint(exc),
-        {"path": rel},
+    return errors.from_os_error(
+        exc, f"Cannot check {rel} ({exc.strerror or exc}); {changed}.", _errno_hint(exc), path=rel
     )
 
 
 def _folder_stale(exc: FolderChanged, rel: str, changed: str) -> EditError:
-    return EditError(
-        Code.STALE,
+    return errors.stale(
         f"{exc.why} (for {rel}) since the patch was planned; {changed}.",
         "Check that folder (something replaced it), then apply again.",
-        {"path": rel, "folder": exc.folder or ".", "reason": "FOLDER_REPLACED"},
+        path=rel,
+        folder=exc.folder or ".",
+        reason="FOLDER_REPLACED",
     )
 
 
@@ -1592,13 +1589,12 @@ def _recover(root: str, journal_path: str) -> list[dict[str, Any]]:
 
 
 def _recovery_error(journal_path: str, exc: OSError) -> EditError:
-    return EditError(
-        Code.IO_ERROR,
+    return errors.io_error(
         f"An interrupted apply could not be rolled back ({exc.strerror or exc}); its journal "
         f"stays in {journal_path} and nothing else was done.",
         "Fix the cause (permissions, disk space), then run any agent-edit edit command in "
         "this workspace: it retries the rollback first.",
-        {"path": journal_path},
+        path=journal_path,
     )
 
 

@@ -63,7 +63,8 @@ from itertools import compress
 from operator import itemgetter
 from typing import Any
 
-from lsp_server.engine.errors import Code, EditError
+from lsp_server.engine import errors
+from lsp_server.engine.errors import EditError
 from lsp_server.engine.matching import LADDER, MAX_LISTED_MATCHES
 from lsp_server.engine.model import FileChange, LineEdit, Plan, common_ends, minimal_edit
 from lsp_server.engine.text import Snapshot, content, split_lines
@@ -202,12 +203,13 @@ class _Sections:
                     "next.",
                 )
             gone = "deleted" if what == _DELETED else "moved away"
-            raise EditError(
-                Code.NOT_FOUND,
+            raise errors.not_found(
                 f"Cannot {verb} {path} (patch line {line}): the section at patch line {first} "
                 f"already {gone} it, so there is no such file by then.",
                 "Drop one of the two sections, or name the file as it is after the earlier one.",
-                {"path": path, "patchLine": line, "earlierPatchLine": first},
+                path=path,
+                patchLine=line,
+                earlierPatchLine=first,
             )
         if verb == "move":
             raise _add_onto_existing(path, line, prior, move=True)
@@ -257,11 +259,13 @@ def _rewrite(before: Snapshot, text: str) -> FileChange:
 
 
 def _named_again(path: str, first: int, line: int, why: str, hint: str) -> EditError:
-    return EditError(
-        Code.INVALID_ARGUMENT,
+    return errors.invalid_argument(
         f"{path} is named by two file sections (patch lines {first} and {line}): {why}.",
         hint,
-        {"argument": "patch", "path": path, "patchLine": line, "earlierPatchLine": first},
+        argument="patch",
+        path=path,
+        patchLine=line,
+        earlierPatchLine=first,
     )
 
 
@@ -270,32 +274,33 @@ def _add_onto_existing(
 ) -> EditError:
     what = f"Move to {path}" if move else f"Add File {path}"
     if prior is None:
-        return EditError(
-            Code.ALREADY_EXISTS,
+        return errors.already_exists(
             f"{what} (patch line {line}) would overwrite an existing file.",
             "Move to a path that does not exist yet, or update the destination file instead."
             if move
             else "Use '*** Update File:' with chunks to change it, or '*** Delete File:' it "
             "first (in the same patch, just before) if replacing it whole is really intended.",
-            {"path": path, "patchLine": line},
+            path=path,
+            patchLine=line,
         )
     done, first, _ = prior
-    return EditError(
-        Code.ALREADY_EXISTS,
+    return errors.already_exists(
         f"{what} (patch line {line}) would overwrite the file that the section at patch line "
         f"{first} leaves there ({done}).",
         "Give the file its final content in one section, or move to another path.",
-        {"path": path, "patchLine": line, "earlierPatchLine": first},
+        path=path,
+        patchLine=line,
+        earlierPatchLine=first,
     )
 
 
 def _require_file(snap: Snapshot, verb: str, patch_line: int) -> None:
     if not snap.exists:
-        raise EditError(
-            Code.NOT_FOUND,
+        raise errors.not_found(
             f"Cannot {verb} {snap.path} (patch line {patch_line}): no such file.",
             "Check the path; to create a file use '*** Add File:' with '+' lines.",
-            {"path": snap.path, "patchLine": patch_line},
+            path=snap.path,
+            patchLine=patch_line,
         )
 
 
@@ -695,11 +700,11 @@ class _FileSeeker:
             if merged and s <= merged[-1][1]:
                 ms, me, mnew = merged[-1]
                 if s < me and s != e:
-                    raise EditError(  # the forward cursor makes this unreachable
-                        Code.INVALID_ARGUMENT,
+                    raise errors.invalid_argument(
                         f"Two chunks of {self.snap.path} change the same lines.",
                         "Merge the overlapping chunks into one.",
-                        {"argument": "patch", "path": self.snap.path},
+                        argument="patch",
+                        path=self.snap.path,
                     )
                 if s == me:
                     mnew.extend(lines[me:s])
@@ -739,20 +744,17 @@ class _FileSeeker:
 
     def _ambiguous(self, chunk: Chunk, cursor: int, hits: list[int]) -> EditError:
         listed = [h + 1 for h in hits[:MAX_LISTED_MATCHES]]
-        return EditError(
-            Code.AMBIGUOUS,
+        return errors.ambiguous(
             f"The chunk at patch line {chunk.patch_line} matches {len(hits)} places in "
             f"{self.snap.path} (lines {', '.join(map(str, listed))})"
             f"{f' after line {cursor}' if cursor else ''}; applying it would mean guessing "
             "which one.",
             "Add context lines (or an '@@ <line>' anchor such as the enclosing def or class) so "
             "the chunk matches exactly one place.",
-            {
-                "path": self.snap.path,
-                "patchLine": chunk.patch_line,
-                "lines": listed,
-                "count": len(hits),
-            },
+            path=self.snap.path,
+            patchLine=chunk.patch_line,
+            lines=listed,
+            count=len(hits),
         )
 
     def _no_match(self, chunk: Chunk, cursor: int, anchor: int | None = None) -> EditError:
@@ -792,16 +794,13 @@ class _FileSeeker:
         shown = "\n".join(wanted[:MAX_SHOWN_LINES])
         if len(wanted) > MAX_SHOWN_LINES:
             shown += f"\n... ({len(wanted) - MAX_SHOWN_LINES} more lines)"
-        return EditError(
-            Code.NO_MATCH,
+        return errors.no_match(
             f"The chunk at patch line {chunk.patch_line} does not match {path}: {what} not "
             f"found{place}, not even ignoring whitespace and typographic punctuation:\n{shown}",
             "Read the file again and resend the chunk with context lines exactly as the file "
             "has them, chunks in file order.",
-            {
-                "path": path,
-                "patchLine": chunk.patch_line,
-                "oldLines": list(wanted),
-                "candidates": found,
-            },
+            path=path,
+            patchLine=chunk.patch_line,
+            oldLines=list(wanted),
+            candidates=found,
         )

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal, NamedTuple
 
-from lsp_server.engine.errors import Code, EditError
+from lsp_server.engine import errors
 
 BOM = "\ufeff"
 _TERMINATOR = re.compile(r"\r\n|\r|\n")
@@ -264,30 +264,31 @@ def decode_file(
     if len(data) > max_bytes:
         # A reader reads one byte over the cap, no more: the file's size is what it saw.
         size = max(len(data), disk.size) if disk is not None else len(data)
-        raise EditError(
-            Code.TOO_LARGE,
+        raise errors.too_large(
             f"{path} is {size:,} bytes, over the {max_bytes:,}-byte cap for edits.",
             "Edit a smaller file, or raise the agentEdit.maxFileBytes setting if this is intended.",
-            {"path": path, "size": size, "cap": max_bytes},
+            path=path,
+            size=size,
+            cap=max_bytes,
         )
     if data.find(b"\0", 0, BINARY_SNIFF_BYTES) >= 0:  # (a slice would copy 8 KiB)
-        raise EditError(
-            Code.BINARY,
+        raise errors.binary(
             f"{path} looks binary (a NUL byte in its first {BINARY_SNIFF_BYTES} bytes).",
             "Binary files cannot be edited as text; leave this file alone.",
-            {"path": path, "size": len(data)},
+            path=path,
+            size=len(data),
         )
     bom = data.startswith(b"\xef\xbb\xbf")
     try:
         text = data[3 if bom else 0 :].decode("utf-8")
     except UnicodeDecodeError as exc:
         at = exc.start + (3 if bom else 0)  # an offset into the file, BOM included
-        raise EditError(
-            Code.INVALID_ENCODING,
+        raise errors.invalid_encoding(
             f"{path} is not valid UTF-8 (byte {at}: {data[at : at + 1]!r}); "
             "it will not be re-encoded.",
             "Edit it with a tool that knows its encoding, or convert it to UTF-8 first.",
-            {"path": path, "offset": at},
+            path=path,
+            offset=at,
         ) from None
     return Snapshot(path, text, "disk", None, bom, disk=disk)
 

@@ -40,7 +40,8 @@ from itertools import compress
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
-from lsp_server.engine.errors import Code, EditError
+from lsp_server.engine import errors
+from lsp_server.engine.errors import EditError
 
 if TYPE_CHECKING:
     from lark import Lark, Token
@@ -329,13 +330,14 @@ _EOF_TAIL = "\n" + END_OF_FILE + "\n"
 
 
 def _parse_error(message: str, patch_line: int, line: str, expected: list[str]) -> EditError:
-    return EditError(
-        Code.PARSE_ERROR,
+    return errors.parse_error(
         message,
         "Fix that line and send the whole patch again: it must be '*** Begin Patch', then file "
         "sections ('*** Add File: p' with '+' lines, '*** Delete File: p', '*** Update File: p' "
         "with '@@' chunks of ' '/'-'/'+' lines), then '*** End Patch'.",
-        {"patchLine": patch_line, "line": line, "expected": expected},
+        patchLine=patch_line,
+        line=line,
+        expected=expected,
     )
 
 

@@ -24,6 +24,7 @@ from lsprotocol import types as t
 from pygls.exceptions import JsonRpcException
 from pygls.uris import from_fs_path
 
+from lsp_server.engine import errors
 from lsp_server.engine.errors import Code, EditError
 from lsp_server.engine.model import EditedLines, FileChange, LineEdit
 from lsp_server.engine.text import HashMark, decode_file, hash_with_marks
@@ -557,13 +558,13 @@ def _unverified(message: str, st: dict[str, FileState]) -> Outcome:
     files = [
         {"path": p, "state": "applied" if v == "new" else "unconfirmed"} for p, v in st.items()
     ]
-    error = EditError(
-        Code.UNVERIFIED,
+    error = errors.unverified(
         f"{message} Unconfirmed: {', '.join(unconfirmed)}.",
         "Do not assume either way: the edit stays pending in agentEdit.history and is settled "
         "(agentEdit/historyChanged) when the editor shows these files. Read them again "
         "(agentEdit.read) before any new edit of them.",
-        {"files": files, "unconfirmed": unconfirmed},
+        files=files,
+        unconfirmed=unconfirmed,
         committed=[f for f in files if f["state"] == "applied"],
     )
     return Outcome(st, error, unconfirmed)
@@ -594,23 +595,21 @@ def _failure(
     if otherwise and ours:
         # Neither the old nor the new text: typed into meanwhile, or the edit landed elsewhere
         # (eglot applies a "versioned" edit over typing it has not sent). Never "nothing".
-        return EditError(
-            Code.PARTIAL,
+        return errors.partial(
             f"{message} {', '.join(otherwise)} show(s) neither the old nor the new text (changed "
             f"otherwise); seen applied: {', '.join(landed) or 'none'}.",
             "Read the files listed in details.files (agentEdit.read) and fix them by hand, or "
             "undo the edit with agentEdit.undo {editId} (it refuses with CONFLICT, showing the "
             "lines, where the text has moved on); do not resend the whole edit.",
-            {"files": files},
+            files=files,
             committed=[f for f in files if f["state"] == "applied"],
         )
     if landed:
-        return EditError(
-            Code.PARTIAL,
+        return errors.partial(
             f"{message} Part of it landed: {', '.join(landed)}; not: {', '.join(differ)}.",
             "Inspect the files listed in details.files (agentEdit.read), then fix or undo them; "
             "do not resend the whole edit.",
-            {"files": files},
+            files=files,
             committed=[f for f in files if f["state"] == "applied"],
         )
     hints = {
@@ -627,10 +626,9 @@ def _failure(
             "Some files show neither the old nor the new content (details.files: "
             "changed-otherwise), probably typed into meanwhile: read them again before any edit."
         )
-    return EditError(
-        code,
-        message,
-        hint,
-        {"files": files},
-        committed=[f for f in files if f["state"] == "applied"],
-    )
+    make = {
+        Code.CLIENT_REJECTED: errors.client_rejected,
+        Code.NOT_APPLIED: errors.not_applied,
+        Code.TIMEOUT: errors.timeout,
+    }[code]
+    return make(message, hint, files=files, committed=[f for f in files if f["state"] == "applied"])

@@ -26,8 +26,7 @@ import os
 from dataclasses import replace
 from typing import Any
 
-from lsp_server.engine import files, recovery
-from lsp_server.engine.errors import Code, EditError
+from lsp_server.engine import errors, files, recovery
 from lsp_server.engine.model import FileChange, Plan
 from lsp_server.lsp.apply import Location
 from lsp_server.lsp.documents import DocumentStore
@@ -68,15 +67,16 @@ def split(
             editor.append(c)
             continue
         verb = {"create": "create", "delete": "delete", "rename": "rename (move)"}[need]
-        raise EditError(
-            Code.UNSUPPORTED,
+        raise errors.unsupported(
             f"The editor cannot {verb} files (its workspaceEdit.resourceOperations does not "
             f"list {need!r}), and {', '.join(open_paths)} is open in it, so the server cannot "
             "do it on disk either without leaving a buffer on a file that is gone. Nothing was "
             "sent or changed.",
             f"Ask the user to close {', '.join(open_paths)}, then send the edit again; "
             "or change the file's content with Update File instead.",
-            {"paths": open_paths, "operation": need, "reason": "OPEN_BUFFER"},
+            paths=open_paths,
+            operation=need,
+            reason="OPEN_BUFFER",
         )
     return editor, disk
 
@@ -88,12 +88,12 @@ def check_still_closed(
     disk under an open buffer would leave the buffer showing the old text."""
     opened = sorted({p for c in changes for p in _open_paths(c, where, store)})
     if opened:
-        raise EditError(
-            Code.STALE,
+        raise errors.stale(
             f"{', '.join(opened)} was opened in the editor while the edit was being applied, "
             "so it was not written on disk under the open buffer; nothing was changed.",
             "Send the edit again: it now goes to the editor's buffer.",
-            {"paths": opened, "reason": "OPENED_IN_EDITOR"},
+            paths=opened,
+            reason="OPENED_IN_EDITOR",
         )
 
 
@@ -127,13 +127,12 @@ def in_one_folder(changes: list[FileChange], roots: list[str]) -> tuple[str, lis
         else:
             out.append(replace(c, before=replace(c.before, path=src), moved_to=dst))
     if len(homes) != 1 or not set(homes) <= set(roots):
-        raise EditError(
-            Code.UNSUPPORTED,
+        raise errors.unsupported(
             "The files of this edit that are not open in the editor lie in several workspace "
             "folders; the server changes files on disk one folder at a time, all or nothing. "
             "Nothing was sent or changed.",
             "Send one edit per workspace folder.",
-            {"paths": sorted({p for c in changes for p in (c.path, c.target_path)})},
+            paths=sorted({p for c in changes for p in (c.path, c.target_path)}),
         )
     return homes.pop(), out
 

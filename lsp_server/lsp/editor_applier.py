@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from lsp_server import peers
 from lsp_server.actions.context import Applied
 from lsp_server.actions.paths import Resolved
+from lsp_server.engine import errors
 from lsp_server.engine.errors import Code, EditError
 from lsp_server.engine.model import FileChange, Plan
 from lsp_server.engine.recovery import Recovery
@@ -184,11 +185,10 @@ class EditorAttempt:
             disk.abort()
             if not to_editor:
                 return Outcome({c.path: "old" for c in to_disk}, exc)
-            error = EditError(
-                Code.PARTIAL,
+            error = errors.partial(
                 f"The editor applied its part, but the disk side failed: {exc.message}",
                 exc.hint,
-                {"files": [{"path": p, "state": "applied"} for p in states]},
+                files=[{"path": p, "state": "applied"} for p in states],
                 committed=[{"path": p, "state": "applied"} for p in states],
             )
             back = await self._roll_back(editor_plan, error)
@@ -230,24 +230,22 @@ class EditorAttempt:
         # rollback: one the rollback cannot touch (typed into meanwhile) is not "as it was".
         touched = [c for c in committed if c.get("state") != "not-applied"]
         if outcome.error is None and all(c.get("revertible", True) for c in touched):
-            return EditError(
-                Code.PARTIAL_ROLLED_BACK,
+            return errors.partial_rolled_back(
                 f"{error.message} What landed ({', '.join(c['path'] for c in landed)}) was "
                 "undone again, so every file is as it was.",
                 "Nothing is changed now. Read the files again, then send the edit again "
                 "(the editor may have refused part of it because a file changed).",
-                {"files": committed},
+                files=committed,
                 committed=[],
             )
         observed = {p: snapshot(r) for p, r in self.where.items()}
         committed, _ = plan_rollback(plan, observed)
-        return EditError(
-            Code.PARTIAL,
+        return errors.partial(
             f"{error.message} The rollback of what landed could not be verified either.",
             "Some files are changed and some are not (details.files): inspect them with "
             "agentEdit.read and agentEdit.history, then undo or fix them; do not resend the "
             "whole edit.",
-            {"files": committed},
+            files=committed,
             committed=[c for c in committed if c.get("state") == "applied"],
         )
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lsp_server.actions.paths import Resolved
+from lsp_server.engine import errors
 from lsp_server.engine.errors import Code, EditError
 from lsp_server.engine.history import History
 from lsp_server.engine.text import Snapshot
@@ -91,15 +92,16 @@ class PendingEdits:
             held = {abs_path for abs_path, _mark in p.marks.values()}
             for path, abs_path in abs_paths.items():
                 if abs_path in held:
-                    raise EditError(
-                        Code.STALE,
+                    raise errors.stale(
                         f"Edit #{edit_id} of {path} is still unverified: the editor said it "
                         "applied it but has not shown the file since, so what the server sees "
                         "of it may be older than the buffer. Nothing was sent or changed.",
                         "Wait for agentEdit/historyChanged for that edit (or check "
                         f"agentEdit.history {{editId: {edit_id}}}), then read the file again "
                         "and send the edit; typing in the file or saving it also shows it.",
-                        {"path": path, "reason": "PENDING_EDIT", "pendingEditId": edit_id},
+                        path=path,
+                        reason="PENDING_EDIT",
+                        pendingEditId=edit_id,
                     )
 
     def settle(self, final_id: int | None = None) -> None:
@@ -153,27 +155,27 @@ class PendingEdits:
             history.finish(edit_id, "applied", versions=versions)
             return
         if kinds <= {"not-applied"}:
-            error = EditError(
-                Code.NOT_APPLIED,
+            error = errors.not_applied(
                 f"Edit #{edit_id} (unverified) did not land: the editor shows the old text.",
                 "Read the files again and redo the edit if it is still wanted.",
-                {"files": committed, "editId": edit_id},
-                committed,
+                files=committed,
+                editId=edit_id,
+                committed=committed,
             )
             history.finish(edit_id, str(Code.NOT_APPLIED), error=error, committed=committed)
             return
         landed = [c["path"] for c in committed if c["state"] == "applied"]
         otherwise = [c["path"] for c in committed if c["state"] == "unknown"]
-        error = EditError(
-            Code.PARTIAL,
+        error = errors.partial(
             f"Edit #{edit_id} (unverified) settled: landed {', '.join(landed) or 'nowhere'}"
             + (f"; changed otherwise: {', '.join(otherwise)}" if otherwise else "")
             + ".",
             f"Inspect it with agentEdit.history {{editId: {edit_id}}}; undo it with "
             f"agentEdit.undo {{editId: {edit_id}}} (CONFLICT shows the lines where the text has "
             "moved on), or fix the files by hand after reading them.",
-            {"files": committed, "editId": edit_id},
-            committed,
+            files=committed,
+            editId=edit_id,
+            committed=committed,
         )
         history.finish(edit_id, str(Code.PARTIAL), error=error, committed=committed)
         self._warn(f"agent-edit: {error.message} {error.hint}")

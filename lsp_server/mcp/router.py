@@ -259,21 +259,18 @@ class Router:
             {p for c in changes for p in (c.path, c.moved_to) if p and abs_of(p) in self.lost_open}
         )
         if held:
-            from lsp_server.engine.errors import Code, EditError
+            from lsp_server.engine import errors
 
-            raise EditError(
-                Code.CONFLICT,
+            raise errors.open_elsewhere(
                 f"{', '.join(held)} was open in {lost.describe()} when its agent-edit server "
                 "went away; the buffer there may hold unsaved text the disk lacks (and a save "
                 "would overwrite a disk edit), so the disk was not written. Nothing was changed.",
                 "Restart agent-edit in that editor (e.g. restart its language server) so edits "
                 "go through it again, or quit the editor; read works meanwhile, from the disk.",
-                {
-                    "reason": "EDITOR_SERVER_GONE",
-                    "paths": held,
-                    "editor": lost.editor,
-                    "pid": lost.editor_pid or lost.pid,
-                },
+                reason="EDITOR_SERVER_GONE",
+                paths=held,
+                editor=lost.editor,
+                pid=lost.editor_pid or lost.pid,
             )
 
 

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from lsp_server.engine import state
+from lsp_server.engine import errors, state
 from lsp_server.engine.diffing import file_diff
 from lsp_server.engine.errors import Code, EditError
 from lsp_server.engine.history import rendering
@@ -165,12 +165,11 @@ class History(Replay):
         except OSError as exc:
             # Without the pre-images on disk a crash could not be undone: do not send the plan.
             self.journal_error = f"writing the journal failed: {exc}"
-            raise EditError(
-                Code.IO_ERROR,
+            raise errors.io_error(
                 f"The edit was not sent: its undo record could not be written ({exc}).",
                 "Free disk space or fix the permissions of the agent-edit state directory "
                 f"({self.journal.dir if self.journal else '?'}), then retry.",
-                {"path": str(self.journal.path) if self.journal else None},
+                path=str(self.journal.path) if self.journal else None,
             ) from None
 
     def _begin(
@@ -223,11 +222,10 @@ class History(Replay):
         from `plan_rollback` for partial outcomes). Returns the finished entry."""
         entry = self._entries.get(entry_id)
         if entry is None:
-            raise EditError(
-                Code.INVALID_ARGUMENT,
+            raise errors.invalid_argument(
                 f"There is no edit #{entry_id} to finish.",
                 "Finish only ids returned by begin().",
-                {"argument": "editId"},
+                argument="editId",
             )
         if entry.finished:
             return entry
@@ -355,25 +353,23 @@ class History(Replay):
             error = None
         elif states <= {"not-applied"}:
             outcome = str(Code.NOT_APPLIED)
-            error = EditError(
-                Code.NOT_APPLIED,
+            error = errors.not_applied(
                 f"Edit #{entry_id} was interrupted (the process stopped before confirming it); "
                 "none of it landed.",
                 "Read the files again and redo the edit if it is still wanted.",
-                {"files": committed},
-                committed,
+                files=committed,
+                committed=committed,
             )
         else:
             outcome = str(Code.PARTIAL)
-            error = EditError(
-                Code.PARTIAL,
+            error = errors.partial(
                 f"Edit #{entry_id} was interrupted (the process stopped before confirming it); "
                 "part of it landed.",
                 f"Inspect it with agentEdit.history {{editId: {entry_id}}} and undo it with "
                 f"agentEdit.undo {{editId: {entry_id}}}, or finish it by hand after reading "
                 "the files again.",
-                {"files": committed},
-                committed,
+                files=committed,
+                committed=committed,
             )
         self._own.add(entry_id)
         return self.finish(entry_id, outcome, error=error, committed=committed)
@@ -387,25 +383,25 @@ class History(Replay):
         any plan (its action is "undo" and it names the entry it undoes)."""
         entry = self.entry(entry_id)
         if entry.undone_by is not None:
-            raise EditError(
-                Code.INVALID_ARGUMENT,
+            raise errors.invalid_argument(
                 f"Edit #{entry_id} was already undone by edit #{entry.undone_by}.",
                 f"Undo #{entry.undone_by} instead to redo it.",
-                {"argument": "editId", "editId": entry_id},
+                argument="editId",
+                editId=entry_id,
             )
         if not entry.finished:
-            raise EditError(
-                Code.INVALID_ARGUMENT,
+            raise errors.invalid_argument(
                 f"Edit #{entry_id} has not finished.",
                 "Wait for it to finish, then undo it.",
-                {"argument": "editId", "editId": entry_id},
+                argument="editId",
+                editId=entry_id,
             )
         if not landed_paths(entry, entry.outcome, entry.committed, unknown=True):
-            raise EditError(
-                Code.INVALID_ARGUMENT,
+            raise errors.invalid_argument(
                 f"Edit #{entry_id} changed nothing ({entry.outcome}), so there is nothing to undo.",
                 "Check agentEdit.history for the edit you meant.",
-                {"argument": "editId", "editId": entry_id},
+                argument="editId",
+                editId=entry_id,
             )
         return plan_undo(entry, current)
 

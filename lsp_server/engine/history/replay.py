@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from itertools import islice
 from typing import Any
 
-from lsp_server.engine.errors import Code, EditError
+from lsp_server.engine import errors
 from lsp_server.engine.history.budgets import DEFAULT_UNDO_WINDOW, Budgets
 from lsp_server.engine.history.entries import (
     Entry,
@@ -308,11 +308,11 @@ class Replay:
     def entry(self, entry_id: int) -> Entry:
         entry = self._entries.get(entry_id)
         if entry is None:
-            raise EditError(
-                Code.INVALID_ARGUMENT,
+            raise errors.invalid_argument(
                 f"There is no edit #{entry_id} in the history.",
                 "List the history (agentEdit.history) and use one of its ids.",
-                {"argument": "editId", "editId": entry_id},
+                argument="editId",
+                editId=entry_id,
             )
         return entry
 

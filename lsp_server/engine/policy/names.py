@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from lsp_server.engine import errors
 from lsp_server.engine.errors import Code, EditError
 
 MAX_INPUT_CHARS = 8192  # longer "paths" are refused before any work is done on them
@@ -40,12 +41,15 @@ def refuse(code: Code, rule: str, given: str, why: str, argument: str = "path") 
         Code.DENIED: "This file is off limits to agent edits; leave it alone.",
     }
     hint = hints.get(code, f"Send `{argument}` as a workspace-relative or absolute file path.")
-    return EditError(
-        code,
-        f"{argument} {show(given)} {why} (path policy rule: {rule}).",
-        hint,
-        {"rule": rule, "path": given[:1024], "argument": argument},
-    )
+    message = f"{argument} {show(given)} {why} (path policy rule: {rule})."
+    path = given[:1024]
+    if code is Code.OUTSIDE_WORKSPACE:
+        return errors.outside_workspace(message, hint, rule=rule, path=path, argument=argument)
+    if code is Code.DENIED:
+        return errors.denied(message, hint, rule=rule, path=path, argument=argument)
+    # The path policy refuses with these three codes only.
+    assert code is Code.INVALID_ARGUMENT, code
+    return errors.invalid_argument(message, hint, rule=rule, path=path, argument=argument)
 
 
 def check_string(s: str, given: str, argument: str) -> str:

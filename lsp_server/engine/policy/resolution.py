@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
+from lsp_server.engine import errors
 from lsp_server.engine.errors import Code, EditError
 from lsp_server.engine.policy.globs import DEFAULT_DENY, any_rules, compile_glob, nfc
 from lsp_server.engine.policy.names import (
@@ -228,12 +229,13 @@ class PathPolicy:
     def check_size(self, path: str, size: int) -> None:
         """Refuse content over the cap (for text an edit would write, not only files read)."""
         if size > self.max_file_bytes:
-            raise EditError(
-                Code.TOO_LARGE,
+            raise errors.too_large(
                 f"{path} would be {size:,} bytes, over the {self.max_file_bytes:,}-byte cap for "
                 "edits.",
                 "Keep files edited through agent-edit under the cap.",
-                {"path": path, "size": size, "cap": self.max_file_bytes},
+                path=path,
+                size=size,
+                cap=self.max_file_bytes,
             )
 
     def denied_by(self, rel_path: str, *, anywhere_only: bool = False) -> str | None:
@@ -276,11 +278,11 @@ class PathPolicy:
         a symlink afterwards would not be noticed.
         """
         if not isinstance(path_or_uri, str):
-            raise EditError(
-                Code.INVALID_ARGUMENT,
+            raise errors.invalid_argument(
                 f"{argument} must be a string (path policy rule: not-a-string).",
                 f"Send `{argument}` as a workspace-relative or absolute file path.",
-                {"rule": "not-a-string", "argument": argument},
+                rule="not-a-string",
+                argument=argument,
             )
         given = path_or_uri
         simple = self._simple_prefix
@@ -508,17 +510,14 @@ class PathPolicy:
         # `../x` from sibling folders names one file: not ambiguous (and checked as usual).
         if len({os.path.realpath(os.path.join(r.named, rel)) for r in having}) == 1:
             return having[0].named
-        raise EditError(
-            Code.INVALID_ARGUMENT,
+        raise errors.invalid_argument(
             f"{argument} {show(given)} is relative and could name a file in more than one "
             "workspace folder (path policy rule: ambiguous-root).",
             "Give the path as an absolute path inside the workspace folder you mean.",
-            {
-                "rule": "ambiguous-root",
-                "path": given[:1024],
-                "argument": argument,
-                "roots": [r.named for r in (having or self.roots)],
-            },
+            rule="ambiguous-root",
+            path=given[:1024],
+            argument=argument,
+            roots=[r.named for r in (having or self.roots)],
         )
 
     def _rels(self, path: str, *, lexical: bool) -> list[str]:

@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from lsp_server.engine.errors import Code, EditError
+from lsp_server.engine import errors
+from lsp_server.engine.errors import EditError
 from lsp_server.engine.model import FileChange, LineEdit, Plan, minimal_edit
 from lsp_server.engine.text import Snapshot, absent, content, split_lines
 from lsp_server.engine.undo.changes import ChangeRecord, Hunk, is_after, line_diff, matches
@@ -183,11 +184,11 @@ def reverse_hunks(
 
 
 def _describe_missing(rec: ChangeRecord, why: str) -> EditError:
-    return EditError(
-        Code.INVALID_ARGUMENT,
+    return errors.invalid_argument(
         why,
         "Only recent edits can be undone; edit the file directly (agentEdit.read, then replace).",
-        {"argument": "editId", "path": rec.path},
+        argument="editId",
+        path=rec.path,
     )
 
 
@@ -255,19 +256,20 @@ def plan_undo(entry: Undoable, current: Mapping[str, Snapshot]) -> Plan:
     if conflicts:
         lines = conflicts.lines[:MAX_CONFLICT_LINES]
         where = ", ".join(sorted({str(x["path"]) for x in conflicts.lines + conflicts.files}))
-        raise EditError(
-            Code.CONFLICT,
+        raise errors.conflict(
             f"Edit #{entry.id} cannot be undone: the lines it changed in {where} are no longer "
             "as it left them.",
             "Read the file again and revert the change by hand with agentEdit.replace, or keep it.",
-            {"lines": lines, "files": conflicts.files, "editId": entry.id},
+            lines=lines,
+            files=conflicts.files,
+            editId=entry.id,
         )
     if not changes:
-        raise EditError(
-            Code.INVALID_ARGUMENT,
+        raise errors.invalid_argument(
             f"Edit #{entry.id} changed nothing that is still there to undo.",
             "Check agentEdit.history for the edit you meant.",
-            {"argument": "editId", "editId": entry.id},
+            argument="editId",
+            editId=entry.id,
         )
     return Plan("undo", tuple(changes), {"undoes": entry.id})
 
