@@ -22,8 +22,9 @@
 ;;   timer, after the server has given up verifying, and the server reports a false failure);
 ;; - `M-x agent-edit-history' (the edits as a `diff-mode' buffer), `M-x agent-edit-undo';
 ;; - handlers for the server's `agentEdit/historyChanged' and `agentEdit/saveDocuments';
-;; - gptel tools (`agent_edit_read', `agent_edit_replace', `agent_edit_apply_patch') once gptel
-;;   is loaded, so Emacs agents edit through the same checks;
+;; - gptel tools, one per server command (`agent_edit_read', `agent_edit_replace',
+;;   `agent_edit_apply_patch', `agent_edit_write', `agent_edit_history', `agent_edit_undo')
+;;   once gptel is loaded, so Emacs agents edit through the same checks;
 ;; - `agent-edit-read', `agent-edit-replace', `agent-edit-apply-patch': a Lisp API for other agent
 ;;   packages, returning the server's result plists.
 ;;
@@ -616,79 +617,140 @@ CALLBACK, and the model must learn why nothing happened."
                                        (error-message-string err))
                 "Nothing was sent to the server; check the arguments, or ask the user."))))))
 
-(defun agent-edit-gptel-read (callback path &optional start-line end-line)
-  "Tool for gptel: read PATH (lines START-LINE..END-LINE).
-CALLBACK gets the JSON result."
-  (agent-edit--tool-call
-   callback
-   (lambda (cb)
-     (agent-edit-read (append (list :path path)
-                              (and start-line (list :startLine start-line))
-                              (and end-line (list :endLine end-line)))
-                      cb))))
+;; One table for every tool: its gptel name, the server command it runs, its
+;; description and its arguments.  An argument's :name is the command's
+;; argument in snake_case (start_line for startLine); its :type, optional-ness
+;; and :enum are the server's contract (tests/clients/test_emacs.py checks them
+;; against `python -m lsp_server.contract').
+(defconst agent-edit--expect-properties
+  '(:version (:type integer :description "Buffer version returned by agent_edit_read")
+    :sha256 (:type string :description "sha256 returned by agent_edit_read"))
+  "The properties of a precondition: a buffer version or a sha256.")
 
-(defun agent-edit-gptel-replace (callback path old-text new-text &optional replace-all)
-  "Tool for gptel: replace OLD-TEXT by NEW-TEXT in PATH; CALLBACK gets the JSON.
-REPLACE-ALL replaces every occurrence instead of requiring one."
-  (agent-edit--tool-call
-   callback
-   (lambda (cb)
-     (agent-edit-replace (append (list :path path :oldText old-text :newText new-text)
-                                 (and replace-all
-                                      (list :replaceAll (agent-edit--flag replace-all))))
-                         cb))))
+(defconst agent-edit--gptel-tools
+  `(("agent_edit_read" "read" nil
+     "Read a file of the workspace as the editor shows it now (unsaved \
+changes included). Returns JSON with text, version and sha256; edits are checked \
+against what was read. Read a file before editing it."
+     ((:name "path" :type string
+             :description "File path, relative to the workspace root or absolute")
+      (:name "start_line" :type integer :optional t
+             :description "First line to read (1-based); the lines are numbered")
+      (:name "end_line" :type integer :optional t
+             :description "Last line to read (inclusive)")
+      (:name "line_numbers" :type boolean :optional t
+             :description "Prefix each line with its number and a tab (default: only \
+when start_line or end_line is given); never copy these prefixes into old_text")))
+    ("agent_edit_replace" "replace" t
+     "Replace an exact piece of text in one file, through the editor. old_text \
+must match exactly once (else AMBIGUOUS or NO_MATCH with the nearest candidate). The edit is \
+refused (STALE) if the file changed since it was read. Returns JSON: ok, status, diff, or \
+code/message/hint when refused."
+     ((:name "path" :type string :description "File path")
+      (:name "old_text" :type string
+             :description "The exact text to replace, with enough context to be unique")
+      (:name "new_text" :type string :description "The replacement text")
+      (:name "replace_all" :type boolean :optional t
+             :description "Replace every occurrence")
+      (:name "expect" :type object :optional t :properties ,agent-edit--expect-properties
+             :description "The version or sha256 the edit was computed from (default: \
+this session's last read of the file); refused as STALE if the file shows anything else")
+      (:name "dry_run" :type boolean :optional t
+             :description "Only check the edit and show its diff; change nothing")
+      (:name "match" :type string :optional t :enum ["exact" "lenient"]
+             :description "exact (the default): byte for byte; lenient also accepts \
+differences in whitespace and Unicode quotes, dashes and spaces (still unique)")))
+    ("agent_edit_apply_patch" "applyPatch" t
+     "Apply a patch in the V4A format (*** Begin Patch / *** Update File: / \
+*** Add File: / *** Delete File: / *** Move to: / @@ hunks / *** End Patch) to one or more \
+files, all or nothing: every hunk is checked before anything changes. Returns JSON: ok, \
+status, files, diff, or code/message/hint when refused."
+     ((:name "patch" :type string :description "The whole V4A patch text")
+      (:name "expect" :type object :optional t
+             :description "Preconditions per path: {\"path\": {\"version\": N}} or \
+{\"path\": {\"sha256\": \"...\"}}; a path not listed is checked against this session's \
+last read of it")
+      (:name "dry_run" :type boolean :optional t
+             :description "Only check the patch and show its diff; change nothing")))
+    ("agent_edit_write" "write" t
+     "Write the whole content of one file (create it, or replace all of it). \
+Refused (STALE) if an existing file changed since it was read. Returns JSON: ok, status, \
+diff, or code/message/hint when refused."
+     ((:name "path" :type string :description "File path")
+      (:name "text" :type string :description "The complete new content of the file")
+      (:name "expect" :type object :optional t :properties ,agent-edit--expect-properties
+             :description "The version or sha256 the edit was computed from (default: \
+this session's last read of the file); refused as STALE if the file shows anything else")
+      (:name "dry_run" :type boolean :optional t
+             :description "Only check the write and show its diff; change nothing")))
+    ("agent_edit_history" "history" nil
+     "The agent edits of this session: their ids, files and outcomes, and the net \
+change per file (format diff: one unified diff). Returns JSON."
+     ((:name "format" :type string :optional t :enum ["json" "diff"]
+             :description "json (the default): the entries and the net change per file; \
+diff: one unified diff (of edit_id if given, else of the session's net change)")
+      (:name "edit_id" :type integer :optional t :description "Only this edit")
+      (:name "limit" :type integer :optional t
+             :description "At most this many entries, the latest ones (default 200)")
+      (:name "texts" :type boolean :optional t
+             :description "The whole before and after texts instead of diffs")
+      (:name "net_limit" :type integer :optional t
+             :description "At most this many files in the net diff (default 200)")))
+    ("agent_edit_undo" "undo" t
+     "Revert one agent edit by its id, only if the lines it changed are still as it \
+left them (else CONFLICT with the lines that differ). Returns JSON: ok, status, diff, or \
+code/message/hint when refused."
+     ((:name "edit_id" :type integer
+             :description "The id of the edit to revert (from agent_edit_history or the \
+edit's result)")
+      (:name "dry_run" :type boolean :optional t
+             :description "Only check the undo and show its diff; change nothing"))))
+  "agent-edit's gptel tools: (NAME COMMAND CONFIRM DESCRIPTION ARGS) each.
+CONFIRM: the tool changes files, so `agent-edit-gptel-confirm' applies.")
 
-(defun agent-edit-gptel-apply-patch (callback patch)
-  "Tool for gptel: apply the V4A PATCH; CALLBACK gets the JSON result."
-  (agent-edit--tool-call callback
-                         (lambda (cb) (agent-edit-apply-patch (list :patch patch) cb))))
+(defun agent-edit--camel (name)
+  "The server's name of the snake_case argument NAME (start_line: startLine)."
+  (replace-regexp-in-string "_\\([a-z]\\)" (lambda (m) (upcase (substring m 1))) name t t))
+
+(defun agent-edit--gptel-args (specs values)
+  "The server's argument plist for VALUES, gptel's values of SPECS in order.
+A nil value is an optional argument the model left out; a boolean goes
+through `agent-edit--flag', so a false is never taken as true."
+  (let (args)
+    (cl-loop for spec in specs
+             for value in values
+             when value
+             do (setq args
+                      (append args
+                              (list (intern (concat ":" (agent-edit--camel
+                                                         (plist-get spec :name))))
+                                    (if (eq (plist-get spec :type) 'boolean)
+                                        (agent-edit--flag value)
+                                      value)))))
+    args))
+
+(defun agent-edit--gptel-function (command specs)
+  "gptel's :function for COMMAND with the arguments SPECS: callback first."
+  (lambda (callback &rest values)
+    (agent-edit--tool-call
+     callback
+     (lambda (cb) (agent-edit-execute command (agent-edit--gptel-args specs values) cb)))))
 
 (declare-function gptel-make-tool "gptel" (&rest slots))
 
 (defun agent-edit-gptel-tools ()
   "Define agent-edit's gptel tools with `gptel-make-tool'.
-Their category is \"agent-edit\"."
-  (gptel-make-tool
-   :name "agent_edit_read"
-   :function #'agent-edit-gptel-read
-   :async t
-   :category "agent-edit"
-   :description "Read a file of the workspace as the editor shows it now (unsaved \
-changes included). Returns JSON with text, version and sha256; edits are checked \
-against what was read. Read a file before editing it."
-   :args (list '(:name "path" :type string
-                       :description "File path, relative to the workspace root or absolute")
-               '(:name "start_line" :type integer :optional t
-                       :description "First line to read (1-based); the lines are numbered")
-               '(:name "end_line" :type integer :optional t
-                       :description "Last line to read (inclusive)")))
-  (gptel-make-tool
-   :name "agent_edit_replace"
-   :function #'agent-edit-gptel-replace
-   :async t
-   :category "agent-edit"
-   :confirm agent-edit-gptel-confirm
-   :description "Replace an exact piece of text in one file, through the editor. old_text \
-must match exactly once (else AMBIGUOUS or NO_MATCH with the nearest candidate). The edit is \
-refused (STALE) if the file changed since it was read. Returns JSON: ok, status, diff, or \
-code/message/hint when refused."
-   :args (list '(:name "path" :type string :description "File path")
-               '(:name "old_text" :type string
-                       :description "The exact text to replace, with enough context to be unique")
-               '(:name "new_text" :type string :description "The replacement text")
-               '(:name "replace_all" :type boolean :optional t
-                       :description "Replace every occurrence")))
-  (gptel-make-tool
-   :name "agent_edit_apply_patch"
-   :function #'agent-edit-gptel-apply-patch
-   :async t
-   :category "agent-edit"
-   :confirm agent-edit-gptel-confirm
-   :description "Apply a patch in the V4A format (*** Begin Patch / *** Update File: / \
-*** Add File: / *** Delete File: / *** Move to: / @@ hunks / *** End Patch) to one or more \
-files, all or nothing: every hunk is checked before anything changes. Returns JSON: ok, \
-status, files, diff, or code/message/hint when refused."
-   :args (list '(:name "patch" :type string :description "The whole V4A patch text"))))
+One per server command (`agent-edit--gptel-tools'); their category is
+\"agent-edit\"."
+  (pcase-dolist (`(,name ,command ,confirm ,description ,specs) agent-edit--gptel-tools)
+    (apply #'gptel-make-tool
+           :name name
+           :function (agent-edit--gptel-function command specs)
+           :async t
+           :category "agent-edit"
+           :description description
+           :args specs
+           (and confirm (list :confirm agent-edit-gptel-confirm)))))
 
 (with-eval-after-load 'gptel
   (when (fboundp 'gptel-make-tool)

@@ -281,14 +281,65 @@ def test_history_and_undo_commands(emacs: str, tmp_path: Path) -> None:
     assert entries[undo["editId"]]["action"] == "undo"
 
 
-def test_gptel_tools_called_as_gptel_calls_them(emacs: str, tmp_path: Path) -> None:
-    data = run_scenario(emacs, "gptel_tools", tmp_path, {"notes.txt": "todo: write tests\n"})
+GPTEL_TOOLS = {
+    "agent_edit_read": "read",
+    "agent_edit_replace": "replace",
+    "agent_edit_apply_patch": "applyPatch",
+    "agent_edit_write": "write",
+    "agent_edit_history": "history",
+    "agent_edit_undo": "undo",
+}
+
+
+def snake(name: str) -> str:
+    """The gptel tools' name of a contract argument: startLine is start_line."""
+    return re.sub(r"[A-Z]", lambda m: "_" + m.group().lower(), name)
+
+
+@pytest.fixture(scope="module")
+def gptel(emacs: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    root = tmp_path_factory.mktemp("gptel")
+    return run_scenario(emacs, "gptel_tools", root, {"notes.txt": "todo: write tests\n"})
+
+
+def test_gptel_tool_arguments_are_the_contracts(gptel: dict[str, Any]) -> None:
+    """The drift test: every gptel tool's arguments, in snake_case, are its command's in
+    lsp_server.contract, in its order, with the same types, optional-ness and enums."""
+    from lsp_server import contract
+
+    tools = {t["name"]: t for t in gptel["tools"]}
+    assert list(tools) == list(GPTEL_TOOLS), "a command without a tool, or a tool too many"
+    assert set(GPTEL_TOOLS.values()) == set(contract.ACTIONS)
+    for tool_name, action in GPTEL_TOOLS.items():
+        schema = contract.schema(action)
+        args = tools[tool_name]["args"]
+        assert [a["name"] for a in args] == [snake(f) for f in schema["properties"]], tool_name
+        required = set(schema.get("required", []))
+        for arg, (field, want) in zip(args, schema["properties"].items(), strict=True):
+            where = (tool_name, field)
+            assert arg["type"] == want["type"], where
+            assert arg["optional"] is (field not in required), where
+            assert arg["enum"] == want.get("enum", []), where
+            properties = [(p["name"], p["type"]) for p in arg["properties"]]
+            wanted = [(k, v["type"]) for k, v in want.get("properties", {}).items()]
+            assert properties == wanted, where
+        # The tools that change files are the ones gptel asks about when told to confirm.
+        assert tools[tool_name]["confirm"] is (action not in ("read", "history")), tool_name
+
+
+def test_gptel_tools_called_as_gptel_calls_them(gptel: dict[str, Any]) -> None:
+    data = gptel
     tools = {t["name"]: t for t in data["tools"]}
-    assert set(tools) == {"agent_edit_read", "agent_edit_replace", "agent_edit_apply_patch"}
+    assert set(tools) == set(GPTEL_TOOLS)
     for tool in tools.values():
         assert tool["has_function"] is True and tool["async"] is True
         assert tool["category"] == "agent-edit" and tool["description"]
-    assert tools["agent_edit_replace"]["args"] == ["path", "old_text", "new_text", "replace_all"]
+    assert [a["name"] for a in tools["agent_edit_replace"]["args"]][:4] == [
+        "path",
+        "old_text",
+        "new_text",
+        "replace_all",
+    ]
     # Tool results are JSON text for the model.
     read = ok(json.loads(data["read"]), data)
     assert read["text"] == "todo: write tests\n"
@@ -308,6 +359,17 @@ def test_gptel_tools_called_as_gptel_calls_them(emacs: str, tmp_path: Path) -> N
     bad = refused(json.loads(data["bad_args"]), data)
     assert bad["code"] in ("RPC_ERROR", "INVALID_ARGUMENT"), bad
     assert "path" in bad["message"], bad
+    # The arguments beyond the basic ones reach the server under its names.
+    dry = ok(json.loads(data["dry_run"]), data)
+    assert dry["status"] == "dry-run" or dry.get("dryRun") is True, dry
+    assert refused(json.loads(data["stale_expect"]), data)["code"] == "STALE"
+    bad_match = refused(json.loads(data["bad_match"]), data)
+    assert "match" in bad_match["message"], bad_match
+    assert not ok(json.loads(data["numbered"]), data)["text"].startswith("1\t")
+    assert ok(json.loads(data["write"]), data)["status"] == "applied"
+    assert len(ok(json.loads(data["history"]), data)["entries"]) == 1
+    ok(json.loads(data["undo_dry"]), data)
+    assert data["text_at_end"] == "shipped: write tests\n"
 
 
 # -- plain eglot, no package (issue 14) ------------------------------------------------------------

@@ -14,6 +14,19 @@
   (push slots gptel-stub--tools)
   slots)
 
+(defun gptel-stub--arg (arg)
+  "ARG, one of a tool's :args, as JSON for the drift test: its name, type, optional-ness, enum
+and the names and types of its properties."
+  (let ((properties (plist-get arg :properties)))
+    (list :name (plist-get arg :name)
+          :type (symbol-name (plist-get arg :type))
+          :optional (if (plist-get arg :optional) t :json-false)
+          :enum (or (plist-get arg :enum) [])
+          :properties (vconcat
+                       (cl-loop for (key spec) on properties by #'cddr
+                                collect (list :name (substring (symbol-name key) 1)
+                                              :type (symbol-name (plist-get spec :type))))))))
+
 (defun gptel-stub--call (name json-args)
   "Call tool NAME with the model's JSON-ARGS as gptel does; return the result text."
   (let* ((tool (or (cl-find name gptel-stub--tools
@@ -44,7 +57,8 @@
                                :category (plist-get s :category)
                                :has_function (and (functionp (plist-get s :function)) t)
                                :description (plist-get s :description)
-                               :args (vconcat (mapcar (lambda (a) (plist-get a :name))
+                               :confirm (if (plist-member s :confirm) t :json-false)
+                               :args (vconcat (mapcar #'gptel-stub--arg
                                                       (plist-get s :args)))))
                        (reverse gptel-stub--tools))))
    (h-observe "read" (gptel-stub--call "agent_edit_read" "{\"path\": \"notes.txt\"}"))
@@ -66,4 +80,26 @@
                                 "{\"path\": \"notes.txt\", \"old_text\": \"t\", \"new_text\": \"T\", \"replace_all\": \"false\"}"))
    (h-observe "text_after_string_flag" (h-text buf))
    ;; A malformed call (the model sent a number for the path) still answers, never hangs gptel.
-   (h-observe "bad_args" (gptel-stub--call "agent_edit_read" "{\"path\": 42}"))))
+   (h-observe "bad_args" (gptel-stub--call "agent_edit_read" "{\"path\": 42}"))
+   ;; The arguments beyond the basic ones reach the server under its camelCase names.
+   (h-observe "dry_run"
+              (gptel-stub--call "agent_edit_replace"
+                                "{\"path\": \"notes.txt\", \"old_text\": \"shipped\", \"new_text\": \"x\", \"dry_run\": true}"))
+   (h-observe "stale_expect"
+              (gptel-stub--call "agent_edit_replace"
+                                "{\"path\": \"notes.txt\", \"old_text\": \"shipped\", \"new_text\": \"x\", \"expect\": {\"sha256\": \"0000\"}}"))
+   (h-observe "bad_match"
+              (gptel-stub--call "agent_edit_replace"
+                                "{\"path\": \"notes.txt\", \"old_text\": \"shipped\", \"new_text\": \"x\", \"match\": \"fuzzy\"}"))
+   (h-observe "numbered"
+              (gptel-stub--call "agent_edit_read" "{\"path\": \"notes.txt\", \"line_numbers\": false, \"start_line\": 1}"))
+   (h-observe "write"
+              (gptel-stub--call "agent_edit_write" "{\"path\": \"new.txt\", \"text\": \"made\\n\"}"))
+   (h-observe "history"
+              (gptel-stub--call "agent_edit_history" "{\"format\": \"json\", \"limit\": 1}"))
+   (let* ((patch (json-parse-string (gethash "patch" h-observed) :object-type 'plist))
+          (id (plist-get patch :editId)))
+     (h-observe "undo_dry"
+                (gptel-stub--call "agent_edit_undo"
+                                  (format "{\"edit_id\": %d, \"dry_run\": true}" id))))
+   (h-observe "text_at_end" (h-text buf))))
