@@ -62,7 +62,6 @@ def test_product_md_detail_fields_are_required_where_it_names_them() -> None:
         assert name in _required_details(CONSTRUCTORS[code]), code
 
 
-
 def _inline_calls(source: str) -> list[int]:
     """The lines of `source` that call `EditError(...)` (as a name or an attribute)."""
     import ast
