@@ -24,6 +24,7 @@ from pygls.exceptions import JsonRpcException
 
 from lsp_server import actions
 from lsp_server.actions import headless
+from lsp_server.engine.results import wire
 from tests.editor_client import REPO, Editor, start_session
 
 FILES = {"a.txt": "one\ntwo\nthree\n", "b.txt": "bee\n", "dup.txt": "y\ny\n"}
@@ -101,7 +102,7 @@ async def through_actions(root: Path) -> list[Any]:
     for name, args in TABLE:
         async with headless.open(str(root)) as ctx:  # a context per request, as the CLI's
             try:
-                out.append(await actions.run(ctx, name, args))
+                out.append(wire(await actions.run(ctx, name, args)))
             except actions.InvalidArguments as exc:
                 out.append(("malformed", exc.message))
     return out
