@@ -298,6 +298,7 @@ async def _headless(
     from lsp_server import actions
     from lsp_server.actions import headless
     from lsp_server.engine.errors import EditError
+    from lsp_server.engine.results import wire
 
     def say(text: str) -> None:
         print(text, file=sys.stderr)
@@ -313,7 +314,7 @@ async def _headless(
                     if note:
                         say(note if note.startswith("agent-edit:") else f"agent-edit: {note}")
             try:
-                result = await actions.run(ctx, action, args)
+                result = wire(await actions.run(ctx, action, args))
             except actions.InvalidArguments as exc:
                 raise _Malformed(exc.message) from None
             if ctx.recovered:
@@ -356,31 +357,29 @@ def _through_editor(
     try:
         result = discovery.request(entry, payload, timeout=300)
     except discovery.Unanswered as exc:
-        result = {
-            "ok": False,
-            "code": "UNVERIFIED",
-            "message": f"The editor's agent-edit server ({entry.describe()}) went away before "
-            f"it answered ({exc}): the edit may or may not have landed in the editor; nothing "
-            "was written on disk here.",
-            "hint": "Check the files (and agent-edit history) before trying again.",
-            "details": {"editor": entry.editor, "pid": entry.editor_pid or entry.pid},
-            "committed": [],
-        }
+        from lsp_server.engine.results import refusal
+
+        result = refusal(
+            "UNVERIFIED",
+            f"The editor's agent-edit server ({entry.describe()}) went away before it answered "
+            f"({exc}): the edit may or may not have landed in the editor; nothing was written "
+            "on disk here.",
+            "Check the files (and agent-edit history) before trying again.",
+            editor=entry.editor,
+            pid=entry.editor_pid or entry.pid,
+        )
     except (OSError, ValueError) as exc:
-        result = {
-            "ok": False,
-            "code": "CONFLICT",
-            "message": f"{entry.describe()} runs agent-edit for this workspace, but its server "
-            f"cannot be reached ({exc}); its open buffers may differ from the disk, so nothing "
-            "was written.",
-            "hint": "Make the edit from that editor, or restart agent-edit there, then retry.",
-            "details": {
-                "reason": "PEER_UNREACHABLE",
-                "editor": entry.editor,
-                "pid": entry.editor_pid or entry.pid,
-            },
-            "committed": [],
-        }
+        from lsp_server.engine.results import refusal
+
+        result = refusal(
+            "CONFLICT",
+            f"{entry.describe()} runs agent-edit for this workspace, but its server cannot be "
+            f"reached ({exc}); its open buffers may differ from the disk, so nothing was written.",
+            "Make the edit from that editor, or restart agent-edit there, then retry.",
+            reason="PEER_UNREACHABLE",
+            editor=entry.editor,
+            pid=entry.editor_pid or entry.pid,
+        )
     result["via"] = "editor"
     if result.get("ok"):
         _print_success(result, as_json, through=entry.describe())

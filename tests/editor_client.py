@@ -28,7 +28,10 @@ from pygls.exceptions import JsonRpcInternalError
 from pygls.uris import from_fs_path, to_fs_path
 from pytest_lsp import ClientServerConfig, LanguageClient
 
+from tests import result_schemas
+
 REPO = Path(__file__).resolve().parents[1]
+ACTION_NAMES = frozenset({"read", "replace", "write", "applyPatch", "history", "undo"})
 EDITORS = ["visual-studio-code", "neovim", "emacs"]
 _CAPS = {"visual-studio-code": "visual-studio-code", "neovim": "neovim@0.11.0", "emacs": "emacs"}
 # The clientInfo each editor sends in initialize.
@@ -244,9 +247,12 @@ class Editor:
 
     async def command(self, name: str, *args: Any) -> Any:
         self.flush()  # eglot sends pending changes before its next request
-        return await self.client.workspace_execute_command_async(
+        answer = await self.client.workspace_execute_command_async(
             t.ExecuteCommandParams(command=name, arguments=list(args))
         )
+        if name.startswith("agentEdit.") and name.removeprefix("agentEdit.") in ACTION_NAMES:
+            result_schemas.check(name, answer)  # every answer, as the contract exports it
+        return answer
 
     def release(self) -> None:
         self.never_answer = False

@@ -4,9 +4,10 @@ written against `context.Context`, every edit through `execute.execute`.
     result = await actions.run(ctx, "replace", {"path": ..., "oldText": ..., "newText": ...})
 
 `run` checks the arguments (malformed: `InvalidArguments`, which each front maps: LSP
-InvalidParams, CLI usage error), runs the action, and turns a domain failure into its result
-object (`ok: false`), recording a refused edit in the history. Transport-neutral: nothing here
-imports pygls, lsprotocol or mcp (ruff TID251).
+InvalidParams, CLI usage error), runs the action, and turns a domain failure into its
+`Refusal` (`ok: false`), recording a refused edit in the history. The result is a typed object
+(engine/results.py); each front sends `results.wire(result)`, its JSON. Transport-neutral:
+nothing here imports pygls, lsprotocol or mcp (ruff TID251).
 """
 
 from __future__ import annotations
@@ -19,10 +20,11 @@ from lsp_server.actions.args import InvalidArguments, parse
 from lsp_server.actions.context import Context
 from lsp_server.actions.execute import Journalled, refused
 from lsp_server.engine.errors import EditError
+from lsp_server.engine.results import Result
 
 __all__ = ["EDITS", "NAMES", "InvalidArguments", "action", "run"]
 
-Action = Callable[[Context, dict[str, Any]], Awaitable[dict[str, Any]]]
+Action = Callable[[Context, dict[str, Any]], Awaitable[Result]]
 
 # Each action's module (`run` in it). Imported when first run: a CLI process runs one action,
 # and `history` alone pulls in the edit-texts rendering.
@@ -45,16 +47,16 @@ def action(name: str) -> Action:
     return run_action
 
 
-async def run(ctx: Context, name: str, raw_args: Any) -> dict[str, Any]:
-    """Action `name`'s result object for `raw_args`; raises InvalidArguments if they are
-    malformed (and KeyError for a name not in NAMES)."""
+async def run(ctx: Context, name: str, raw_args: Any) -> Result:
+    """Action `name`'s result for `raw_args` (a front sends `results.wire` of it); raises
+    InvalidArguments if they are malformed (and KeyError for a name not in NAMES)."""
     run_action = action(name)
     try:
         return await run_action(ctx, parse(name, raw_args))
     except Journalled as done:
-        return done.error.to_result()
+        return done.error.refusal()
     except EditError as err:
         if name in EDITS:
             given = raw_args[0] if isinstance(raw_args, list | tuple) and raw_args else raw_args
             refused(ctx, name, given, err)
-        return err.to_result()
+        return err.refusal()

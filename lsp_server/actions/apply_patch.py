@@ -10,10 +10,11 @@ from lsp_server.actions.execute import execute
 from lsp_server.actions.paths import Resolved
 from lsp_server.actions.session import token_now
 from lsp_server.engine.planner import check_precondition
+from lsp_server.engine.results import EditResult
 from lsp_server.engine.text import Snapshot
 
 
-async def run(ctx: Context, a: dict[str, Any]) -> dict[str, Any]:
+async def run(ctx: Context, a: dict[str, Any]) -> EditResult:
     expect = {
         r.rel: ctx.session.known(r.rel, v)
         for k, v in (a.get("expect") or {}).items()

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from lsp_server.engine.history import History
     from lsp_server.engine.model import FileChange, Plan
     from lsp_server.engine.recovery import Recovery
+    from lsp_server.engine.results import EditResult
     from lsp_server.engine.text import Snapshot
 
 T = TypeVar("T")
@@ -58,8 +59,8 @@ class Attempt(Protocol):
         """The buffer version and open id the change's target shows now (None, None: on disk),
         once applied; the session's read token of it is refreshed from these."""
 
-    async def report(self, result: dict[str, Any]) -> None:
-        """Complete the success result: diagnostics, what was saved."""
+    async def report(self, result: EditResult) -> EditResult:
+        """The success result completed: diagnostics, what was saved."""
 
 
 class Applier(Protocol):

@@ -18,7 +18,7 @@ from lsp_server.engine import recovery
 from lsp_server.engine.diffing import plan_diff
 from lsp_server.engine.errors import EditError
 from lsp_server.engine.model import FileChange, Plan
-from lsp_server.engine.results import success
+from lsp_server.engine.results import EditResult, success
 
 
 class Journalled(Exception):
@@ -38,7 +38,7 @@ async def execute(
     where: dict[str, Resolved],
     dry_run: bool,
     undoes: int | None = None,
-) -> dict[str, Any]:
+) -> EditResult:
     """Journal, apply, verify and record one plan; raises `Journalled` when it failed."""
     plan = Plan(action, tuple(changes))
     for r in list(where.values()):
@@ -82,9 +82,7 @@ async def execute(
             ctx.session.forget(c.path)
         ctx.session.saw(c.target_path, version, c.new_sha256, opened)
     ctx.history.finish(edit_id, "applied", versions=versions)
-    result = success(edit_id, "applied", changes, versions, diff=diff)
-    await attempt.report(result)
-    return result
+    return await attempt.report(success(edit_id, "applied", changes, versions, diff=diff))
 
 
 def refused(ctx: Context, action: str, raw: Any, err: EditError) -> None:

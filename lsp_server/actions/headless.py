@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator, Callable, Generator
 from contextlib import asynccontextmanager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from lsp_server.actions.context import Applied
@@ -29,6 +29,7 @@ from lsp_server.engine.errors import EditError
 from lsp_server.engine.history import History, drive, open_history
 from lsp_server.engine.model import FileChange, Plan
 from lsp_server.engine.policy import PathPolicy
+from lsp_server.engine.results import EditResult
 from lsp_server.engine.text import Snapshot
 
 T = TypeVar("T")
@@ -177,5 +178,5 @@ class DiskAttempt:
     def landed(self, change: FileChange) -> tuple[int | None, int | None]:
         return None, None  # on disk: no buffer, no version
 
-    async def report(self, result: dict[str, Any]) -> None:
-        result["saved"] = True  # on disk, an applied edit is saved by definition
+    async def report(self, result: EditResult) -> EditResult:
+        return replace(result, saved=True)  # on disk, an applied edit is saved by definition

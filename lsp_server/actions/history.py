@@ -8,9 +8,10 @@ from typing import Any
 from lsp_server.actions.context import Context
 from lsp_server.engine import edit_texts
 from lsp_server.engine.history import NET_FILES
+from lsp_server.engine.results import HistoryDiff, HistoryEntries, HistoryTexts
 
 
-async def run(ctx: Context, a: dict[str, Any]) -> dict[str, Any]:
+async def run(ctx: Context, a: dict[str, Any]) -> HistoryEntries | HistoryDiff | HistoryTexts:
     history = ctx.history
     history.refresh()
     if a.get("texts"):
@@ -18,9 +19,11 @@ async def run(ctx: Context, a: dict[str, Any]) -> dict[str, Any]:
     files = a.get("netLimit", NET_FILES)
     if a.get("format", "json") == "diff":
         text = await ctx.steps(history.iter_diff_text(ctx.live, a.get("editId"), files))
-        return {"ok": True, "diff": text}
-    return await ctx.steps(
+        return HistoryDiff(diff=text)
+    # The history renders its entries as JSON objects already; the answer is typed here.
+    rendered = await ctx.steps(
         history.iter_json(
             live=ctx.live, edit_id=a.get("editId"), limit=a.get("limit", 200), net_files=files
         )
     )
+    return HistoryEntries.of(rendered)

@@ -8,10 +8,11 @@ from typing import Any
 from lsp_server.actions.context import Context
 from lsp_server.engine import errors
 from lsp_server.engine.planner import require_exists
+from lsp_server.engine.results import ReadResult
 from lsp_server.engine.text import describe_eol
 
 
-async def run(ctx: Context, a: dict[str, Any]) -> dict[str, Any]:
+async def run(ctx: Context, a: dict[str, Any]) -> ReadResult:
     where = ctx.resolve(a["path"])
     snap = ctx.read(where)
     require_exists(snap)
@@ -43,16 +44,15 @@ async def run(ctx: Context, a: dict[str, Any]) -> dict[str, Any]:
         text = snap.text if not ranged else "".join(chosen)
     buffered = snap.source == "buffer"
     ctx.session.saw(where.rel, snap.version if buffered else None, snap.sha256, ctx.open_id(where))
-    return {
-        "ok": True,
-        "path": where.rel,
-        "text": text,
-        "version": snap.version,
-        "sha256": snap.sha256,
-        "source": snap.source,
-        "eol": describe_eol(snap.text),
-        "bom": snap.bom,
-        "lines": total,
-        "startLine": start,
-        "endLine": min(end, total),
-    }
+    return ReadResult(
+        path=where.rel,
+        text=text,
+        version=snap.version,
+        sha256=snap.sha256,
+        source="buffer" if buffered else "disk",  # it exists (require_exists)
+        eol=describe_eol(snap.text),
+        bom=snap.bom,
+        lines=total,
+        start_line=start,
+        end_line=min(end, total),
+    )

@@ -9,9 +9,10 @@ from lsp_server.actions.context import Context
 from lsp_server.actions.execute import execute
 from lsp_server.actions.session import token_now
 from lsp_server.engine.planner import check_precondition, plan_replace, require_exists
+from lsp_server.engine.results import EditResult
 
 
-async def run(ctx: Context, a: dict[str, Any]) -> dict[str, Any]:
+async def run(ctx: Context, a: dict[str, Any]) -> EditResult:
     where = ctx.resolve(a["path"])
     # What the agent knew when it sent this request: a racing edit must not inherit the
     # token refreshed by the edit it raced with.

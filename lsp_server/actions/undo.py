@@ -7,9 +7,10 @@ from typing import Any
 
 from lsp_server.actions.context import Context
 from lsp_server.actions.execute import execute
+from lsp_server.engine.results import EditResult
 
 
-async def run(ctx: Context, a: dict[str, Any]) -> dict[str, Any]:
+async def run(ctx: Context, a: dict[str, Any]) -> EditResult:
     edit_id = a["editId"]
     async with ctx.edit_lock:
         ctx.history.refresh()

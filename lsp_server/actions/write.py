@@ -10,9 +10,10 @@ from lsp_server.actions.execute import execute
 from lsp_server.actions.session import token_now
 from lsp_server.engine import errors
 from lsp_server.engine.planner import check_precondition, plan_write
+from lsp_server.engine.results import EditResult
 
 
-async def run(ctx: Context, a: dict[str, Any]) -> dict[str, Any]:
+async def run(ctx: Context, a: dict[str, Any]) -> EditResult:
     where = ctx.resolve(a["path"])
     known = ctx.session.known(where.rel, a.get("expect"))
     async with ctx.edit_lock:

@@ -26,7 +26,6 @@ from lsp_server.contract.actions import (
     UndoArgs,
     WriteArgs,
 )
-from lsp_server.contract.results import REFUSAL, SUCCESS
 from lsp_server.contract.spec import (
     MAX_STRING,
     SCHEMA_DIALECT,
@@ -105,7 +104,10 @@ def schemas(names: Mapping[str, str] | None = None) -> dict[str, dict[str, Any]]
 
 
 def result_schema(name: str) -> dict[str, Any]:
-    """The JSON Schema of every answer of action `name`: its success or the refusal."""
+    """The JSON Schema of every answer of action `name`: its success or the refusal (generated
+    from engine/results.py's classes when first asked: a CLI run never needs them)."""
+    from lsp_server.contract.results import REFUSAL, SUCCESS
+
     return {
         "$schema": SCHEMA_DIALECT,
         "type": "object",

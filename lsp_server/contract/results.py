@@ -1,109 +1,101 @@
-"""The shapes of the answers (product.md 2.1) as JSON Schema: a success per action, one refusal.
+"""The shapes of the answers (product.md 2.1) as JSON Schema, generated from their classes.
 
-These are what a client may rely on (the MCP server gives them as each tool's `outputSchema`),
-so they name the fields every answer has and leave room for more: an answer may carry further
-fields (`diagnosticsPending`, `netCut`, ...), and a front may add its own, without breaking a
-client that validates. Codes are the enum of engine/errors.py's `Code`, defined there once.
+The answers are the typed classes of engine/results.py; this reads them (field types, which
+fields a JSON object may leave out, descriptions) and writes one schema per class, as spec.py
+does for the arguments. So the answer a front sends (`results.wire`) and the schema a client is
+given (the MCP server's `outputSchema`) come from one declaration.
+
+A schema names the fields every answer has and leaves room for more: a front may add its own
+(`via`, `recovered`, ...) without breaking a client that validates. A field left out when it is
+None is optional; any other field is required, `null` allowed where its type allows None.
+Codes are the enum of engine/errors.py's `Code`, defined there once.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
+import types
+from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
-from lsp_server.engine.errors import Code
-
-_STR = {"type": "string"}
-_INT = {"type": "integer"}
-_BOOL = {"type": "boolean"}
-_OBJ = {"type": "object"}
-
-
-def _shape(required: dict[str, Any], optional: dict[str, Any] | None = None) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "required": list(required),
-        "properties": {**required, **(optional or {})},
-    }
-
-
-REFUSAL: dict[str, Any] = _shape(
-    {
-        "ok": {"const": False},
-        "code": {
-            "type": "string",
-            "enum": [str(c) for c in Code],
-            "description": "What went wrong, stable: branch on it.",
-        },
-        "message": {**_STR, "description": "Why, in a sentence."},
-        "hint": {**_STR, "description": "What to do next."},
-        "details": {
-            **_OBJ,
-            "description": "Stable fields per code: lines (AMBIGUOUS), candidates (NO_MATCH), "
-            "expected and current (STALE), patchLine (PARSE_ERROR), rule (path policy), files "
-            "(NOT_APPLIED, PARTIAL*), argument (INVALID_ARGUMENT).",
-        },
-        "committed": {
-            "type": "array",
-            "items": _OBJ,
-            "description": "What the server saw land (empty unless PARTIAL or UNVERIFIED).",
-        },
-    }
+from lsp_server.engine.results import (
+    OMIT,
+    EditResult,
+    FileResult,
+    HistoryDiff,
+    HistoryEntries,
+    HistoryTexts,
+    ReadResult,
+    Refusal,
+    camel,
+    declared,
 )
 
-READ_OK: dict[str, Any] = _shape(
-    {
-        "ok": {"const": True},
-        "path": _STR,
-        "text": _STR,
-        "version": {"type": ["integer", "null"], "description": "Buffer version, null on disk."},
-        "sha256": {**_STR, "description": "Of the whole file's text (UTF-8), pass as expect."},
-        "source": {"type": "string", "enum": ["buffer", "disk"]},
-        "eol": _STR,
-        "lines": _INT,
-        "startLine": _INT,
-        "endLine": _INT,
-    },
-    {"bom": _BOOL},
-)
+_PLAIN = {str: "string", int: "integer", bool: "boolean"}
 
-_FILE = _shape(
-    {
-        "path": _STR,
-        "change": {"type": "string", "enum": ["add", "update", "delete", "move"]},
-        "sha256": {"type": ["string", "null"], "description": "New text's; null if deleted."},
-    },
-    {"movedTo": _STR, "version": _INT, "saved": _BOOL},
-)
 
-EDIT_OK: dict[str, Any] = _shape(
-    {
-        "ok": {"const": True},
-        "editId": {"type": ["integer", "null"], "description": "Null for a dry run."},
-        "status": {"type": "string", "enum": ["applied", "dry-run"]},
-        "files": {"type": "array", "items": _FILE},
-        "diff": {**_STR, "description": "Git-style unified diff of what changed."},
-        "diagnostics": {
-            "type": "array",
-            "items": _OBJ,
-            "description": "Syntax errors the edit introduced in the touched files.",
-        },
-        "saved": {"type": ["boolean", "null"]},
-    },
-    {"diagnosticsPending": {"type": "array", "items": _STR}},
-)
+def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
+    kind = schema.get("type")
+    if not isinstance(kind, str):
+        raise TypeError(f"a result field that may be null needs a plain type, not {schema}")
+    return {**schema, "type": [kind, "null"]}
 
+
+def _type_schema(tp: Any) -> dict[str, Any]:
+    origin = get_origin(tp)
+    if origin in (Union, types.UnionType):
+        rest = [a for a in get_args(tp) if a is not type(None)]
+        if len(rest) != 1:
+            raise TypeError(f"only `X | None` unions are part of a result, not {tp}")
+        return _nullable(_type_schema(rest[0]))
+    if tp in _PLAIN:
+        return {"type": _PLAIN[tp]}
+    if origin is Literal:
+        values = get_args(tp)
+        if len(values) == 1 and isinstance(values[0], bool):
+            return {"const": values[0]}
+        if all(isinstance(v, str) for v in values):
+            return {"type": "string", "enum": list(values)}
+        raise TypeError(f"{tp} is not a literal a result can export")
+    if origin in (list, tuple):
+        args = [a for a in get_args(tp) if a is not Ellipsis]
+        return {"type": "array", "items": _type_schema(args[0])}
+    if origin is dict or tp is dict:
+        return {"type": "object"}
+    if isinstance(tp, type) and declared(tp):
+        return object_schema(tp)
+    raise TypeError(f"{tp} is not a type a result can export")
+
+
+def object_schema(cls: type) -> dict[str, Any]:
+    """The JSON Schema of a result class (`@result` in engine/results.py)."""
+    hints = get_type_hints(cls)
+    required: list[str] = []
+    properties: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        name = camel(f.name)
+        schema = _type_schema(hints[f.name])
+        if f.metadata.get(OMIT):
+            # Left out rather than null: the value, when it is there, is never null.
+            kind = schema.get("type")
+            if isinstance(kind, list):
+                schema = {**schema, "type": kind[0]}
+        else:
+            required.append(name)
+        choices = f.metadata.get("choices")
+        if choices:
+            schema = {**schema, "enum": list(choices)}
+        if f.metadata.get("doc"):
+            schema = {**schema, "description": f.metadata["doc"]}
+        properties[name] = schema
+    return {"type": "object", "required": required, "properties": properties}
+
+
+REFUSAL: dict[str, Any] = object_schema(Refusal)
+READ_OK: dict[str, Any] = object_schema(ReadResult)
+FILE: dict[str, Any] = object_schema(FileResult)
+EDIT_OK: dict[str, Any] = object_schema(EditResult)
 HISTORY_OK: dict[str, Any] = {
-    "anyOf": [
-        _shape(
-            {"ok": {"const": True}, "entries": {"type": "array", "items": _OBJ}, "total": _INT},
-            {"net": {"type": "array", "items": _OBJ}},
-        ),
-        _shape({"ok": {"const": True}, "diff": _STR}),
-        _shape(
-            {"ok": {"const": True}, "files": {"type": "array", "items": _OBJ}},
-            {"editId": _INT},
-        ),
-    ]
+    "anyOf": [object_schema(c) for c in (HistoryEntries, HistoryDiff, HistoryTexts)]
 }
 
 SUCCESS: dict[str, dict[str, Any]] = {

@@ -22,6 +22,7 @@ from typing import Any
 from lsp_server.engine.errors import Code, EditError
 from lsp_server.engine.history import Entry, History
 from lsp_server.engine.model import apply_line_edits
+from lsp_server.engine.results import HistoryTexts
 from lsp_server.engine.text import Snapshot, absent
 from lsp_server.engine.undo import ChangeRecord, plan_undo
 
@@ -129,18 +130,18 @@ def net_texts(history: History) -> list[dict[str, Any]]:
 
 def texts_result(
     history: History, edit_id: int | None, live: Callable[[str], Snapshot | None]
-) -> dict[str, Any]:
+) -> HistoryTexts:
     """The `agentEdit.history {texts: true}` answer: `{ok, files}` for one edit (`editId`) or for
     the session's net change. `live(path)` is what a path shows now (None if unreadable)."""
     if edit_id is None:
-        return {"ok": True, "files": net_texts(history)}
+        return HistoryTexts(files=net_texts(history))
     entry = history.entry(edit_id)
     current = {p: live(p) or absent(p) for p in history.undo_paths(edit_id)}
     files = entry_texts(entry, current)
     # An undo that was itself undone put the edit's lines back: they are read off the file.
     if entry.undone_by is not None and history.entry(entry.undone_by).undone_by is None:
         files = _through_undo(history, entry, files, live)
-    return {"ok": True, "editId": edit_id, "files": files}
+    return HistoryTexts(edit_id=edit_id, files=files)
 
 
 def _through_undo(

@@ -10,7 +10,10 @@ from __future__ import annotations
 import errno
 from collections.abc import Callable
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from lsp_server.engine.results import Refusal
 
 
 class Code(StrEnum):
@@ -55,15 +58,23 @@ class EditError(Exception):
         self.details: dict[str, Any] = details or {}
         self.committed: list[dict[str, Any]] = committed or []
 
+    def refusal(self) -> Refusal:
+        """The failure as the answer a front sends (`results.wire` makes its JSON)."""
+        from lsp_server.engine.results import Refusal  # results imports Code from here
+
+        return Refusal(
+            code=str(self.code),
+            message=self.message,
+            hint=self.hint,
+            details=self.details,
+            committed=self.committed,
+        )
+
     def to_result(self) -> dict[str, Any]:
-        return {
-            "ok": False,
-            "code": str(self.code),
-            "message": self.message,
-            "hint": self.hint,
-            "details": self.details,
-            "committed": self.committed,
-        }
+        """The refusal's JSON object."""
+        from lsp_server.engine.results import wire
+
+        return wire(self.refusal())
 
     def __repr__(self) -> str:
         return f"EditError({self.code}, {self.message!r})"

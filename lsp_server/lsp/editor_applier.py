@@ -13,7 +13,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from typing import TYPE_CHECKING, Any
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from lsp_server import peers
 from lsp_server.actions.context import Applied
@@ -22,6 +23,7 @@ from lsp_server.engine import errors
 from lsp_server.engine.errors import Code, EditError
 from lsp_server.engine.model import FileChange, Plan
 from lsp_server.engine.recovery import Recovery
+from lsp_server.engine.results import EditResult
 from lsp_server.engine.undo import plan_rollback
 from lsp_server.lsp import disk_side
 from lsp_server.lsp.apply import Location, Outcome, apply_and_verify, transactional, uri_of
@@ -143,15 +145,18 @@ class EditorAttempt:
         doc.set_known_text(change.new_text, change.new_sha256, change.digest.marks)
         return doc.version, doc.open_id
 
-    async def report(self, result: dict[str, Any]) -> None:
+    async def report(self, result: EditResult) -> EditResult:
         changes = list(self.plan.changes)
         diagnostics = await publish_after_edit(self.server, changes, self.locations, self.versions)
-        result["diagnostics"] = diagnostics or []
-        if diagnostics.pending:
+        result = replace(
+            result,
+            diagnostics=diagnostics or [],
             # Large files checked whole off the request path: publishDiagnostics follows.
-            result["diagnosticsPending"] = diagnostics.pending
+            diagnostics_pending=diagnostics.pending or None,
+        )
         if self.server.settings.save_after_edit or self.to_disk:
-            await self._save_touched(changes, result)
+            result = await self._save_touched(changes, result)
+        return result
 
     async def _apply_mixed(self, disk: disk_side.DiskSide) -> Outcome:
         """The disk side is prepared already; the editor's part is applied (verified), then the
@@ -249,7 +254,7 @@ class EditorAttempt:
             committed=[c for c in committed if c.get("state") == "applied"],
         )
 
-    async def _save_touched(self, changes: list[FileChange], result: dict[str, Any]) -> None:
+    async def _save_touched(self, changes: list[FileChange], result: EditResult) -> EditResult:
         """Ask the editor to save what the edit touched (`agentEdit/saveDocuments`).
 
         The client decides what is safe to save (VS Code's extension skips documents that were
@@ -266,13 +271,19 @@ class EditorAttempt:
         if not self.server.settings.save_after_edit:
             uris = {}
         saved = await self._save_documents(list(uris.values())) if uris else set()
-        for entry in result["files"]:
-            target = entry.get("movedTo") or entry["path"]
+        files = []
+        for entry in result.files:
+            target = entry.moved_to or entry.path
             if target in written:
-                entry["saved"] = True
+                entry = replace(entry, saved=True)
             elif target in uris:
-                entry["saved"] = uris[target] in saved
-        result["saved"] = bool(written or uris) and all(u in saved for u in uris.values())
+                entry = replace(entry, saved=uris[target] in saved)
+            files.append(entry)
+        return replace(
+            result,
+            files=tuple(files),
+            saved=bool(written or uris) and all(u in saved for u in uris.values()),
+        )
 
     async def _save_documents(self, uris: list[str]) -> set[str]:
         """The URIs the editor says it saved; none when it cannot (no such request, timeout)."""

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from lsp_server import discovery
 from lsp_server.actions.session import Session
+from lsp_server.engine.results import refusal, wire
 
 if TYPE_CHECKING:
     from lsp_server.lsp.server import AgentEditServer
@@ -35,17 +36,6 @@ log = logging.getLogger(__name__)
 
 MAX_SESSIONS = 64
 UNIX_PATH_MAX = 100  # sun_path is 108 bytes on Linux, 104 on macOS
-
-
-def refusal(code: str, message: str, hint: str = "", **details: Any) -> dict[str, Any]:
-    return {
-        "ok": False,
-        "code": code,
-        "message": message,
-        "hint": hint,
-        "details": details,
-        "committed": [],
-    }
 
 
 async def run_action(
@@ -63,7 +53,7 @@ async def run_action(
             argument="action",
         )
     try:
-        return await actions.run(server.context(session), action, args)
+        return wire(await actions.run(server.context(session), action, args))
     except actions.InvalidArguments as exc:
         return invalid_arguments(exc.message)
 

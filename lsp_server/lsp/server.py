@@ -33,6 +33,7 @@ from lsp_server.engine import files, recovery
 from lsp_server.engine.errors import Code, EditError
 from lsp_server.engine.history import History, open_history
 from lsp_server.engine.policy import PathPolicy
+from lsp_server.engine.results import wire
 from lsp_server.engine.text import Snapshot
 from lsp_server.lsp import lenses, protocol_reader
 from lsp_server.lsp.apply import Location, Verifier, reports_late_by_name, uri_of
@@ -276,7 +277,7 @@ def _command(name: str) -> Callable[..., Awaitable[dict[str, Any]]]:
 
     async def handler(ls: AgentEditServer, *args: Any) -> dict[str, Any]:
         try:
-            return await actions.run(ls.context(), name, args)
+            return wire(await actions.run(ls.context(), name, args))
         except InvalidArguments as exc:
             raise JsonRpcInvalidParams(message=f"Invalid Params: {exc.message}") from None
         finally:

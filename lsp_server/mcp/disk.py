@@ -13,6 +13,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from lsp_server.engine.errors import EditError
+from lsp_server.engine.results import wire
 
 if TYPE_CHECKING:
     from lsp_server.actions.session import Session
@@ -34,7 +35,7 @@ async def run(
             if guard is not None:
                 ctx.applier = GuardedApplier(ctx.applier, guard)  # type: ignore[assignment]
             try:
-                return await actions.run(ctx, action, args)
+                return wire(await actions.run(ctx, action, args))
             except actions.InvalidArguments as exc:
                 return invalid_arguments(exc.message)
     except EditError as err:  # a workspace that cannot be made ready (state folder, rollback)

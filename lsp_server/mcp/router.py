@@ -23,6 +23,7 @@ import secrets
 from typing import TYPE_CHECKING, Any
 
 from lsp_server import discovery
+from lsp_server.engine.results import refusal
 
 if TYPE_CHECKING:
     from lsp_server.actions.paths import Resolved
@@ -35,17 +36,6 @@ EDITS = frozenset({"replace", "write", "applyPatch", "undo"})
 ANSWER_TIMEOUT_S = float(os.environ.get("AGENT_EDIT_MCP_TIMEOUT_S") or 120)
 _HEADER = re.compile(r"^(\*\*\* (?:Add File|Delete File|Update File|Move to): ?)(.*?)(\r?)$", re.M)
 _PADDED_HEADER = re.compile(r"^[ \t]+\*\*\* (?:Add File|Delete File|Update File|Move to):", re.M)
-
-
-def refusal(code: str, message: str, hint: str = "", **details: Any) -> dict[str, Any]:
-    return {
-        "ok": False,
-        "code": code,
-        "message": message,
-        "hint": hint,
-        "details": details,
-        "committed": [],
-    }
 
 
 def invalid_arguments(message: str) -> dict[str, Any]:

@@ -11,7 +11,8 @@ import sys
 from typing import Any
 
 from lsp_server import __version__
-from lsp_server.mcp.router import Router, refusal
+from lsp_server.engine.results import refusal
+from lsp_server.mcp.router import Router
 from lsp_server.mcp.surrogates import Repaired, encodable
 from lsp_server.mcp.tools import BY_NAME, TOOLS, input_schema, model_text
 

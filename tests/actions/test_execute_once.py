@@ -13,6 +13,7 @@ import pytest
 from lsp_server import actions
 from lsp_server.actions import headless
 from lsp_server.engine.errors import Code, EditError
+from lsp_server.engine.results import wire
 
 
 class Raising:
@@ -53,11 +54,11 @@ async def test_an_apply_that_raises_is_recorded_once_and_finished(
     async with headless.open(str(root)) as ctx:
         ctx.applier = RaisingApplier(ctx.applier, exc)  # type: ignore[assignment]
         args = {"path": "a.txt", "oldText": "one", "newText": "1"}
-        result = await actions.run(ctx, "replace", args)
+        result = wire(await actions.run(ctx, "replace", args))
     assert result["ok"] is False and result["code"] == str(Code.IO_ERROR), result
     async with headless.open(str(root)) as ctx:
         entries = ctx.history.unfinished()
-        listed = await actions.run(ctx, "history", {})
+        listed = wire(await actions.run(ctx, "history", {}))
     assert entries == []
     replaces = [e for e in listed["entries"] if e["action"] == "replace"]
     assert len(replaces) == 1, listed["entries"]

@@ -24,6 +24,8 @@ from pygls.exceptions import JsonRpcException
 
 from lsp_server import actions
 from lsp_server.actions import headless
+from lsp_server.engine.results import wire
+from tests import result_schemas
 from tests.editor_client import REPO, Editor, start_session
 
 FILES = {"a.txt": "one\ntwo\nthree\n", "b.txt": "bee\n", "dup.txt": "y\ny\n"}
@@ -101,7 +103,7 @@ async def through_actions(root: Path) -> list[Any]:
     for name, args in TABLE:
         async with headless.open(str(root)) as ctx:  # a context per request, as the CLI's
             try:
-                out.append(await actions.run(ctx, name, args))
+                out.append(wire(await actions.run(ctx, name, args)))
             except actions.InvalidArguments as exc:
                 out.append(("malformed", exc.message))
     return out
@@ -192,3 +194,6 @@ async def test_one_table_of_requests_gives_the_same_results_through_every_front(
     for i, (name, args) in enumerate(TABLE):
         assert cli[i] == direct[i], (i, name, args)
         assert served[i] == direct[i], (i, name, args)
+        if isinstance(direct[i], dict):  # not malformed: an answer, as the contract exports it
+            for answer in (direct[i], cli[i], served[i]):
+                result_schemas.check(name, answer)

@@ -20,6 +20,7 @@ from lsp_server.actions.paths import WorkspacePaths
 from lsp_server.engine.errors import Code, EditError
 from lsp_server.engine.planner import plan_replace
 from lsp_server.engine.policy import PathPolicy
+from lsp_server.engine.results import wire
 from lsp_server.lsp import disk_side
 from lsp_server.lsp.server import AgentEditServer
 from tests.actions.test_fronts import normal
@@ -51,7 +52,7 @@ async def test_hostile_disk_files_answer_alike_through_the_server_and_headless(
     root = workspace(tmp_path / "h" / "ws")
     for name, args in CASES:
         async with headless.open(str(root)) as ctx:
-            direct = await actions.run(ctx, name, args)
+            direct = wire(await actions.run(ctx, name, args))
         try:
             served = await editor.command(f"agentEdit.{name}", args)
         except JsonRpcException as exc:  # pragma: no cover - a failure's message

@@ -13,6 +13,7 @@ import pytest
 
 from lsp_server import actions
 from lsp_server.actions import headless
+from lsp_server.engine.results import wire
 from tests.editor_client import start_session
 
 DELETE = "*** Begin Patch\n*** Delete File: l.txt\n*** End Patch\n"
@@ -43,7 +44,7 @@ async def test_a_patch_on_a_symlink_changes_the_same_files_through_the_server_an
     monkeypatch.setenv("AGENT_EDIT_STATE_DIR", str(tmp_path / "state"))
     root = workspace(tmp_path / "h" / "ws")
     async with headless.open(str(root)) as ctx:
-        direct = await actions.run(ctx, "applyPatch", {"patch": patch})
+        direct = wire(await actions.run(ctx, "applyPatch", {"patch": patch}))
     served = await editor.command("agentEdit.applyPatch", {"patch": patch})
     assert direct["ok"] and served["ok"], (direct, served)
     assert after(root)["a.txt"] == "one\n"  # headless: the link went, its target stayed

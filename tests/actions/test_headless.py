@@ -18,6 +18,7 @@ from lsp_server import actions
 from lsp_server.actions import headless
 from lsp_server.engine import files
 from lsp_server.engine.history import open_history
+from lsp_server.engine.results import wire
 from tests.editor_client import REPO
 
 
@@ -30,7 +31,7 @@ def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def run(root: Path, name: str, args: Any, **kw: Any) -> dict[str, Any]:
     async def go() -> dict[str, Any]:
         async with headless.open(str(root), **kw) as ctx:
-            return await actions.run(ctx, name, args)
+            return wire(await actions.run(ctx, name, args))
 
     return asyncio.run(go())
 

@@ -12,12 +12,13 @@ from typing import Any
 
 from lsp_server import actions
 from lsp_server.actions import headless
+from lsp_server.engine.results import wire
 
 
 def _run(root: Path, args: dict[str, Any]) -> dict[str, Any]:
     async def go() -> dict[str, Any]:
         async with headless.open(str(root)) as ctx:
-            return await actions.run(ctx, "applyPatch", args)
+            return wire(await actions.run(ctx, "applyPatch", args))
 
     return asyncio.run(go())
 

@@ -11,12 +11,13 @@ import pytest
 
 from lsp_server import actions
 from lsp_server.actions import headless
+from lsp_server.engine.results import wire
 from tests.editor_client import STATE_DIR, start_session
 
 
 async def cli(root: Path, name: str, args: dict[str, Any]) -> dict[str, Any]:
     async with headless.open(str(root)) as ctx:
-        return await actions.run(ctx, name, args)
+        return wire(await actions.run(ctx, name, args))
 
 
 @pytest.mark.asyncio

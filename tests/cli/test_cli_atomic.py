@@ -22,6 +22,7 @@ from lsp_server.engine.diffing import plan_diff
 from lsp_server.engine.errors import Code, EditError
 from lsp_server.engine.journal import JOURNAL_NAME
 from lsp_server.engine.patching import plan_patch
+from lsp_server.engine.results import wire
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -112,7 +113,7 @@ def headless_apply_patch(root: str, patch: str) -> dict[str, Any]:
 
     async def go() -> dict[str, Any]:
         async with headless.open(root) as ctx:
-            return await actions.run(ctx, "applyPatch", {"patch": patch})
+            return wire(await actions.run(ctx, "applyPatch", {"patch": patch}))
 
     result = startup.run_sync(go())
     if not result["ok"]:

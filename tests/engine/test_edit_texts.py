@@ -10,6 +10,7 @@ from lsp_server.engine.history import History
 from lsp_server.engine.model import Plan
 from lsp_server.engine.patching import plan_patch
 from lsp_server.engine.planner import plan_replace
+from lsp_server.engine.results import wire
 from lsp_server.engine.text import Snapshot
 from lsp_server.engine.undo import plan_undo
 from tests.history_helpers import FS, apply_plan, snap, snaps
@@ -71,7 +72,7 @@ def test_a_bom_is_left_out_of_both_texts() -> None:
     entry_id = history.begin(plan, {})
     history.finish(entry_id, "applied")
     now = {"a.txt": Snapshot("a.txt", "one\nTWO\n", bom=True)}
-    result = texts_result(history, entry_id, now.get)
+    result = wire(texts_result(history, entry_id, now.get))
     (f,) = result["files"]
     assert (f["before"], f["after"]) == ("one\ntwo\n", "one\nTWO\n")
 
@@ -92,7 +93,7 @@ def test_an_undone_edit_is_shown_from_its_undo_not_from_lines_found_elsewhere() 
     fs = apply_plan(fs, undo)
     history.finish(undo_id, "applied")
     assert fs["a.txt"] == original
-    (f,) = texts_result(history, entry_id, snaps(fs, ["a.txt"]).get)["files"]
+    (f,) = texts_result(history, entry_id, snaps(fs, ["a.txt"]).get).files
     assert (f.get("before"), f.get("after")) == (original, after)
 
 
@@ -108,7 +109,7 @@ def test_a_moved_file_is_shown_when_a_new_file_took_its_old_path() -> None:
     fs = apply_plan(fs, plan)
     history.finish(entry_id, "applied")
     fs["a.txt"] = "a new file\n"  # blocks undoing the move, not showing it
-    (f,) = texts_result(history, entry_id, snaps(fs, ["a.txt", "b.txt"]).get)["files"]
+    (f,) = texts_result(history, entry_id, snaps(fs, ["a.txt", "b.txt"]).get).files
     assert (f.get("before"), f.get("after")) == ("one\ntwo\n", "one\nTWO\n"), f
 
 
@@ -127,5 +128,5 @@ def test_an_edit_whose_undo_was_undone_is_shown_from_the_file() -> None:
         history.finish(undo_id, "applied")
         undone_id = undo_id
     assert fs["a.txt"] == "one\nTWO\n"
-    (f,) = texts_result(history, entry_id, snaps(fs, ["a.txt"]).get)["files"]
+    (f,) = texts_result(history, entry_id, snaps(fs, ["a.txt"]).get).files
     assert (f.get("before"), f.get("after")) == ("one\ntwo\n", "one\nTWO\n"), f

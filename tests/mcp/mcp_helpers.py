@@ -13,6 +13,8 @@ from typing import Any
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from lsp_server.mcp.tools import BY_NAME
+from tests import result_schemas
 from tests.editor_client import REPO, RUNTIME_DIR, STATE_DIR
 
 
@@ -44,5 +46,7 @@ async def call(s: ClientSession, tool: str, args: dict[str, Any]) -> tuple[dict[
     out = res.structured_content
     assert isinstance(out, dict), res
     assert res.is_error == (not out["ok"]), res
+    if tool in BY_NAME:
+        result_schemas.check(BY_NAME[tool].action, out)  # as `outputSchema` promises
     text = res.content[0].text  # type: ignore[union-attr]
     return out, text
