@@ -169,6 +169,12 @@ class DiskAttempt:
             self.recovered += files.apply_plan(self.root, self.plan, locked=self.sdir)
         except EditError as err:  # rolled back by the writer itself, or PARTIAL saying what
             return Applied(err)
+        except OSError:
+            # One the writer did not turn into its result: what it left (temporary files, its
+            # journal) is rolled back now, under the lock still held, not at the next start;
+            # `execute` then reports from what the files show.
+            self.recovered += files.recover_locked(self.root, self.sdir)
+            raise
         return Applied()
 
     def abort(self) -> None:

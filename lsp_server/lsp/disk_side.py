@@ -151,7 +151,13 @@ class DiskSide:
             # on the files (the check below then sees what the rollback restored). One that
             # cannot be rolled back raises (IO_ERROR): its journal must not be overwritten.
             self.recovered = recovery.Recovery(files.recover_locked(root, sdir))
-            self._prepared = files.prepare_plan(root, sdir, Plan(action, tuple(changes)))
+            try:
+                self._prepared = files.prepare_plan(root, sdir, Plan(action, tuple(changes)))
+            except OSError:
+                # One the writer did not turn into its result: what it left (temporary files,
+                # its journal) is rolled back now, under the lock, not by the next apply.
+                files.recover_locked(root, sdir)
+                raise
         except BaseException:
             self._lock.__exit__(None, None, None)
             raise
