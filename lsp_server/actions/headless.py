@@ -107,10 +107,7 @@ class HeadlessContext:
 
     def plan_patch(self, patch: str, snapshot: Callable[[str], Snapshot]) -> Plan:
         """The plan of `patch`, in order (a dry run's and an apply's alike)."""
-        from lsp_server.engine.patching import plan_patch
-
-        self.links.start()
-        return self.links.on_links(plan_patch(patch, snapshot))
+        return self.links.plan(patch, snapshot)
 
     def live(self, path: str) -> Snapshot | None:
         try:
