@@ -26,7 +26,7 @@ import os
 from dataclasses import replace
 from typing import Any
 
-from lsp_server.engine import files, recovery
+from lsp_server.engine import errors, files, recovery
 from lsp_server.engine.errors import Code, EditError
 from lsp_server.engine.model import FileChange, Plan
 from lsp_server.lsp.apply import Location
@@ -63,6 +63,22 @@ def split(
         if not open_paths:
             disk.append(c)
             continue
+        if c.before.link is not None:
+            # A link removed or moved as the link (actions/links.py) is the disk's to do: the
+            # editor keys buffers by real path, so a rename from the link's URI would move the
+            # link as if it were the file; and the disk writer must not write under the buffer.
+            # (The planner refuses a move onto an open buffer first; this holds whatever led
+            # here.)
+            raise errors.unsupported(
+                f"{', '.join(open_paths)} is open in the editor, and this edit would replace "
+                f"it with the symbolic link {c.path} moved or removed as a link, which only the "
+                "disk can do, not under an open buffer. Nothing was sent or changed.",
+                f"Ask the user to close {', '.join(open_paths)}, or move the file the link "
+                "points to by its own name.",
+                paths=open_paths,
+                link=c.path,
+                reason="LINK_ONTO_BUFFER",
+            )
         need = NEEDS.get(c.change)
         if need is None or need in ops:
             editor.append(c)
