@@ -113,24 +113,24 @@ def unexpected(ctx: Context, attempt: Attempt, plan: Plan, exc: OSError) -> Edit
             seen = ctx.live(p)
             if seen is not None:
                 observed[p] = seen
-    files, _ = plan_rollback(plan, observed)
+    states, _ = plan_rollback(plan, observed)
     why = f"{exc.strerror or exc}{': ' + str(exc.filename) if exc.filename else ''}"
-    changed = [c["path"] for c in files if c["state"] != "not-applied"]
+    changed = [c["path"] for c in states if c["state"] != "not-applied"]
     if not changed:
         return errors.io_error(
             f"The operating system refused a step of the edit ({why}); every file was seen as "
             "it was afterwards: nothing was changed.",
             "Fix the cause (disk space, permissions, the device), then send the edit again.",
-            files=files,
+            files=states,
         )
     return errors.unverified(
         f"The operating system refused a step of the edit ({why}) after it began; these "
         f"files may have changed: {', '.join(changed)} (details.files says what each shows).",
         "Read those files and agentEdit.history for this editId, then undo it or finish it "
         "by hand; do not resend the whole edit.",
-        files=files,
+        files=states,
         unconfirmed=changed,
-        committed=[c for c in files if c["state"] != "not-applied"],
+        committed=[c for c in states if c["state"] != "not-applied"],
     )
 
 

@@ -136,13 +136,15 @@ def _refuse_named_twice(hunks: Patch, named: dict[str, tuple[str, bool]]) -> Non
                 else "Delete File"
                 if isinstance(other, DeleteFile)
                 else "Update File"
+                if path == other.path
+                else "Move to"
             )
             raise errors.invalid_argument(
                 f"The patch names {name} twice: {header} {h.path} (patch line {h.patch_line}) "
                 f"is a symbolic link to it, and that section {verb} the link itself, while "
-                f"{kind} {other.path} (patch line {other.patch_line}) names {name}, the file "
-                "the link points to. What the patch wants of that file is a guess, so nothing "
-                "was changed.",
+                f"{kind} {path} (the section at patch line {other.patch_line}) names {name}, "
+                "the file the link points to. What the patch wants of that file is a guess, "
+                "so nothing was changed.",
                 f"Send the section on the link {h.path} and the one on {name} as two patches, "
                 f"or name {name} itself in both (Delete File then Add File of one name rewrites "
                 "it).",
