@@ -337,8 +337,14 @@ def _through_editor(
     try:
         entries = [e for e in discovery.servers() if e.overlaps(root)]
     except discovery.DiscoveryError as exc:
-        sys.stderr.write(f"agent-edit: warning: cannot look for editors' servers: {exc}\n")
-        return None, None
+        from lsp_server import peers
+
+        refusal = peers.untrusted(exc)
+
+        def refuse(plan: Any, where: dict[str, Any]) -> None:
+            raise refusal  # an editor may hold the file open, unseen: not written on disk
+
+        return None, refuse
     if not entries:
         return None, None
     entry = next((e for e in entries if e.history_root == root and e.holds(root)), None)

@@ -6,8 +6,17 @@ pid (and the kernel's start time of that pid, so a reused pid is told apart), it
 folders, the editor's name and pid, a local endpoint (a Unix socket in the same folder, or a
 127.0.0.1 port where sockets cannot be used) and a random token. The folder must be ours, 0700
 and not a symbolic link; each file must be ours and 0600, else it is not trusted. A file whose
-server is dead is ignored and removed. Finding servers is one directory listing plus a small read
-per file: cheap enough for every CLI run (no asyncio, no pygls, `socket` only when one is found).
+server is dead is ignored and removed.
+
+Where: `$AGENT_EDIT_RUNTIME_DIR` (that folder alone), else `$XDG_RUNTIME_DIR/agent-edit`, else
+`agent-edit-<uid>` in the temporary folder, which another user can make first (a shared /tmp).
+When that folder cannot be trusted, servers announce in the fallback, `run` in agent-edit's user
+state folder (engine/state.py: under the user's home, made 0700), and every looker looks there
+too: both sides choose alike, so the CLI and `agent-edit mcp` still find the editor. When no
+trusted folder exists at all, looking raises `DiscoveryError` (peers.py then refuses disk edits:
+an editor may hold the file open, unseen). Finding servers is a directory listing or two plus a
+small read per file: cheap enough for every CLI run (no asyncio, no pygls, `socket` only when
+one is found).
 
 The wire protocol on the endpoint: one JSON object per line each way,
 `{token, session, action, args}` -> the action's result object (product.md 2.1).
@@ -127,8 +136,8 @@ class Entry:
 
 
 def runtime_dir() -> str:
-    """Where announcements live: $AGENT_EDIT_RUNTIME_DIR, else $XDG_RUNTIME_DIR/agent-edit, else
-    a per-user folder in the temporary directory."""
+    """Where announcements live first: $AGENT_EDIT_RUNTIME_DIR, else $XDG_RUNTIME_DIR/agent-edit,
+    else a per-user folder in the temporary directory (see `fallback_dir`)."""
     env = os.environ.get(ENV_DIR)
     if env:
         return env
@@ -141,6 +150,47 @@ def runtime_dir() -> str:
         "/tmp",
     )
     return os.path.join(tmp, f"agent-edit-{os.geteuid()}")
+
+
+def fallback_dir() -> str | None:
+    """Where announcements live when `runtime_dir` cannot be trusted: `run` in agent-edit's user
+    state folder (private to the user, under the home); None when the runtime folder was set
+    explicitly ($AGENT_EDIT_RUNTIME_DIR is used alone)."""
+    if os.environ.get(ENV_DIR):
+        return None
+    from lsp_server.engine.state import state_base  # only here: not on every CLI run's path
+
+    return os.path.join(state_base(), "run")
+
+
+def _open_fallback(first: DiscoveryError, create: bool) -> tuple[str, int | None]:
+    """The fallback folder (made, with its parents, when `create`) and its descriptor, after
+    `first` refused the runtime folder; DiscoveryError naming both when it cannot be used."""
+    fallback = fallback_dir()
+    if fallback is None:
+        raise first
+    try:
+        if create:
+            try:
+                os.makedirs(os.path.dirname(fallback), 0o700, exist_ok=True)
+            except OSError as exc:
+                raise DiscoveryError(f"cannot make {fallback}: {exc.strerror}") from None
+        return fallback, open_dir(fallback, create)
+    except DiscoveryError as exc:
+        raise DiscoveryError(f"{first}; and the fallback: {exc}") from None
+
+
+def announce_dir() -> str:
+    """The folder this process announces in (made if needed, checked): the runtime folder, or
+    the fallback when that cannot be trusted; DiscoveryError when neither can be."""
+    path = runtime_dir()
+    try:
+        fd = open_dir(path, create=True)
+    except DiscoveryError as exc:
+        path, fd = _open_fallback(exc, create=True)
+    assert fd is not None
+    os.close(fd)
+    return path
 
 
 def open_dir(path: str, create: bool) -> int | None:
@@ -206,10 +256,12 @@ def announce(
     editor_pid: int | None = None,
     name: str | None = None,
     history_root: str | None = None,
+    folder: str | None = None,
 ) -> tuple[str, str]:
-    """Write this process's announcement atomically (0600); its (runtime folder, file name). A
-    `name` given again replaces that announcement (the workspace folders changed)."""
-    path = runtime_dir()
+    """Write this process's announcement atomically (0600) in `folder` (by default
+    `announce_dir()`); its (runtime folder, file name). A `name` given again replaces that
+    announcement (the workspace folders changed)."""
+    path = folder or announce_dir()
     fd = open_dir(path, create=True)
     assert fd is not None
     pid = os.getpid()
@@ -340,10 +392,33 @@ def _read_entry(fd: int, name: str, folder: str) -> Entry | None:
 
 
 def servers() -> list[Entry]:
-    """Every live server announced in the runtime folder (none if it does not exist). A folder
-    that cannot be trusted raises DiscoveryError: its files could point anywhere."""
-    folder = runtime_dir()
-    fd = open_dir(folder, create=False)
+    """Every live server announced in the runtime folder and the fallback (none where they do
+    not exist). A runtime folder that cannot be trusted is not read (its files could point
+    anywhere); when the fallback cannot be used either, DiscoveryError: no trusted folder."""
+    out: list[Entry] = []
+    first = runtime_dir()
+    fd: int | None
+    try:
+        fd = open_dir(first, create=False)
+    except DiscoveryError as exc:
+        # Made now if missing: a private folder a server could have announced in exists.
+        made, fd = _open_fallback(exc, create=True)
+        return _listed(fd, made)
+    if fd is not None:
+        out = _listed(fd, first)
+    # A server that saw the runtime folder untrusted when it started announced here.
+    fallback = fallback_dir()
+    if fallback is not None and fallback != first:
+        try:
+            fd = open_dir(fallback, create=False)
+        except DiscoveryError:
+            fd = None  # the runtime folder is trusted: no server of ours chose this one
+        out += _listed(fd, fallback)
+    return out
+
+
+def _listed(fd: int | None, folder: str) -> list[Entry]:
+    """The live servers (not this process) announced in the open folder `fd` (closed here)."""
     if fd is None:
         return []
     try:

@@ -63,13 +63,26 @@ def _held(entry: discovery.Entry, held: list[str]) -> EditError:
     )
 
 
+def untrusted(exc: discovery.DiscoveryError) -> EditError:
+    """The refusal of a disk edit when no trusted runtime folder exists (discovery.py): an
+    editor's server could not announce itself, so a buffer holding the file is unseen."""
+    return errors.io_error(
+        "agent-edit cannot tell whether an editor has these files open, so the disk was not "
+        f"written ({exc}). Nothing was changed.",
+        f"Set {discovery.ENV_DIR} (or XDG_RUNTIME_DIR) to a folder of your own with mode 700, "
+        "for the editors' agent-edit servers and this command alike, or remove the folder "
+        "another user made; reads work meanwhile.",
+        reason="RUNTIME_DIR_UNTRUSTED",
+    )
+
+
 def others(roots: list[str]) -> list[discovery.Entry]:
-    """Live servers (not this process) whose workspace overlaps one of `roots`."""
+    """Live servers (not this process) whose workspace overlaps one of `roots`; the refusal
+    (EditError) when there is no trusted runtime folder to look in."""
     try:
         return [e for e in discovery.servers() if any(e.overlaps(r) for r in roots)]
     except discovery.DiscoveryError as exc:
-        log.warning("agent-edit: other servers cannot be asked (%s)", exc)
-        return []
+        raise untrusted(exc) from None
 
 
 async def refuse_if_held(

@@ -4,7 +4,8 @@ exact step of the server's own disk apply (no sleeps).
 The test writes a JSON control file (its path in AGENT_EDIT_TEST_CONTROL) before sending the
 edit: `{"point": "written", "path": "/abs/file", "text": "..."}`. The first time the writer
 reaches that point, the hook saves `text` into `path` (as a user's save would) and removes the
-control file: one shot.
+control file: one shot. `{"point": "written", "raise": 5}` raises `OSError(5)` there instead (an
+OS error the writer did not expect at that step).
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ def _hook(point: str, _path: str) -> None:
     if order["point"] != point:
         return
     os.unlink(control)
+    if "raise" in order:
+        raise OSError(order["raise"], f"{os.strerror(order['raise'])} (injected)")
     with open(order["path"], "w", encoding="utf-8") as f:
         f.write(order["text"])
 

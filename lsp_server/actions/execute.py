@@ -10,15 +10,18 @@ tokens from what landed. A failure the applier could not roll back is reported a
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from lsp_server.actions.context import Applied, Context
+from lsp_server.actions.context import Applied, Attempt, Context
 from lsp_server.actions.paths import Resolved
-from lsp_server.engine import recovery
+from lsp_server.engine import errors, recovery
 from lsp_server.engine.diffing import plan_diff
 from lsp_server.engine.errors import EditError
 from lsp_server.engine.model import FileChange, Plan
 from lsp_server.engine.results import EditResult, success
+
+if TYPE_CHECKING:
+    from lsp_server.engine.text import Snapshot
 
 
 class Journalled(Exception):
@@ -51,7 +54,10 @@ async def execute(
         entry = ctx.history.record(action, args, plan=plan, outcome="dry-run")
         return success(entry.id, "dry-run", changes, diff=diff)
     try:
-        done = await attempt.prepare()
+        try:
+            done = await attempt.prepare()
+        except OSError as exc:
+            raise unexpected(ctx, attempt, plan, exc) from None
         if done is not None:
             recovery.record(ctx.history, done)
         # The plan and its pre-images are on disk before any file changes.
@@ -62,6 +68,10 @@ async def execute(
             # An applier that raised rather than returned its error (a rollback's re-read that
             # failed): the entry begun above records it, once, and is finished.
             applied = Applied(err)
+        except OSError as exc:
+            # One the applier did not turn into its result: settled now, from what the files
+            # show, not left unfinished for the next start to settle.
+            applied = Applied(unexpected(ctx, attempt, plan, exc))
     finally:
         attempt.abort()  # a no-op once committed
     if applied.error is not None:
@@ -83,6 +93,43 @@ async def execute(
         ctx.session.saw(c.target_path, version, c.new_sha256, opened)
     ctx.history.finish(edit_id, "applied", versions=versions)
     return await attempt.report(success(edit_id, "applied", changes, versions, diff=diff))
+
+
+def unexpected(ctx: Context, attempt: Attempt, plan: Plan, exc: OSError) -> EditError:
+    """The refusal of an attempt an OSError stopped: what it made is rolled back where it can
+    be (`abort`), then every file of the plan is looked at; "nothing was changed" only if each
+    one shows its old content, else UNVERIFIED naming the files that may have changed."""
+    from lsp_server.engine.undo import plan_rollback  # only on this path: not a CLI's import
+
+    try:
+        attempt.abort()
+    except (EditError, OSError):
+        pass  # what is left shows in the files looked at below
+    observed: dict[str, Snapshot] = {}
+    for c in plan.changes:
+        for p in dict.fromkeys((c.path, c.target_path)):
+            seen = ctx.live(p)
+            if seen is not None:
+                observed[p] = seen
+    states, _ = plan_rollback(plan, observed)
+    why = f"{exc.strerror or exc}{': ' + str(exc.filename) if exc.filename else ''}"
+    changed = [c["path"] for c in states if c["state"] != "not-applied"]
+    if not changed:
+        return errors.io_error(
+            f"The operating system refused a step of the edit ({why}); every file was seen as "
+            "it was afterwards: nothing was changed.",
+            "Fix the cause (disk space, permissions, the device), then send the edit again.",
+            files=states,
+        )
+    return errors.unverified(
+        f"The operating system refused a step of the edit ({why}) after it began; these "
+        f"files may have changed: {', '.join(changed)} (details.files says what each shows).",
+        "Read those files and agentEdit.history for this editId, then undo it or finish it "
+        "by hand; do not resend the whole edit.",
+        files=states,
+        unconfirmed=changed,
+        committed=[c for c in states if c["state"] != "not-applied"],
+    )
 
 
 def refused(ctx: Context, action: str, raw: Any, err: EditError) -> None:

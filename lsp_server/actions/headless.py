@@ -108,10 +108,7 @@ class HeadlessContext:
 
     def plan_patch(self, patch: str, snapshot: Callable[[str], Snapshot]) -> Plan:
         """The plan of `patch`, in order (a dry run's and an apply's alike)."""
-        from lsp_server.engine.patching import plan_patch
-
-        self.links.start()
-        return self.links.on_links(plan_patch(patch, snapshot))
+        return self.links.plan(patch, snapshot)
 
     def live(self, path: str) -> Snapshot | None:
         try:
@@ -170,6 +167,12 @@ class DiskAttempt:
             self.recovered += files.apply_plan(self.root, self.plan, locked=self.sdir)
         except EditError as err:  # rolled back by the writer itself, or PARTIAL saying what
             return Applied(err)
+        except OSError:
+            # One the writer did not turn into its result: what it left (temporary files, its
+            # journal) is rolled back now, under the lock still held, not at the next start;
+            # `execute` then reports from what the files show.
+            self.recovered += files.recover_locked(self.root, self.sdir)
+            raise
         return Applied()
 
     def abort(self) -> None:

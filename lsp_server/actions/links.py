@@ -8,18 +8,31 @@ writer removes as a link and re-checks before it does (STALE if the link moved).
 use this one rule (actions/headless.py, lsp/editor_context.py), so a patch changes the same
 files through the CLI and the language server. Other changes through a link (an Update File)
 act on the file it points to, as any read or write through a link does.
+
+So a link and the file it points to are two files for a Delete (or a Move's source) and one for
+every other section: a patch that removes (or moves) the link in one section and names that file
+in another (Delete File: lnk, then Add File: target) names one file twice, and what it wants
+(the link gone and a new file? the file rewritten through the link?) is a guess. It is refused
+whole (INVALID_ARGUMENT), saying which sections, instead of being merged into an update of the
+file that leaves the link in place (`LinkRule.plan`).
 """
 
 from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Callable
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
-from lsp_server.engine import files
+from lsp_server.engine import errors, files
+from lsp_server.engine.errors import EditError
 from lsp_server.engine.model import Plan
 from lsp_server.engine.policy.resolution import ResolvedPath
-from lsp_server.engine.text import LinkRead
+from lsp_server.engine.text import LinkRead, Snapshot
+
+if TYPE_CHECKING:
+    from lsp_server.engine.v4a import Patch
 
 
 class LinkRule:
@@ -29,11 +42,41 @@ class LinkRule:
     def __init__(self) -> None:
         self._via_link: dict[str, tuple[str, LinkRead]] = {}
         self._direct: set[str] = set()
+        self._last: tuple[str, bool] | None = None  # the last name noted, and if by a link
 
     def start(self) -> None:
         """Forget earlier names: only the names this patch's sections use count (an `expect`
         key, or an earlier action, naming a link to a file is no Delete File of that link)."""
         self._via_link, self._direct = {}, set()
+
+    def plan(self, patch: str, snapshot: Callable[[str], Snapshot]) -> Plan:
+        """engine.patching's plan of `patch` over `snapshot` (which resolves each path through
+        the context, noting it here), under this rule; INVALID_ARGUMENT for a patch that names
+        a link's file in another section than the Delete or Move of the link."""
+        from lsp_server.engine.patching import plan_hunks  # lark: not for a CLI's read
+        from lsp_server.engine.v4a import parse_patch
+
+        hunks = parse_patch(patch)
+        self.start()
+        # Each path as a section wrote it -> the name it resolved to, and whether by a link.
+        named: dict[str, tuple[str, bool]] = {}
+
+        def snap(path: str) -> Snapshot:
+            self._last = None
+            seen = snapshot(path)
+            if self._last is not None:
+                named[path] = self._last
+            return seen
+
+        try:
+            plan = plan_hunks(hunks, snap)
+        except EditError:
+            # A planner's refusal of the second section (NOT_FOUND: "already deleted it") is
+            # this one's consequence: say the cause.
+            _refuse_named_twice(hunks, named)
+            raise
+        _refuse_named_twice(hunks, named)
+        return self.on_links(plan)
 
     def note(self, r: ResolvedPath, name: str, several_roots: bool) -> None:
         """Record how `name` (the name results use for `r`) was reached."""
@@ -43,8 +86,10 @@ class LinkRule:
                 rel, seen = link
                 # With several folders, results name files by absolute path (policy.name_of).
                 self._via_link[name] = (os.path.join(r.root, rel) if several_roots else rel, seen)
+                self._last = (name, True)
                 return
         self._direct.add(name)
+        self._last = (name, False)
 
     def on_links(self, plan: Plan) -> Plan:
         """`plan` with each Delete and Move source that was named by a symbolic link acting on
@@ -62,6 +107,52 @@ class LinkRule:
                 c = replace(c, before=replace(c.before, path=link_name, link=seen))
             changes.append(c)
         return replace(plan, changes=tuple(changes))
+
+
+def _refuse_named_twice(hunks: Patch, named: dict[str, tuple[str, bool]]) -> None:
+    """INVALID_ARGUMENT if a Delete File, or a Move's source, named a symbolic link (it acts on
+    the link) and another section names the file the link points to, by any name."""
+    from lsp_server.engine.v4a import AddFile, DeleteFile, UpdateFile
+
+    sections = [
+        (h, p)
+        for h in hunks
+        for p in (h.path, getattr(h, "move_to", None))
+        if p is not None and p in named
+    ]
+    for h in hunks:
+        moved = isinstance(h, UpdateFile) and h.move_to is not None
+        if not (isinstance(h, DeleteFile) or moved) or not named.get(h.path, ("", False))[1]:
+            continue
+        name = named[h.path][0]
+        for other, path in sections:
+            if other is h or named[path][0] != name:
+                continue
+            verb = "moves" if moved else "removes"
+            header = "Update File" if moved else "Delete File"
+            kind = (
+                "Add File"
+                if isinstance(other, AddFile)
+                else "Delete File"
+                if isinstance(other, DeleteFile)
+                else "Update File"
+                if path == other.path
+                else "Move to"
+            )
+            raise errors.invalid_argument(
+                f"The patch names {name} twice: {header} {h.path} (patch line {h.patch_line}) "
+                f"is a symbolic link to it, and that section {verb} the link itself, while "
+                f"{kind} {path} (the section at patch line {other.patch_line}) names {name}, "
+                "the file the link points to. What the patch wants of that file is a guess, "
+                "so nothing was changed.",
+                f"Send the section on the link {h.path} and the one on {name} as two patches, "
+                f"or name {name} itself in both (Delete File then Add File of one name rewrites "
+                "it).",
+                argument="patch",
+                path=name,
+                link=h.path,
+                patchLines=sorted({h.patch_line, other.patch_line}),
+            )
 
 
 def link_itself(root: str, named: str) -> tuple[str, LinkRead] | None:

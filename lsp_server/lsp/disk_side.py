@@ -62,6 +62,22 @@ def split(
         if not open_paths:
             disk.append(c)
             continue
+        if c.before.link is not None:
+            # A link removed or moved as the link (actions/links.py) is the disk's to do: the
+            # editor keys buffers by real path, so a rename from the link's URI would move the
+            # link as if it were the file; and the disk writer must not write under the buffer.
+            # (The planner refuses a move onto an open buffer first; this holds whatever led
+            # here.)
+            raise errors.unsupported(
+                f"{', '.join(open_paths)} is open in the editor, and this edit would replace "
+                f"it with the symbolic link {c.path} moved or removed as a link, which only the "
+                "disk can do, not under an open buffer. Nothing was sent or changed.",
+                f"Ask the user to close {', '.join(open_paths)}, or move the file the link "
+                "points to by its own name.",
+                paths=open_paths,
+                link=c.path,
+                reason="LINK_ONTO_BUFFER",
+            )
         need = NEEDS.get(c.change)
         if need is None or need in ops:
             editor.append(c)
@@ -150,7 +166,13 @@ class DiskSide:
             # on the files (the check below then sees what the rollback restored). One that
             # cannot be rolled back raises (IO_ERROR): its journal must not be overwritten.
             self.recovered = recovery.Recovery(files.recover_locked(root, sdir))
-            self._prepared = files.prepare_plan(root, sdir, Plan(action, tuple(changes)))
+            try:
+                self._prepared = files.prepare_plan(root, sdir, Plan(action, tuple(changes)))
+            except OSError:
+                # One the writer did not turn into its result: what it left (temporary files,
+                # its journal) is rolled back now, under the lock, not by the next apply.
+                files.recover_locked(root, sdir)
+                raise
         except BaseException:
             self._lock.__exit__(None, None, None)
             raise

@@ -13,7 +13,6 @@ from lsp_server.actions.paths import Resolved
 from lsp_server.actions.session import Session
 from lsp_server.engine.history import History
 from lsp_server.engine.model import Plan
-from lsp_server.engine.patching import plan_patch
 from lsp_server.engine.text import Snapshot
 from lsp_server.lsp.editor_applier import EditorApplier
 from lsp_server.lsp.settings import Settings
@@ -69,8 +68,7 @@ class EditorContext:
         return self.server.snapshot(where)
 
     def plan_patch(self, patch: str, snapshot: Callable[[str], Snapshot]) -> Plan:
-        self.links.start()
-        return self.links.on_links(plan_patch(patch, snapshot))
+        return self.links.plan(patch, snapshot)
 
     def live(self, path: str) -> Snapshot | None:
         return self.server.live(path)

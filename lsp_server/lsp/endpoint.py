@@ -90,17 +90,15 @@ class Endpoint:
 
     def start(self, folders: list[str], editor: str, editor_pid: int | None) -> None:
         """Listen and announce (synchronously: once `initialize` is answered, the server can be
-        found). A runtime folder that cannot be trusted leaves the server unannounced: it still
-        serves its editor, and the log says why."""
+        found). No trusted runtime folder (neither it nor its fallback, discovery.py) leaves the
+        server unannounced: it still serves its editor, and the log says why."""
         if not folders:
             return
         try:
-            folder = discovery.runtime_dir()
             name = f"{discovery.PREFIX}{os.getpid()}-{os.urandom(4).hex()}"
-            # Checked (ours, 0700, not a link) before anything is bound inside it.
-            fd = discovery.open_dir(folder, create=True)
-            if fd is not None:
-                os.close(fd)
+            # Checked (ours, 0700, not a link) before anything is bound inside it; the fallback
+            # when the runtime folder is another user's (lookers look there too).
+            folder = discovery.announce_dir()
             sock_path = os.path.join(folder, name + ".sock")
             endpoint: dict[str, Any]
             if len(sock_path.encode()) <= UNIX_PATH_MAX and hasattr(socket, "AF_UNIX"):
@@ -123,7 +121,13 @@ class Endpoint:
             task = loop.create_task(self._serve(sock))
             task.add_done_callback(_log_failure)
             self.announced = discovery.announce(
-                folders, endpoint, self.token, editor, editor_pid, name=name + ".json"
+                folders,
+                endpoint,
+                self.token,
+                editor,
+                editor_pid,
+                name=name + ".json",
+                folder=folder,
             )
             self._announcement = (endpoint, editor, editor_pid, folders[0])
             atexit.register(self.stop)
@@ -145,6 +149,7 @@ class Endpoint:
                 editor_pid,
                 self.announced[1],
                 history_root=history_root,
+                folder=self.announced[0],
             )
         except (OSError, discovery.DiscoveryError) as exc:
             log.warning("agent-edit: the announcement could not be updated: %s", exc)

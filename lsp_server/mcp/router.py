@@ -48,6 +48,12 @@ def invalid_arguments(message: str) -> dict[str, Any]:
     )
 
 
+def _leaves_root(root: str, action: str, args: Any) -> bool:
+    from lsp_server.mcp.boundary import leaves_root  # the policy: only once an editor runs
+
+    return leaves_root(root, action, args)
+
+
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -77,6 +83,12 @@ class Router:
             entry = discovery.find(self.root)
         except discovery.DiscoveryError as exc:
             entry, note = None, f"agent-edit cannot look for the editor's server: {exc}"
+        if entry is not None and _leaves_root(self.root, action, args):
+            # Outside this root, whatever the editor's folder holds: the disk front refuses it
+            # as it would with no editor (mcp/boundary.py).
+            result = await self._on_disk(action, args)
+            result["via"] = "disk"
+            return result
         if entry is not None:
             answer = await self._through_editor(entry, action, args)
             if answer is not None:

@@ -119,10 +119,15 @@ def open_dir() -> Iterator[Path]:
 def _as_nobody(fn: Callable[[], Any]) -> Any:
     """`fn()` run in a forked child as user and group `nobody`; what it returned (or raised,
     as a string)."""
+    # nobody's own runtime folder: this process's (root's) is not one nobody may trust, and
+    # with no trusted runtime folder a CLI edit is refused (lsp_server/discovery.py).
+    runtime = tempfile.mkdtemp(prefix="agent-edit-nobody-run-")
+    os.chown(runtime, NOBODY, NOBODY)
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child
         try:
+            os.environ["AGENT_EDIT_RUNTIME_DIR"] = runtime
             os.close(read_end)
             os.setgroups([])
             os.setresgid(NOBODY, NOBODY, NOBODY)
@@ -140,6 +145,7 @@ def _as_nobody(fn: Callable[[], Any]) -> Any:
         data += chunk
     os.close(read_end)
     os.waitpid(pid, 0)
+    shutil.rmtree(runtime, ignore_errors=True)
     return pickle.loads(data)
 
 

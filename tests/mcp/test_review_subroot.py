@@ -29,7 +29,9 @@ async def test_result_paths_are_relative_to_the_root(vscode: Editor):
         assert got["ok"] and got["text"] == "sub = 2\n", got
         got, _ = await call(s, "history", {})
         assert got["entries"][-1]["files"][0]["path"] == "a.py", got
+        # Above the root: outside its workspace, through the editor as on disk
+        # (test_subroot_boundary.py).
         got, _ = await call(s, "read", {"path": "../top.py"})
-        assert got["ok"] and got["path"] == "../top.py", got
+        assert got["code"] == "OUTSIDE_WORKSPACE", got
     assert not (vscode.root / "sub" / "sub").exists()
     assert (vscode.root / "sub" / "a.py").read_text() == "sub = 2\n"
