@@ -19,6 +19,7 @@ import pytest
 from lsp_server import actions
 from lsp_server.actions import headless
 from lsp_server.engine import files
+from lsp_server.engine.results import wire
 
 PATCH = """*** Begin Patch
 *** Update File: a.txt
@@ -67,7 +68,7 @@ def run(root: Path, name: str, args: Any, applier: Any = None) -> dict[str, Any]
         async with headless.open(str(root)) as ctx:
             if applier is not None:
                 ctx.applier = applier(ctx.applier)
-            return await actions.run(ctx, name, args)
+            return wire(await actions.run(ctx, name, args))
 
     return asyncio.run(go())
 

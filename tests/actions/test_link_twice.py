@@ -15,6 +15,7 @@ import pytest
 
 from lsp_server import actions
 from lsp_server.actions import headless
+from lsp_server.engine.results import wire
 
 DELETE_LINK_ADD_TARGET = (
     "*** Begin Patch\n*** Delete File: lnk\n*** Add File: target\n+new\n*** End Patch\n"
@@ -58,7 +59,7 @@ def tree(root: Path) -> dict[str, str]:
 def run(root: Path, args: dict[str, Any]) -> dict[str, Any]:
     async def go() -> dict[str, Any]:
         async with headless.open(str(root)) as ctx:
-            return await actions.run(ctx, "applyPatch", args)
+            return wire(await actions.run(ctx, "applyPatch", args))
 
     return asyncio.run(go())
 

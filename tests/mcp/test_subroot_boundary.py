@@ -15,6 +15,7 @@ import pytest
 
 from lsp_server import actions
 from lsp_server.actions import headless
+from lsp_server.engine.results import wire
 from lsp_server.mcp.router import Router
 from tests.editor_client import Editor
 
@@ -47,7 +48,7 @@ def _args(args: dict[str, Any], top: Path) -> dict[str, Any]:
 
 async def on_disk(root: Path, action: str, args: dict[str, Any]) -> dict[str, Any]:
     async with headless.open(str(root)) as ctx:
-        return await actions.run(ctx, action, args)
+        return wire(await actions.run(ctx, action, args))
 
 
 @pytest.mark.asyncio
