@@ -12,7 +12,7 @@
     agent-edit history [--root DIR] [--json] [--diff] [--edit ID] [--limit N] [--texts]
     agent-edit undo [--root DIR] [--dry-run] [--json] ID
 
-Each command is one action, its options built from the action's argument schema
+Each command is one action, its options built from the action's argument fields
 (lsp_server/arguments.py, `build_parser`), run through `actions.run` with the headless context
 (actions/headless.py): the same checks, results and history as the language server's. Every
 command first rolls back an apply that was interrupted in this workspace (even with --dry-run: a
@@ -99,10 +99,11 @@ EDITS = frozenset({"replace", "write", "applyPatch", "undo"})  # checked against
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The parser, one subcommand per action with its options from the action's schema."""
+    """The parser, one subcommand per action with its options from the action's fields (the
+    contract's, as lsp_server/arguments.py's table holds them)."""
     import argparse
 
-    from lsp_server import contract
+    from lsp_server.arguments import FIELDS
 
     parser = argparse.ArgumentParser(
         prog="agent-edit",
@@ -119,8 +120,8 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(command, help=HELP[action])
         p.add_argument("--root", default=".", help="workspace folder (default: current dir)")
         p.add_argument("--json", action="store_true", help="print the result object as JSON")
-        schema = contract.schema(action)["properties"]
-        for name, prop in schema.items():
+        for field in FIELDS[action][1]:
+            name = field.name
             if name in POSITIONAL[action]:
                 continue
             flags = ["--" + "".join("-" + ch.lower() if ch.isupper() else ch for ch in name)]
@@ -134,7 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="refuse unless the file has this sha256"
                     + ("" if one else " (repeat for each path)"),
                 )
-            elif prop.get("type") == "boolean":
+            elif field.json == "boolean":
                 kind = argparse.BooleanOptionalAction if name == "lineNumbers" else "store_true"
                 p.add_argument(*flags, dest=name, action=kind, default=None, help=FIELD_HELP[name])
             else:
@@ -143,9 +144,9 @@ def build_parser() -> argparse.ArgumentParser:
                 p.add_argument(
                     *flags,
                     dest=name,
-                    type=int if prop.get("type") == "integer" else str,
-                    choices=prop.get("enum"),
-                    metavar=None if "enum" in prop else "N",
+                    type=int if field.json == "integer" else str,
+                    choices=field.choices or None,
+                    metavar=None if field.choices else "N",
                     help=FIELD_HELP.get(name),
                 )
         if action == "history":
