@@ -196,6 +196,10 @@ def main(argv: list[str] | None = None) -> int:
         from lsp_server.version import main as version
 
         return version()
+    from lsp_server import startup
+
+    # Before the parser: its table (lsp_server/arguments.py) is made of dataclasses.
+    startup.dataclasses_without_inspect()
     args = _plain_apply_patch(sys.argv[1:] if argv is None else argv)
     if args is None:
         args = build_parser().parse_args(argv)
@@ -212,9 +216,6 @@ def main(argv: list[str] | None = None) -> int:
         from lsp_server.mcp.server import main as mcp_main
 
         return mcp_main(args.root)
-    from lsp_server import startup
-
-    startup.dataclasses_without_inspect()
     try:
         with startup.without_cyclic_gc():
             return _run(args)
