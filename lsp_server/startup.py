@@ -26,9 +26,12 @@ import sys
 from collections.abc import Coroutine, Iterator
 from contextlib import contextmanager
 from types import ModuleType
-from typing import Any, TypeVar
 
-T = TypeVar("T")
+TYPE_CHECKING = False  # typing's constant without importing typing (lsp_server/startup.py)
+if TYPE_CHECKING:
+    from typing import Any, TypeVar
+    T = TypeVar("T")
+
 
 
 def dataclasses_without_inspect() -> None:

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 from lsp_server.engine.diffing import plan_diff
 from lsp_server.engine.model import FileChange
+
+TYPE_CHECKING = False  # typing's constant without importing typing (lsp_server/startup.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def file_entry(change: FileChange, version: int | None = None) -> dict[str, Any]:

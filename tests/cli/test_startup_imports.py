@@ -31,6 +31,7 @@ NEVER = {
     "asyncio": "startup.run_sync drives the headless actions",
     "inspect": "startup.dataclasses_without_inspect",
     "logging": "only a failed record of a refusal logs",
+    "typing": "annotations only: `if TYPE_CHECKING:` imports (lsp_server/startup.py)",
     "datetime": "history entries' times are made with `time` (history/entries.now_iso)",
     "lsp_server.contract": "the checks and the options read arguments.FIELDS",
     "lsp_server.actions.history": "the history action, not an edit",

@@ -13,12 +13,15 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
-from typing import Any
 
 from lsp_server.engine.errors import EditError
 from lsp_server.engine.model import Plan
 from lsp_server.engine.text import content, split_lines
 from lsp_server.engine.undo import ChangeRecord, undo_paths
+
+TYPE_CHECKING = False  # typing's constant without importing typing (lsp_server/startup.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 ARG_STRING_CAP = 200
 ARG_LIST_CAP = 20
