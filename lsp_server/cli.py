@@ -162,34 +162,54 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _plain_apply_patch(argv: list[str]) -> Any:
-    """The arguments of a plain `apply-patch [--root DIR] [--dry-run] [--json] PATCH`, or None.
+# The usual command lines of the edit commands, read by `_plain`: each one's flags that take no
+# value (besides --json) and its positionals.
+PLAIN = {
+    "apply-patch": ({"--dry-run": "dryRun"}, POSITIONAL["applyPatch"]),
+    "replace": ({"--dry-run": "dryRun", "--replace-all": "replaceAll"}, POSITIONAL["replace"]),
+    "write": ({"--dry-run": "dryRun"}, POSITIONAL["write"]),
+}
+
+
+def _plain(argv: list[str]) -> Any:
+    """The arguments of a plain edit command line, or None: `apply-patch`, `replace` or `write`
+    with only --root DIR, --json and the command's flags (--dry-run, --replace-all) besides
+    its positionals, none of which starts with `-` (but `-` itself).
 
     argparse (with the gettext, locale and shutil it imports to build a parser) is a tenth of
-    a small apply's run; the usual command line is read here, exactly as argparse would read
-    it. Anything else (help, `--opt=value`, abbreviations, errors) goes to argparse.
+    a small apply's run; the usual command line is read here into the namespace argparse would
+    give (tests/cli/test_cli_atomic.py compares them). Anything else (help, `--opt=value`,
+    abbreviations, a text that starts with `-`, errors) goes to argparse.
     """
-    if not argv or argv[0] != "apply-patch":
+    if not argv or argv[0] not in PLAIN:
         return None
-    args = SimpleNamespace(
-        command="apply-patch", root=".", dryRun=None, json=False, expect=None, patch=None
-    )
+    from lsp_server.arguments import FIELDS
+
+    flags, positional = PLAIN[argv[0]]
+    given: dict[str, Any] = {"command": argv[0], "root": ".", "json": False}
+    given |= {f.name: None for f in FIELDS[COMMANDS[argv[0]]][1]}
+    names = iter(positional)
     rest = iter(argv[1:])
     for arg in rest:
-        if arg == "--dry-run":
-            args.dryRun = True
+        if arg in flags:
+            given[flags[arg]] = True
         elif arg == "--json":
-            args.json = True
+            given["json"] = True
         elif arg == "--root":
             value = next(rest, None)
             if value is None or value.startswith("-"):
                 return None
-            args.root = value
-        elif (arg == "-" or not arg.startswith("-")) and args.patch is None:
-            args.patch = arg
+            given["root"] = value
+        elif arg == "-" or not arg.startswith("-"):
+            name = next(names, None)
+            if name is None:
+                return None
+            given[name] = arg
         else:
             return None
-    return args if args.patch is not None else None
+    if next(names, None) is not None:
+        return None
+    return SimpleNamespace(**given)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -201,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
 
     # Before the parser: its table (lsp_server/arguments.py) is made of dataclasses.
     startup.dataclasses_without_inspect()
-    args = _plain_apply_patch(sys.argv[1:] if argv is None else argv)
+    args = _plain(sys.argv[1:] if argv is None else argv)
     if args is None:
         args = build_parser().parse_args(argv)
     if args.command == "serve":

@@ -38,8 +38,9 @@ NEVER = {
     "lsp_server.actions.read": "the read action, not an edit",
     "lsp_server.actions.undo": "the undo action, not an edit",
 }
-# And what the plain `apply-patch [--root R] [--json] [--dry-run] PATCH` skips besides.
-NEVER_PLAIN_APPLY = {"argparse": "cli._plain_apply_patch reads the usual command line"}
+# And what a plain command line (`apply-patch [--root R] [--json] [--dry-run] PATCH`, the
+# same for replace and write) skips besides.
+NEVER_PLAIN = {"argparse": "cli._plain reads the usual command line"}
 
 PROBE = """
 import json, sys
@@ -114,8 +115,8 @@ def test_a_common_command_loads_nothing_it_does_not_use(
     assert rc == expect_rc, out
     assert "lsp_server.actions.headless" in modules  # the probe saw the command run
     never = dict(NEVER)
-    if "--expect-sha256" not in COMMANDS[name] and name.startswith("apply-patch"):
-        never |= NEVER_PLAIN_APPLY
+    if "--expect-sha256" not in COMMANDS[name]:
+        never |= NEVER_PLAIN
     assert not _offenders(modules, never)
 
 
