@@ -215,15 +215,17 @@ def _plain(argv: list[str]) -> Any:
 
 
 def main(argv: list[str] | None = None) -> int:
-    if (sys.argv[1:] if argv is None else argv) == ["--version"]:
+    given = sys.argv[1:] if argv is None else argv
+    if given == ["--version"]:
         from lsp_server.version import main as version
 
         return version()
     from lsp_server import startup
 
-    # Before the parser: its table (lsp_server/arguments.py) is made of dataclasses.
-    startup.dataclasses_without_inspect()
-    args = _plain(sys.argv[1:] if argv is None else argv)
+    if given[:1] not in (["serve"], ["mcp"]):  # the servers load inspect anyway (pygls, mcp)
+        # Before the parser: its table (lsp_server/arguments.py) is made of dataclasses.
+        startup.dataclasses_without_inspect()
+    args = _plain(given)
     if args is None:
         args = build_parser().parse_args(argv)
     if args.command == "serve":
