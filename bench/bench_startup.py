@@ -10,7 +10,14 @@ interpreter start and `site` excluded), how many modules that is, and the whole 
 and CPU time (`-X importtime` adds a little to each import); then, for the last revision, the
 modules that cost the most by their own (self) time. Issue 18's bar: imports <= 10 ms.
 
+`--instructions` counts instead of timing: each run under valgrind's callgrind (~4 s a run), the
+instructions the whole process executed, and those of an interpreter that only starts (`-c
+pass`), so the difference is what the CLI's run costs past start-up. Counts do not move with the
+machine's load (a shared 2-core machine's timings do, by tens of percent), so a few rounds
+decide an A/B of a few percent.
+
     /work/venv/bin/python bench/bench_startup.py [--rounds N] [--top K] REV [REV ...]
+    /work/venv/bin/python bench/bench_startup.py --instructions [--rounds N] REV [REV ...]
     e.g.  bench/bench_startup.py HEAD WORKTREE
 """
 
@@ -65,7 +72,13 @@ def main() -> None:
     ap.add_argument("revs", nargs="+", help="git revisions, WORKTREE, or folders")
     ap.add_argument("--rounds", type=int, default=21)
     ap.add_argument("--top", type=int, default=15, help="modules listed by self time")
+    ap.add_argument(
+        "--instructions", action="store_true", help="count instructions (valgrind) instead"
+    )
     args = ap.parse_args()
+    if args.instructions:
+        instructions(args)
+        return
     with tempfile.TemporaryDirectory() as scratch:
         base = Path(scratch)
         repos = {rev: bench_ab.export(rev, base / f"rev{i}") for i, rev in enumerate(args.revs)}
@@ -117,6 +130,53 @@ def main() -> None:
         ranked = sorted(selfs.items(), key=lambda kv: -statistics.median(kv[1]))
         for module, times in ranked[: args.top]:
             print(f"  {statistics.median(times):6.2f}  {module}")
+
+
+def _callgrind(argv: list[str], cwd: Path, env: dict[str, str], stdin: bytes) -> int:
+    """The instructions `argv` executed, as valgrind's callgrind counts them."""
+    proc = subprocess.run(
+        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *argv],
+        cwd=cwd,
+        input=stdin,
+        capture_output=True,
+        env=env,
+    )
+    err = proc.stderr.decode()
+    found = [line for line in err.splitlines() if "Collected :" in line]
+    if proc.returncode != 0 or not found:
+        raise SystemExit(f"{argv}: failed under valgrind: {err[-2000:]}")
+    return int(found[-1].rsplit(":", 1)[1].replace(",", ""))
+
+
+def instructions(args: argparse.Namespace) -> None:
+    if shutil.which("valgrind") is None:
+        raise SystemExit("--instructions needs valgrind")
+    rounds = min(args.rounds, 5) if args.rounds == 21 else args.rounds  # 21: the timing default
+    with tempfile.TemporaryDirectory() as scratch:
+        base = Path(scratch)
+        repos = {rev: bench_ab.export(rev, base / f"rev{i}") for i, rev in enumerate(args.revs)}
+        counts: dict[str, list[int]] = defaultdict(list)
+        env0 = dict(os.environ, PYTHONHASHSEED="0", AGENT_EDIT_STATE_DIR=str(base / "state"))
+        bare = [_callgrind([sys.executable, "-c", "pass"], base, env0, b"") for _ in range(2)]
+        for _ in range(rounds):
+            for rev, path in repos.items():
+                tree = base / "tree"
+                shutil.rmtree(tree, ignore_errors=True)
+                tree.mkdir()
+                (tree / "mod.py").write_text(FILE)
+                env = dict(env0, PYTHONPATH=str(path))
+                n = _callgrind([sys.executable, "-c", RUN], tree, env, PATCH.encode())
+                if "changed" not in (tree / "mod.py").read_text():
+                    raise SystemExit(f"{rev}: the apply failed")
+                counts[rev].append(n)
+        start = min(bare)
+        print(f"interpreter start (-c pass): {start / 1e6:.1f} M instructions")
+        for rev in repos:
+            med = statistics.median(counts[rev])
+            print(
+                f"{rev:>12}: {med / 1e6:.1f} M instructions (median of {rounds}), "
+                f"{(med - start) / 1e6:.1f} M past start-up"
+            )
 
 
 if __name__ == "__main__":

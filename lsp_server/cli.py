@@ -12,7 +12,7 @@
     agent-edit history [--root DIR] [--json] [--diff] [--edit ID] [--limit N] [--texts]
     agent-edit undo [--root DIR] [--dry-run] [--json] ID
 
-Each command is one action, its options built from the action's argument schema
+Each command is one action, its options built from the action's argument fields
 (lsp_server/arguments.py, `build_parser`), run through `actions.run` with the headless context
 (actions/headless.py): the same checks, results and history as the language server's. Every
 command first rolls back an apply that was interrupted in this workspace (even with --dry-run: a
@@ -44,10 +44,11 @@ import json
 import os
 import sys
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False  # typing's constant without importing typing (lsp_server/startup.py)
 if TYPE_CHECKING:
     import argparse
+    from typing import Any
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -99,10 +100,11 @@ EDITS = frozenset({"replace", "write", "applyPatch", "undo"})  # checked against
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The parser, one subcommand per action with its options from the action's schema."""
+    """The parser, one subcommand per action with its options from the action's fields (the
+    contract's, as lsp_server/arguments.py's table holds them)."""
     import argparse
 
-    from lsp_server import contract
+    from lsp_server.arguments import FIELDS
 
     parser = argparse.ArgumentParser(
         prog="agent-edit",
@@ -119,8 +121,8 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(command, help=HELP[action])
         p.add_argument("--root", default=".", help="workspace folder (default: current dir)")
         p.add_argument("--json", action="store_true", help="print the result object as JSON")
-        schema = contract.schema(action)["properties"]
-        for name, prop in schema.items():
+        for field in FIELDS[action][1]:
+            name = field.name
             if name in POSITIONAL[action]:
                 continue
             flags = ["--" + "".join("-" + ch.lower() if ch.isupper() else ch for ch in name)]
@@ -134,7 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="refuse unless the file has this sha256"
                     + ("" if one else " (repeat for each path)"),
                 )
-            elif prop.get("type") == "boolean":
+            elif field.json == "boolean":
                 kind = argparse.BooleanOptionalAction if name == "lineNumbers" else "store_true"
                 p.add_argument(*flags, dest=name, action=kind, default=None, help=FIELD_HELP[name])
             else:
@@ -143,9 +145,9 @@ def build_parser() -> argparse.ArgumentParser:
                 p.add_argument(
                     *flags,
                     dest=name,
-                    type=int if prop.get("type") == "integer" else str,
-                    choices=prop.get("enum"),
-                    metavar=None if "enum" in prop else "N",
+                    type=int if field.json == "integer" else str,
+                    choices=field.choices or None,
+                    metavar=None if field.choices else "N",
                     help=FIELD_HELP.get(name),
                 )
         if action == "history":
@@ -160,42 +162,70 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _plain_apply_patch(argv: list[str]) -> Any:
-    """The arguments of a plain `apply-patch [--root DIR] [--dry-run] [--json] PATCH`, or None.
+# The usual command lines of the edit commands, read by `_plain`: each one's flags that take no
+# value (besides --json) and its positionals.
+PLAIN = {
+    "apply-patch": ({"--dry-run": "dryRun"}, POSITIONAL["applyPatch"]),
+    "replace": ({"--dry-run": "dryRun", "--replace-all": "replaceAll"}, POSITIONAL["replace"]),
+    "write": ({"--dry-run": "dryRun"}, POSITIONAL["write"]),
+}
+
+
+def _plain(argv: list[str]) -> Any:
+    """The arguments of a plain edit command line, or None: `apply-patch`, `replace` or `write`
+    with only --root DIR, --json and the command's flags (--dry-run, --replace-all) besides
+    its positionals, none of which starts with `-` (but `-` itself).
 
     argparse (with the gettext, locale and shutil it imports to build a parser) is a tenth of
-    a small apply's run; the usual command line is read here, exactly as argparse would read
-    it. Anything else (help, `--opt=value`, abbreviations, errors) goes to argparse.
+    a small apply's run; the usual command line is read here into the namespace argparse would
+    give (tests/cli/test_cli_atomic.py compares them). A one-line `replace` on a 2-line file,
+    argparse -> this, valgrind's instruction count of the whole process (2 runs each): 284-289
+    -> 256-257 M (the interpreter's start alone: 39 M). Anything else (help, `--opt=value`,
+    abbreviations, a text that starts with `-`, errors) goes to argparse.
     """
-    if not argv or argv[0] != "apply-patch":
+    if not argv or argv[0] not in PLAIN:
         return None
-    args = SimpleNamespace(
-        command="apply-patch", root=".", dryRun=None, json=False, expect=None, patch=None
-    )
+    from lsp_server.arguments import FIELDS
+
+    flags, positional = PLAIN[argv[0]]
+    given: dict[str, Any] = {"command": argv[0], "root": ".", "json": False}
+    given |= {f.name: None for f in FIELDS[COMMANDS[argv[0]]][1]}
+    names = iter(positional)
     rest = iter(argv[1:])
     for arg in rest:
-        if arg == "--dry-run":
-            args.dryRun = True
+        if arg in flags:
+            given[flags[arg]] = True
         elif arg == "--json":
-            args.json = True
+            given["json"] = True
         elif arg == "--root":
             value = next(rest, None)
             if value is None or value.startswith("-"):
                 return None
-            args.root = value
-        elif (arg == "-" or not arg.startswith("-")) and args.patch is None:
-            args.patch = arg
+            given["root"] = value
+        elif arg == "-" or not arg.startswith("-"):
+            name = next(names, None)
+            if name is None:
+                return None
+            given[name] = arg
         else:
             return None
-    return args if args.patch is not None else None
+    if next(names, None) is not None:
+        return None
+    return SimpleNamespace(**given)
 
 
 def main(argv: list[str] | None = None) -> int:
-    if (sys.argv[1:] if argv is None else argv) == ["--version"]:
+    given = sys.argv[1:] if argv is None else argv
+    if given == ["--version"]:
         from lsp_server.version import main as version
 
         return version()
-    args = _plain_apply_patch(sys.argv[1:] if argv is None else argv)
+    from lsp_server import startup
+
+    if given[:1] not in (["serve"], ["mcp"]):  # the servers load inspect anyway (pygls, mcp)
+        # Before the parser: its table (lsp_server/arguments.py) is made of dataclasses.
+        startup.dataclasses_without_inspect()
+    args = _plain(given)
     if args is None:
         args = build_parser().parse_args(argv)
     if args.command == "serve":
@@ -211,9 +241,6 @@ def main(argv: list[str] | None = None) -> int:
         from lsp_server.mcp.server import main as mcp_main
 
         return mcp_main(args.root)
-    from lsp_server import startup
-
-    startup.dataclasses_without_inspect()
     try:
         with startup.without_cyclic_gc():
             return _run(args)

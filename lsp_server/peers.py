@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
 
 from lsp_server import discovery
 from lsp_server.engine import errors
 from lsp_server.engine.errors import EditError
 
+TYPE_CHECKING = False  # typing's constant without importing typing (lsp_server/startup.py)
 if TYPE_CHECKING:
+    from typing import Any
+
     from lsp_server.actions.context import Applier, Attempt
     from lsp_server.actions.paths import Resolved
     from lsp_server.engine.model import FileChange, Plan

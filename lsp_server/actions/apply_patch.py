@@ -3,8 +3,6 @@ is checked against the caller's `expect` for it, or its last read."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from lsp_server.actions.context import Context
 from lsp_server.actions.execute import execute
 from lsp_server.actions.paths import Resolved
@@ -12,6 +10,10 @@ from lsp_server.actions.session import token_now
 from lsp_server.engine.planner import check_precondition
 from lsp_server.engine.results import EditResult
 from lsp_server.engine.text import Snapshot
+
+TYPE_CHECKING = False  # typing's constant without importing typing (lsp_server/startup.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 async def run(ctx: Context, a: dict[str, Any]) -> EditResult:

@@ -6,10 +6,12 @@ way ("read", "applyPatch", ...) and pass either the JSON object or LSP's argumen
 
 from __future__ import annotations
 
-from typing import Any
-
 from lsp_server import arguments
 from lsp_server.arguments import InvalidArguments
+
+TYPE_CHECKING = False  # typing's constant without importing typing (lsp_server/startup.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["InvalidArguments", "parse"]
 

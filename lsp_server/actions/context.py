@@ -12,9 +12,11 @@ from __future__ import annotations
 from collections.abc import Callable, Generator
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+TYPE_CHECKING = False  # typing's constant without importing typing (lsp_server/startup.py)
 if TYPE_CHECKING:
+    from typing import Any, Protocol, TypeVar
+
     from lsp_server.actions.paths import Resolved
     from lsp_server.actions.session import Session
     from lsp_server.engine.errors import EditError
@@ -24,7 +26,11 @@ if TYPE_CHECKING:
     from lsp_server.engine.results import EditResult
     from lsp_server.engine.text import Snapshot
 
-T = TypeVar("T")
+    T = TypeVar("T")
+else:
+    # The protocols below are for the type checker; at run time nothing checks against them,
+    # and a CLI run does not import typing for them.
+    Protocol = object
 
 
 @dataclass

@@ -10,8 +10,6 @@ tokens from what landed. A failure the applier could not roll back is reported a
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from lsp_server.actions.context import Applied, Attempt, Context
 from lsp_server.actions.paths import Resolved
 from lsp_server.engine import errors, recovery
@@ -20,7 +18,10 @@ from lsp_server.engine.errors import EditError
 from lsp_server.engine.model import FileChange, Plan
 from lsp_server.engine.results import EditResult, success
 
+TYPE_CHECKING = False  # typing's constant without importing typing (lsp_server/startup.py)
 if TYPE_CHECKING:
+    from typing import Any
+
     from lsp_server.engine.text import Snapshot
 
 

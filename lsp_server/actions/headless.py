@@ -18,7 +18,6 @@ import os
 from collections.abc import AsyncIterator, Callable, Generator
 from contextlib import asynccontextmanager, nullcontext
 from dataclasses import dataclass, replace
-from typing import Any, TypeVar
 
 from lsp_server.actions.context import Applied
 from lsp_server.actions.links import LinkRule
@@ -32,7 +31,11 @@ from lsp_server.engine.policy import PathPolicy
 from lsp_server.engine.results import EditResult
 from lsp_server.engine.text import Snapshot
 
-T = TypeVar("T")
+TYPE_CHECKING = False  # typing's constant without importing typing (lsp_server/startup.py)
+if TYPE_CHECKING:
+    from typing import Any, TypeVar
+
+    T = TypeVar("T")
 
 
 @dataclass(frozen=True)

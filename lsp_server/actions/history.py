@@ -3,12 +3,14 @@ edit's texts before and after; what other processes journalled is taken in first
 
 from __future__ import annotations
 
-from typing import Any
-
 from lsp_server.actions.context import Context
 from lsp_server.engine import edit_texts
 from lsp_server.engine.history import NET_FILES
 from lsp_server.engine.results import HistoryDiff, HistoryEntries, HistoryTexts
+
+TYPE_CHECKING = False  # typing's constant without importing typing (lsp_server/startup.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 async def run(ctx: Context, a: dict[str, Any]) -> HistoryEntries | HistoryDiff | HistoryTexts:

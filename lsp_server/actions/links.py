@@ -23,7 +23,6 @@ import os
 import stat
 from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from lsp_server.engine import errors, files
 from lsp_server.engine.errors import EditError
@@ -31,6 +30,7 @@ from lsp_server.engine.model import Plan
 from lsp_server.engine.policy.resolution import ResolvedPath
 from lsp_server.engine.text import LinkRead, Snapshot
 
+TYPE_CHECKING = False  # typing's constant without importing typing (lsp_server/startup.py)
 if TYPE_CHECKING:
     from lsp_server.engine.v4a import Patch
 

@@ -3,13 +3,15 @@ the read is the session's token for later edits (read-before-edit)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from lsp_server.actions.context import Context
 from lsp_server.engine import errors
 from lsp_server.engine.planner import require_exists
 from lsp_server.engine.results import ReadResult
 from lsp_server.engine.text import describe_eol
+
+TYPE_CHECKING = False  # typing's constant without importing typing (lsp_server/startup.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 async def run(ctx: Context, a: dict[str, Any]) -> ReadResult:

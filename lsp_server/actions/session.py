@@ -12,9 +12,12 @@ Edit ids come from the workspace history (engine/history/).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from lsp_server.engine import errors
+
+TYPE_CHECKING = False  # typing's constant without importing typing (lsp_server/startup.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 @dataclass

@@ -3,11 +3,13 @@ CONFLICT); the undo is itself an edit in the history."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from lsp_server.actions.context import Context
 from lsp_server.actions.execute import execute
 from lsp_server.engine.results import EditResult
+
+TYPE_CHECKING = False  # typing's constant without importing typing (lsp_server/startup.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 async def run(ctx: Context, a: dict[str, Any]) -> EditResult:

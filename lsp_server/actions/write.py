@@ -3,14 +3,16 @@ token still holds, unless the requireRead setting is off)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from lsp_server.actions.context import Context
 from lsp_server.actions.execute import execute
 from lsp_server.actions.session import token_now
 from lsp_server.engine import errors
 from lsp_server.engine.planner import check_precondition, plan_write
 from lsp_server.engine.results import EditResult
+
+TYPE_CHECKING = False  # typing's constant without importing typing (lsp_server/startup.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 async def run(ctx: Context, a: dict[str, Any]) -> EditResult:

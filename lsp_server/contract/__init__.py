@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from lsp_server.arguments import check_text
 from lsp_server.contract.actions import (
     ACTIONS,
     Action,
@@ -36,7 +37,6 @@ from lsp_server.contract.spec import (
     slots,
     to_json,
 )
-from lsp_server.contract.text import check_text
 
 __all__ = [
     "ACTIONS",

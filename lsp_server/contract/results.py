@@ -68,7 +68,9 @@ def _type_schema(tp: Any) -> dict[str, Any]:
 
 def object_schema(cls: type) -> dict[str, Any]:
     """The JSON Schema of a result class (`@result` in engine/results.py)."""
-    hints = get_type_hints(cls)
+    # engine/results.py imports typing's names only for type checkers (the CLI's start-up):
+    # its annotations are evaluated here with them.
+    hints = get_type_hints(cls, localns={"Any": Any, "Literal": Literal})
     required: list[str] = []
     properties: dict[str, Any] = {}
     for f in dataclasses.fields(cls):

@@ -26,23 +26,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, Union, get_args, get_origin, get_type_hints
 
-from lsp_server.contract.text import check_text
+from lsp_server.arguments import MAX_STRING as MAX_STRING
+from lsp_server.arguments import ContractError as ContractError
+from lsp_server.arguments import Field, check_object
 
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
-# A generous cap: whole-file writes of the largest editable file (10 MiB) plus JSON overhead.
-MAX_STRING = 64 * 1024 * 1024
-SAFE_INT = 2**53
-
-
-class ContractError(ValueError):
-    """A malformed request: `argument` is the field at fault (None for the object itself) and
-    `reason` one of NOT_AN_OBJECT, UNKNOWN_FIELD, MISSING, TYPE, TOO_LONG, OUT_OF_RANGE, CHOICE."""
-
-    def __init__(self, message: str, argument: str | None, reason: str) -> None:
-        super().__init__(message)
-        self.message = message
-        self.argument = argument
-        self.reason = reason
 
 
 def doc(text: str, *, content: bool = False) -> dict[str, Any]:
@@ -194,132 +182,52 @@ def object_schema(cls: type, names: Mapping[str, str]) -> dict[str, Any]:
 
 
 # -- the checks --------------------------------------------------------------------------------
+# They are lsp_server/arguments.py's, on each class's `Field`s: every request is checked there
+# without these declarations, and here before the typed instance is built.
 
-_TYPE_NAMES = {
-    "string": "a string",
-    "enum": "a string",
-    "integer": "an integer",
-    "boolean": "true or false",
-    "object": "an object",
-    "map": "an object",
-}
+_FIELDS: dict[type, tuple[Field, ...]] = {}
 
 
-def _right_type(kind: Kind, value: Any) -> bool:
-    if kind.json in ("string", "enum"):
-        return isinstance(value, str)
-    if kind.json == "integer":
-        return isinstance(value, int) and not isinstance(value, bool)  # JSON true is no number
-    if kind.json == "boolean":
-        return isinstance(value, bool)
-    return isinstance(value, dict)
+def fields_of(cls: type) -> tuple[Field, ...]:
+    """The fields of an argument class as the checks read them (arguments.Field)."""
+    known = _FIELDS.get(cls)
+    if known is None:
+        known = _FIELDS[cls] = tuple(_field(s) for s in slots(cls))
+    return known
 
 
-def _check_value(where: str, value: Any, slot: Slot) -> None:
-    """Type, transport limits, text no file can hold, enum: in that order, as always."""
-    if not _right_type(slot.kind, value):
-        raise ContractError(
-            f"{where} must be {_TYPE_NAMES[slot.kind.json]}, got {type(value).__name__}",
-            where,
-            "TYPE",
-        )
-    if isinstance(value, str):
-        if len(value) > MAX_STRING:
-            raise ContractError(
-                f"{where} is {len(value):,} characters, over the {MAX_STRING:,} limit",
-                where,
-                "TOO_LONG",
-            )
-        check_text(where, value, slot.content)
-        if slot.kind.choices and value not in slot.kind.choices:
-            raise ContractError(
-                f"{where} must be one of {', '.join(slot.kind.choices)}, got {value!r}",
-                where,
-                "CHOICE",
-            )
-    elif isinstance(value, int) and not isinstance(value, bool):
-        if not -SAFE_INT < value < SAFE_INT:
-            raise ContractError(f"{where} is out of range", where, "OUT_OF_RANGE")
+def _field(s: Slot) -> Field:
+    inner = s.kind.cls
+    return Field(
+        attr=s.attr,
+        name=s.name,
+        json=s.kind.json,
+        required=s.required,
+        choices=s.kind.choices,
+        content=s.content,
+        inner=() if inner is None else fields_of(inner),
+        needs_one_of="" if inner is None else inner.NEEDS_ONE_OF,
+    )
 
 
-def _unknown(raw: dict[str, Any], fields: tuple[Slot, ...]) -> list[str]:
-    known = {s.name for s in fields}
-    return sorted(k for k in raw if k not in known)
-
-
-def _nested(where: str, raw: dict[str, Any], cls: type) -> Any:
-    fields = slots(cls)
-    unknown = _unknown(raw, fields)
-    if unknown:
-        raise ContractError(
-            f"{where} has no field {', '.join(map(repr, unknown))}; "
-            f"use {' or '.join(s.name for s in fields)}",
-            where,
-            "UNKNOWN_FIELD",
-        )
-    if issubclass(cls, Nested) and cls.NEEDS_ONE_OF:
-        if all(raw.get(s.name) is None for s in fields):
-            raise ContractError(f"{where} needs {cls.NEEDS_ONE_OF}", where, "MISSING")
-    values: dict[str, Any] = {}
-    for s in fields:
-        value = raw.get(s.name)
-        if value is not None:
-            _check_value(f"{where}.{s.name}", value, s)
-            values[s.attr] = value
+def _build(cls: type, values: dict[str, Any]) -> Any:
+    """The instance of `cls` from checked values (`check_object`'s, nested ones as dicts)."""
+    for s in slots(cls):
+        inner = s.kind.cls
+        if inner is None or s.attr not in values:
+            continue
+        value = values[s.attr]
+        if s.kind.json == "object":
+            values[s.attr] = _build(inner, value)
+        else:
+            values[s.attr] = {k: _build(inner, v) for k, v in value.items()}
     return cls(**values)
-
-
-def _deep(slot: Slot, value: dict[str, Any]) -> Any:
-    cls = slot.kind.cls
-    assert cls is not None
-    if slot.kind.json == "object":
-        return _nested(slot.name, value, cls)
-    out = {}
-    for key, token in value.items():
-        check_text(slot.name, key, False)
-        where = f"{slot.name}[{key!r}]"
-        if not isinstance(token, dict):
-            fields = " or ".join(s.name for s in slots(cls))
-            raise ContractError(f"{where} must be an object with {fields}", where, "TYPE")
-        out[key] = _nested(where, token, cls)
-    return out
 
 
 def parse_object(cls: type, raw: Any, label: str) -> Any:
-    """The instance of `cls` that `raw` (a decoded JSON object) describes, or ContractError.
-
-    The order of the checks is part of the contract (it decides which of two faults is named,
-    and whether a request is malformed or refused): unknown fields, then each field in
-    declaration order, then what is inside the object-valued fields.
-    """
-    fields = slots(cls)
-    if not isinstance(raw, dict):
-        raise ContractError(
-            f"{label} takes one JSON object with fields {', '.join(s.name for s in fields)}",
-            None,
-            "NOT_AN_OBJECT",
-        )
-    unknown = _unknown(raw, fields)
-    if unknown:
-        raise ContractError(
-            f"{label} has no field {', '.join(map(repr, unknown))}; "
-            f"its fields are {', '.join(s.name for s in fields)}",
-            unknown[0],
-            "UNKNOWN_FIELD",
-        )
-    values: dict[str, Any] = {}
-    for s in fields:
-        value = raw.get(s.name)
-        if value is None:
-            if s.required:
-                raise ContractError(f"{label} needs the field {s.name!r}", s.name, "MISSING")
-            continue
-        _check_value(s.name, value, s)
-        values[s.attr] = value
-    for s in fields:
-        if s.attr in values and s.kind.json in ("object", "map"):
-            values[s.attr] = _deep(s, values[s.attr])
-    return cls(**values)
+    """The instance of `cls` that `raw` (a decoded JSON object) describes, or ContractError
+    (the checks and their order: arguments.check_object)."""
+    return _build(cls, check_object(fields_of(cls), raw, label))
 
 
 def to_json(instance: Any) -> dict[str, Any]:

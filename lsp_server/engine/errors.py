@@ -10,9 +10,11 @@ from __future__ import annotations
 import errno
 from collections.abc import Callable
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False  # typing's constant without importing typing (lsp_server/startup.py)
 if TYPE_CHECKING:
+    from typing import Any
+
     from lsp_server.engine.results import Refusal
 
 

@@ -72,7 +72,6 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, NoReturn
 
 from lsp_server.engine import errors
 from lsp_server.engine.errors import EditError
@@ -90,6 +89,10 @@ from lsp_server.engine.text import (
     decode_file,
     encode_file,
 )
+
+TYPE_CHECKING = False  # typing's constant without importing typing (lsp_server/startup.py)
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
 
 STATE_DIR_ENV = ENV_STATE_DIR  # the state folder is engine/state.py's
 CRASH_ENV = "AGENT_EDIT_CRASH_AFTER"

@@ -36,12 +36,15 @@ import stat
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from lsp_server.engine import state
 from lsp_server.engine.blobs import NOFOLLOW, Blobs
 from lsp_server.engine.state import ENV_STATE_DIR as ENV_STATE_DIR
 from lsp_server.engine.state import fsync_dir as _fsync_dir
+
+TYPE_CHECKING = False  # typing's constant without importing typing (lsp_server/startup.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 try:
     import fcntl

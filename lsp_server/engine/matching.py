@@ -12,9 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from lsp_server.engine.text import Snapshot, content
+
+TYPE_CHECKING = False  # typing's constant without importing typing (lsp_server/startup.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 # Codex's Unicode folding: dashes, quotes and odd spaces that models and editors swap for ASCII.
 _FOLD = str.maketrans(

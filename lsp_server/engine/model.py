@@ -11,11 +11,14 @@ from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Literal, overload
 
 from lsp_server.engine.text import HashMark, Snapshot, sha256_text, split_lines
 
-ChangeKind = Literal["add", "update", "delete", "move"]
+TYPE_CHECKING = False  # typing's constant without importing typing (lsp_server/startup.py)
+if TYPE_CHECKING:
+    from typing import Literal, TypeAlias, overload
+
+ChangeKind: TypeAlias = "Literal['add', 'update', 'delete', 'move']"  # quoted: no typing
 
 
 @dataclass(frozen=True)
@@ -85,10 +88,13 @@ class EditedLines(Sequence[str]):
     def __len__(self) -> int:
         return self._len
 
-    @overload
-    def __getitem__(self, i: int) -> str: ...
-    @overload
-    def __getitem__(self, i: slice) -> list[str]: ...
+    if TYPE_CHECKING:  # the overloads are the type checker's (no typing at run time)
+
+        @overload
+        def __getitem__(self, i: int) -> str: ...
+        @overload
+        def __getitem__(self, i: slice) -> list[str]: ...
+
     def __getitem__(self, i: int | slice) -> str | list[str]:
         if isinstance(i, slice):
             return [self[j] for j in range(*i.indices(self._len))]

@@ -61,7 +61,6 @@ import re
 from collections.abc import Callable, Sequence
 from itertools import compress
 from operator import itemgetter
-from typing import Any
 
 from lsp_server.engine import errors
 from lsp_server.engine.errors import EditError
@@ -69,6 +68,10 @@ from lsp_server.engine.matching import LADDER, MAX_LISTED_MATCHES
 from lsp_server.engine.model import FileChange, LineEdit, Plan, common_ends, minimal_edit
 from lsp_server.engine.text import Snapshot, content, split_lines
 from lsp_server.engine.v4a import AddFile, Chunk, DeleteFile, Patch, UpdateFile, parse_patch
+
+TYPE_CHECKING = False  # typing's constant without importing typing (lsp_server/startup.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 GetSnapshot = Callable[[str], Snapshot]
 _RUN = re.compile(r"[-+]+")

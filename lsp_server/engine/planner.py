@@ -7,7 +7,6 @@ out. Nothing here reads a disk or talks to an editor.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Literal
 
 from lsp_server.engine import errors
 from lsp_server.engine.matching import (
@@ -28,7 +27,11 @@ from lsp_server.engine.text import (
     terminator,
 )
 
-MatchMode = Literal["exact", "lenient"]
+TYPE_CHECKING = False  # typing's constant without importing typing (lsp_server/startup.py)
+if TYPE_CHECKING:
+    from typing import Any, Literal, TypeAlias
+
+MatchMode: TypeAlias = "Literal['exact', 'lenient']"  # quoted: no typing at run time
 
 
 def check_precondition(

@@ -12,7 +12,10 @@ in order. `problem(rec)` returns why a record cannot be used, or None.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+
+TYPE_CHECKING = False  # typing's constant without importing typing (lsp_server/startup.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_INT = 2**53  # ids, line numbers, versions: what JSON readers agree on
 KINDS = ("add", "update", "delete", "move")

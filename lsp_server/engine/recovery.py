@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
 
 from lsp_server.engine import errors, files, state
 from lsp_server.engine.errors import Code, EditError
 
+TYPE_CHECKING = False  # typing's constant without importing typing (lsp_server/startup.py)
 if TYPE_CHECKING:
+    from typing import Any
+
     from lsp_server.engine.history import History
 
 ACTION = "recover"

@@ -20,10 +20,15 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
 
 from lsp_server.engine.errors import Code
 from lsp_server.engine.model import FileChange
+
+TYPE_CHECKING = False  # typing's constant without importing typing (lsp_server/startup.py)
+if TYPE_CHECKING:
+    from typing import Any, Literal, TypeVar
+
+    R = TypeVar("R")
 
 # Field metadata: `doc` is the description the exported schema gives the field; `omit` leaves
 # the field out of the JSON when it is None; `choices` the strings a `str` field takes (codes).
@@ -45,8 +50,6 @@ _AS_IS, _ONE, _MANY = 0, 1, 2
 # Per class: (attribute, JSON name, omitted when None, how it is written), in order.
 _Plan = tuple[tuple[str, str, bool, int], ...]
 _PLANS: dict[type, _Plan] = {}
-
-R = TypeVar("R")
 
 
 def result(cls: type[R]) -> type[R]:

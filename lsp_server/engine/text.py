@@ -16,9 +16,12 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Literal, NamedTuple
 
 from lsp_server.engine import errors
+
+TYPE_CHECKING = False  # typing's constant without importing typing (lsp_server/startup.py)
+if TYPE_CHECKING:
+    from typing import Any, Literal, TypeAlias
 
 BOM = "\ufeff"
 _TERMINATOR = re.compile(r"\r\n|\r|\n")
@@ -26,7 +29,7 @@ _TERMINATOR = re.compile(r"\r\n|\r|\n")
 BINARY_SNIFF_BYTES = 8192
 DEFAULT_MAX_BYTES = 10 * 1024 * 1024
 
-Source = Literal["buffer", "disk", "absent"]
+Source: TypeAlias = "Literal['buffer', 'disk', 'absent']"  # quoted: no typing at run time
 
 
 def split_lines(text: str) -> list[str]:
@@ -98,7 +101,7 @@ def sha256_text(text: str) -> str:
 # A big text's hash keeps its running state every this many characters, so an edit at offset k
 # only needs the text from k on hashed again.
 HASH_MARK_EVERY = 256 * 1024
-HashMark = tuple[int, Any]  # (offset in characters, sha256 state over text[:offset])
+HashMark = tuple[int, "Any"]  # (offset in characters, sha256 state over text[:offset])
 
 
 def hash_with_marks(text: str, start: int = 0, state: Any = None) -> tuple[str, list[HashMark]]:
@@ -131,7 +134,8 @@ def describe_eol(text: str) -> str:
     return kinds[0] if len(kinds) == 1 else "mixed"
 
 
-class DiskRead(NamedTuple):
+@dataclass(frozen=True)
+class DiskRead:
     """What `files.read_snapshot` saw of a file on disk, carried by the snapshot it made.
 
     `files.apply_plan` refuses (STALE), under the workspace lock, a file whose inode, size,
@@ -149,7 +153,8 @@ class DiskRead(NamedTuple):
     data: bytes  # the bytes `text` was decoded from (UTF-8 and the BOM round-trip exactly)
 
 
-class LinkRead(NamedTuple):
+@dataclass(frozen=True)
+class LinkRead:
     """A symbolic link named by a Delete File (or a Move's source), as `files.note_link` saw
     it: that plan removes the link itself, never its target, and is STALE if the link moved."""
 

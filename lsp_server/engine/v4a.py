@@ -38,12 +38,14 @@ from bisect import bisect_right
 from dataclasses import dataclass
 from itertools import compress
 from operator import itemgetter
-from typing import TYPE_CHECKING, Any
 
 from lsp_server.engine import errors
 from lsp_server.engine.errors import EditError
 
+TYPE_CHECKING = False  # typing's constant without importing typing (lsp_server/startup.py)
 if TYPE_CHECKING:
+    from typing import Any
+
     from lark import Lark, Token
 
 BEGIN = "*** Begin Patch"
@@ -460,7 +462,7 @@ class _ToHunks:
 
 
 # An Update File section between `update_file` and `start`: (path, move_to, chunk tokens, line).
-_PendingUpdate = tuple[str, "str | None", list[Any], int]
+_PendingUpdate = tuple[str, "str | None", "list[Any]", int]
 _OP_OF = itemgetter(slice(None, 1))
 _TEXT_OF = itemgetter(slice(1, None))
 # A chunk line's op to 1 (on that side of the change) or 0: '@' is a header, '*' End of File.

@@ -4,7 +4,7 @@ JSON can escape a lone surrogate (`"\\ud800"`; JavaScript's JSON.stringify write
 model's broken emoji) but UTF-8 cannot hold it:
 - in: the SDK's strict JSON parser drops such a line with no reply, so the tool call is never
   answered. `Repaired` parses it again with Python's json, which keeps the surrogate, so the
-  actions refuse it as INVALID_ARGUMENT naming the argument and position (contract/text.py).
+  actions refuse it as INVALID_ARGUMENT naming the argument and position (arguments.py).
 - out: a result can hold one (the history records a refused request as it came; an editor's
   buffer may hold one), and the SDK's writer fails on it, which ends the MCP server.
   `encodable` writes each as its escape (`\\udcff`), as the CLI's JSON output does.

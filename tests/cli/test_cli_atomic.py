@@ -562,15 +562,30 @@ def test_headless_commands_do_not_import_pygls(work: Path, state: Path) -> None:
         (["apply-patch", "--root"], False),
         (["apply-patch", "--", "-x"], False),
         (["apply-patch", "-h"], False),
-        (["replace", "a", "b", "c"], False),
+        (["replace", "a", "b", "c"], True),
+        (["replace", "--root", "ws", "--json", "a", "b", "c"], True),
+        (["replace", "a", "--dry-run", "b", "--replace-all", "c", "--json"], True),
+        (["replace", "a", "", "@-"], True),
+        (["replace", "a", "-", "c"], True),
+        (["replace", "a", "b"], False),
+        (["replace", "a", "b", "c", "d"], False),
+        (["replace", "a", "-b", "c"], False),
+        (["replace", "a", "b c", "--match", "lenient", "d"], False),
+        (["replace", "--expect-sha256", "0" * 64, "a", "b", "c"], False),
+        (["write", "new.txt", "hello"], True),
+        (["write", "--dry-run", "--root", "ws", "new.txt", "@file"], True),
+        (["write", "--replace-all", "new.txt", "hello"], False),
+        (["write", "new.txt"], False),
+        (["read", "a"], False),
+        (["history"], False),
     ],
 )
 def test_plain_apply_patch_arguments_read_as_argparse_reads_them(
     argv: list[str], plain: bool
 ) -> None:
-    from lsp_server.cli import _plain_apply_patch, build_parser
+    from lsp_server.cli import _plain, build_parser
 
-    fast = _plain_apply_patch(argv)
+    fast = _plain(argv)
     assert (fast is not None) == plain, "the usual forms skip argparse, the rest do not"
     if fast is not None:
         assert vars(fast) == vars(build_parser().parse_args(argv))

@@ -13,9 +13,12 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import accumulate
-from typing import Any
 
 from lsp_server.engine.model import LineEdit, apply_line_edits, minimal_edit
+
+TYPE_CHECKING = False  # typing's constant without importing typing (lsp_server/startup.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def edits_json(edits: Sequence[LineEdit]) -> list[list[Any]]:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any
 
 from lsp_server.engine import errors, state
 from lsp_server.engine.diffing import file_diff
@@ -41,6 +40,10 @@ from lsp_server.engine.undo import (
     record_change,
     rollback_records,
 )
+
+TYPE_CHECKING = False  # typing's constant without importing typing (lsp_server/startup.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class History(Replay):

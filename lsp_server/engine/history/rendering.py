@@ -10,7 +10,6 @@ the last `limit` entries, the first `net_files` changed files, diffs cut past a 
 from __future__ import annotations
 
 from collections.abc import Callable, Generator, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
 
 from lsp_server.engine.history.entries import ENTRY_DIFF_CAP
 from lsp_server.engine.history.netdiff import map_spans
@@ -18,8 +17,13 @@ from lsp_server.engine.history.tracked import Tracked
 from lsp_server.engine.text import Snapshot
 from lsp_server.engine.undo import line_diff
 
+TYPE_CHECKING = False  # typing's constant without importing typing (lsp_server/startup.py)
 if TYPE_CHECKING:
+    from typing import Any, TypeVar
+
     from lsp_server.engine.history.replay import Replay
+
+    T = TypeVar("T")
 
 # What one `history` answer builds at most: the files of the net diff, the files each entry
 # names (a 100k-file patch made a 90 s answer of every one of them).
@@ -28,8 +32,7 @@ ENTRY_FILES = 1000
 LIVE_CHANGED = "the buffer has changed since the agent's last edit"
 
 Live = Mapping[str, Snapshot] | Callable[[str], Snapshot | None]
-T = TypeVar("T")
-Iterator_ = Generator[None, None, T]
+Iterator_ = Generator[None, None, "T"]  # T quoted: typing is the type checker's
 
 
 def drive(gen: Generator[None, None, T]) -> T:

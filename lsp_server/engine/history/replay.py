@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from itertools import islice
-from typing import Any
 
 from lsp_server.engine import errors
 from lsp_server.engine.history.budgets import DEFAULT_UNDO_WINDOW, Budgets
@@ -32,6 +31,10 @@ from lsp_server.engine.history.tracked import Tracked, fits, unsure
 from lsp_server.engine.journal import Batch, line_size
 from lsp_server.engine.records import problem
 from lsp_server.engine.undo import ChangeRecord
+
+TYPE_CHECKING = False  # typing's constant without importing typing (lsp_server/startup.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 # Shared empty containers for finished entries; never mutated.
 _NO_ANY: dict[str, Any] = {}

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from lsp_server.engine.diffing import blob_sha1, file_diff
 from lsp_server.engine.history.netdiff import (
@@ -24,6 +23,10 @@ from lsp_server.engine.history.netdiff import (
 from lsp_server.engine.model import FileChange, LineEdit, apply_line_edits
 from lsp_server.engine.text import Snapshot, absent, split_lines
 from lsp_server.engine.undo import ChangeRecord
+
+TYPE_CHECKING = False  # typing's constant without importing typing (lsp_server/startup.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 @dataclass(slots=True)

@@ -19,7 +19,6 @@ import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Any
 
 from lsp_server.engine import errors
 from lsp_server.engine.errors import Code, EditError
@@ -46,6 +45,10 @@ from lsp_server.engine.policy.walk import (
     walk_path,
 )
 from lsp_server.engine.text import DEFAULT_MAX_BYTES
+
+TYPE_CHECKING = False  # typing's constant without importing typing (lsp_server/startup.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 # A relative path of plain names (no `.`/`..`, no empty, hidden, over-long or odd name): the
 # string checks of `resolve` all pass for it, so it takes a shorter way (`_simple_prefix`).

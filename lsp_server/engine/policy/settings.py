@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from lsp_server.engine.policy.globs import compile_glob
+
+TYPE_CHECKING = False  # typing's constant without importing typing (lsp_server/startup.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 SETTING_KEYS = frozenset({"deny", "allow", "defaultDeny", "maxFileBytes"})
 # The LSP settings section these live in, when a client sends `{"agentEdit": {...}}`.

@@ -13,10 +13,13 @@ from __future__ import annotations
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
 from lsp_server.engine.model import ChangeKind, EditedLines, FileChange, LineEdit, minimal_edit
 from lsp_server.engine.text import Snapshot
+
+TYPE_CHECKING = False  # typing's constant without importing typing (lsp_server/startup.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 CONTEXT = 3
 # A diff between two versions of a file trims the common prefix and suffix first (O(n)); only the

@@ -9,13 +9,18 @@ snapshots in, a plan out.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
 
 from lsp_server.engine import errors
 from lsp_server.engine.errors import EditError
 from lsp_server.engine.model import FileChange, LineEdit, Plan, minimal_edit
 from lsp_server.engine.text import Snapshot, absent, content, split_lines
 from lsp_server.engine.undo.changes import ChangeRecord, Hunk, is_after, line_diff, matches
+
+TYPE_CHECKING = False  # typing's constant without importing typing (lsp_server/startup.py)
+if TYPE_CHECKING:
+    from typing import Any, Protocol
+else:
+    Protocol = object  # `Undoable` is the type checker's; a run needs no typing for it
 
 MAX_CONFLICT_LINES = 50
 

@@ -9,14 +9,17 @@ interrupted plan found on start). Pure.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
 
 from lsp_server.engine.model import FileChange, Plan
 from lsp_server.engine.text import Snapshot
 from lsp_server.engine.undo.changes import ChangeRecord, is_after, is_before, record_change
 from lsp_server.engine.undo.reverting import Conflicts, reverse_hunks
 
-CommitState = Literal["applied", "not-applied", "unknown"]
+TYPE_CHECKING = False  # typing's constant without importing typing (lsp_server/startup.py)
+if TYPE_CHECKING:
+    from typing import Any, Literal, TypeAlias
+
+CommitState: TypeAlias = "Literal['applied', 'not-applied', 'unknown']"  # quoted: no typing
 
 
 def _classify(

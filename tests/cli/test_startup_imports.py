@@ -1,0 +1,157 @@
+"""What the CLI's common commands load (issue 18 item 5): only what they use.
+
+A short `agent-edit apply-patch` / `replace` / `write` is mostly imports (bench/bench_startup.py
+times them; no timing here): these tests pin which modules such a run must never load, by
+running the command in a fresh interpreter and reading `sys.modules` at its end. Each entry of
+NEVER says why the command has no use for it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+# module (or package, with everything under it) -> why no common command may load it
+NEVER = {
+    "pygls": "the language server's; the CLI is a front of its own",
+    "lsprotocol": "the language server's",
+    "lsp_server.lsp": "the language server's",
+    "mcp": "`agent-edit mcp` only",
+    "lsp_server.mcp": "`agent-edit mcp` only",
+    "lark": "the V4A fallback parser, for a patch the fast reader refuses",
+    "tree_sitter": "diagnostics are the editor front's",
+    "lsp_server.engine.syntax": "diagnostics are the editor front's",
+    "asyncio": "startup.run_sync drives the headless actions",
+    "inspect": "startup.dataclasses_without_inspect",
+    "logging": "only a failed record of a refusal logs",
+    "typing": "annotations only: `if TYPE_CHECKING:` imports (lsp_server/startup.py)",
+    "datetime": "history entries' times are made with `time` (history/entries.now_iso)",
+    "lsp_server.contract": "the checks and the options read arguments.FIELDS",
+    "lsp_server.actions.history": "the history action, not an edit",
+    "lsp_server.actions.read": "the read action, not an edit",
+    "lsp_server.actions.undo": "the undo action, not an edit",
+}
+# And what a plain command line (`apply-patch [--root R] [--json] [--dry-run] PATCH`, the
+# same for replace and write) skips besides.
+NEVER_PLAIN = {"argparse": "cli._plain reads the usual command line"}
+
+PROBE = """
+import json, sys
+from lsp_server.cli import main
+rc = main(sys.argv[1:])
+sys.stdout.flush()
+sys.stderr.write("\\nMODULES " + json.dumps([rc, sorted(sys.modules)]) + "\\n")
+"""
+
+PATCH = "*** Begin Patch\n*** Update File: a.py\n@@\n-x = 1\n+x = 10\n*** End Patch\n"
+
+
+def _loaded(tmp_path: Path, argv: list[str]) -> tuple[int, set[str], str]:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env |= {"PYTHONPATH": str(REPO), "AGENT_EDIT_STATE_DIR": str(tmp_path / "state")}
+    env.pop("AGENT_EDIT_CRASH_AFTER", None)
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE, *argv],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    marker = proc.stderr.rfind("\nMODULES ")
+    assert marker >= 0, proc.stderr
+    rc, modules = json.loads(proc.stderr[marker + len("\nMODULES ") :])
+    return rc, set(modules), proc.stdout
+
+
+def _offenders(modules: set[str], never: dict[str, str]) -> dict[str, str]:
+    return {
+        m: why
+        for m in sorted(modules)
+        for top, why in never.items()
+        if m == top or m.startswith(top + ".")
+    }
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "a.py").write_text("x = 1\ny = 2\n")
+    (root / "b.txt").write_text("alpha\nbeta\n")
+    (tmp_path / "p").write_text(PATCH)
+    return root
+
+
+COMMANDS = {
+    "apply-patch": ["apply-patch", "--root", "ws", "p"],
+    "apply-patch --json --dry-run": ["apply-patch", "--json", "--dry-run", "--root", "ws", "p"],
+    "apply-patch with an option argparse reads": [
+        "apply-patch",
+        "--root",
+        "ws",
+        "--expect-sha256",
+        "a.py=" + "0" * 64,
+        "p",
+    ],
+    "replace": ["replace", "--root", "ws", "b.txt", "beta", "BETA"],
+    "write": ["write", "--root", "ws", "new.txt", "hello\n"],
+}
+
+
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_a_common_command_loads_nothing_it_does_not_use(
+    tmp_path: Path, ws: Path, name: str
+) -> None:
+    rc, modules, out = _loaded(tmp_path, COMMANDS[name])
+    expect_rc = 1 if "expect-sha256" in " ".join(COMMANDS[name]) else 0  # that sha is wrong
+    assert rc == expect_rc, out
+    assert "lsp_server.actions.headless" in modules  # the probe saw the command run
+    never = dict(NEVER)
+    if "--expect-sha256" not in COMMANDS[name]:
+        never |= NEVER_PLAIN
+    assert not _offenders(modules, never)
+
+
+def test_the_commands_did_what_they_said(tmp_path: Path, ws: Path) -> None:
+    """The runs above are real edits (so the modules they load are an edit's)."""
+    for name in ("apply-patch", "replace", "write"):
+        rc, _, _ = _loaded(tmp_path, COMMANDS[name])
+        assert rc == 0
+    assert (ws / "a.py").read_text() == "x = 10\ny = 2\n"
+    assert (ws / "b.txt").read_text() == "alpha\nBETA\n"
+    assert (ws / "new.txt").read_text() == "hello\n"
+
+
+def test_help_loads_no_action_and_no_contract(tmp_path: Path) -> None:
+    """`--help` builds the parser from arguments.FIELDS, and runs nothing."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | {"PYTHONPATH": str(REPO)}
+    probe = PROBE.replace(
+        "rc = main(sys.argv[1:])",
+        "try:\n    rc = main(sys.argv[1:])\nexcept SystemExit as exc:\n    rc = exc.code",
+    )
+    for argv in (["--help"], ["replace", "--help"], ["apply-patch", "--help"]):
+        proc = subprocess.run(
+            [sys.executable, "-c", probe, *argv],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=tmp_path,
+            timeout=120,
+        )
+        marker = proc.stderr.rfind("\nMODULES ")
+        assert marker >= 0, proc.stderr
+        rc, modules = json.loads(proc.stderr[marker + len("\nMODULES ") :])
+        assert rc == 0 and "usage: agent-edit" in proc.stdout
+        never = NEVER | {
+            "lsp_server.actions": "help runs no action",
+            "lsp_server.engine.history": "help runs no action",
+        }
+        assert not _offenders(set(modules), never), argv
