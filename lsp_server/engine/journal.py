@@ -33,13 +33,13 @@ import math
 import os
 import re
 import stat
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from lsp_server.engine import state
-from lsp_server.engine.blobs import NOFOLLOW, Blobs
+from lsp_server.engine.blobs import BLOB_DIR, NOFOLLOW, Blobs
 from lsp_server.engine.state import ENV_STATE_DIR as ENV_STATE_DIR
 from lsp_server.engine.state import fsync_dir as _fsync_dir
 
@@ -49,11 +49,15 @@ except ImportError:  # pragma: no cover - Windows: one writer per workspace is a
     fcntl = None  # type: ignore[assignment]
 
 JOURNAL_NAME = "journal.jsonl"
+APPLY_JOURNAL_NAME = "journal.json"  # the disk writer's, files.py's JOURNAL
 LOCK_NAME = "journal.lock"
 DEFAULT_MAX_BYTES = 16 * 1024 * 1024
-BLOB_DIR = "blobs"
 BLOB_MIN = 64 * 1024  # characters: a value this long goes to a blob file, not the line
 BLOB_TEXT, BLOB_JSON = "$blob", "$json"  # markers: a string's UTF-8, a list's JSON
+# A string whose UTF-8 is `length` bytes at `offset` of a blob: `{"$slice": [sha, offset,
+# length]}` (`slice_of`), for texts already stored together in one blob (a plan's pre-images,
+# written once for the history and the disk writer's apply journal, history/recording.py).
+BLOB_SLICE = "$slice"
 _NAMED = re.compile(rb'"\$blobs":\[([^\]]*)\]')
 
 
@@ -195,10 +199,12 @@ class Journal:
             writer = _Writer(self)
             yield batch, writer
 
-    def _append(self, records: list[dict[str, Any]], sync: bool = True) -> None:
+    def _append(
+        self, records: list[dict[str, Any]], sync: bool = True, named: Sequence[str] = ()
+    ) -> None:
         if not records:
             return
-        data = b"".join(_dump(r, self.blobs) for r in records)  # blobs first, fsynced
+        data = b"".join(_dump(r, self.blobs, named) for r in records)  # blobs first, fsynced
         if self._tail:
             # A torn line from a crash: end it so the new record starts on a line of its own.
             data = b"\n" + data
@@ -240,17 +246,22 @@ class Journal:
         self._inode, self._offset, self._tail = st.st_ino, st.st_size, b""
         self.compacted_size = st.st_size
         # Under the lock, so no writer is between a blob and the record naming it: what the
-        # new journal does not name (dropped pre-images, a crash's leftovers) goes.
-        self.blobs.collect(_named_blobs(data))
+        # new journal does not name (dropped pre-images, a crash's leftovers) goes, but not
+        # the pre-images an interrupted disk apply still needs to be rolled back (files.py).
+        self.blobs.collect(_named_blobs(data) | _apply_journal_blobs(self.dir))
 
 
 class _Writer:
     def __init__(self, journal: Journal) -> None:
         self._journal = journal
 
-    def append(self, *records: dict[str, Any], sync: bool = True) -> None:
-        """Append whole records (one write) and, with `sync`, fsync before returning."""
-        self._journal._append(list(records), sync)
+    def append(
+        self, *records: dict[str, Any], sync: bool = True, named: Sequence[str] = ()
+    ) -> None:
+        """Append whole records (one write) and, with `sync`, fsync before returning; `named`
+        lists blobs the records' `slice_of` markers use (written by the caller, under this
+        transaction)."""
+        self._journal._append(list(records), sync, named)
 
     def rewrite(self, records: list[dict[str, Any]]) -> None:
         """Replace the whole journal atomically (compaction)."""
@@ -261,18 +272,27 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def _dump(record: dict[str, Any], blobs: Blobs | None = None) -> bytes:
+def _dump(
+    record: dict[str, Any], blobs: Blobs | None = None, named: Sequence[str] = ()
+) -> bytes:
     """One record as a journal line; with `blobs`, a record of BLOB_MIN characters or more has
     its large values (a file's text, a long list of lines) moved to blob files first, named in
-    the record's `$blobs` (only such a record's markers are ever resolved)."""
+    the record's `$blobs` with the blobs in `named` (only such a record's markers are ever
+    resolved)."""
     text = _dumps(record)
-    if blobs is not None and len(text) >= BLOB_MIN:
-        used: list[str] = []
-        small = _externalize(record, blobs, used)
+    if blobs is not None and (named or len(text) >= BLOB_MIN):
+        used: list[str] = list(named)
+        small = _externalize(record, blobs, used) if len(text) >= BLOB_MIN else dict(record)
         if used:
             small["$blobs"] = sorted(set(used))
             text = _dumps(small)
     return (text + "\n").encode("utf-8", "surrogatepass")
+
+
+def slice_of(sha: str, offset: int, length: int) -> dict[str, Any]:
+    """The marker for the string whose UTF-8 is `length` bytes at `offset` of blob `sha`
+    (name the blob in the append's `named`)."""
+    return {BLOB_SLICE: [sha, offset, length]}
 
 
 def line_size(record: dict[str, Any]) -> int:
@@ -314,7 +334,11 @@ def _externalize(value: Any, blobs: Blobs | _SizeOnly, used: list[str]) -> Any:
     return value
 
 
-def _resolve(value: Any, blobs: Blobs, named: frozenset[str]) -> Any:
+def _resolve(
+    value: Any, blobs: Blobs, named: frozenset[str], read: dict[str, bytes] | None = None
+) -> Any:
+    if read is None:
+        read = {}  # each blob read (and its hash checked) once per record: a pack's slices
     if isinstance(value, dict):
         if len(value) == 1:
             ((key, sha),) = value.items()
@@ -325,10 +349,25 @@ def _resolve(value: Any, blobs: Blobs, named: frozenset[str]) -> Any:
                 if key == BLOB_TEXT:
                     return data.decode("utf-8", "surrogatepass")
                 return _DECODER.decode(data.decode("utf-8", "surrogatepass"))
-        return {k: _resolve(v, blobs, named) for k, v in value.items()}
+            if key == BLOB_SLICE and isinstance(sha, list) and len(sha) == 3:
+                name, offset, length = sha
+                if isinstance(name, str) and name in named:
+                    return _slice(blobs, read, name, offset, length)
+        return {k: _resolve(v, blobs, named, read) for k, v in value.items()}
     if isinstance(value, list):
-        return [_resolve(v, blobs, named) for v in value]
+        return [_resolve(v, blobs, named, read) for v in value]
     return value
+
+
+def _slice(blobs: Blobs, read: dict[str, bytes], sha: str, offset: Any, length: Any) -> str:
+    if type(offset) is not int or type(length) is not int or offset < 0 or length < 0:
+        raise ValueError("a slice marker that is not two sizes")
+    data = read.get(sha)
+    if data is None:
+        data = read[sha] = blobs.get(sha)
+    if offset + length > len(data):
+        raise ValueError(f"a slice past the end of blob {sha[:12]}")
+    return data[offset : offset + length].decode("utf-8", "surrogatepass")
 
 
 def _open_regular(path: Path, flags: int) -> int:
@@ -388,6 +427,22 @@ def _parse(
     if skipped is not None:
         skipped[0] += bad
     return out
+
+
+def _apply_journal_blobs(directory: Path) -> set[str]:
+    """The blob an interrupted disk apply's journal (files.py, beside this one) names for its
+    pre-images: it must outlive a compaction until that apply is rolled back."""
+    try:
+        fd = _open_regular(directory / APPLY_JOURNAL_NAME, os.O_RDONLY)
+    except OSError:
+        return set()
+    with os.fdopen(fd, "rb") as f:
+        head = f.readline(1 << 20)
+    try:
+        pack = json.loads(head).get("pack")
+    except (ValueError, AttributeError):
+        return set()
+    return {pack} if isinstance(pack, str) else set()
 
 
 def _named_blobs(data: bytes) -> set[str]:

@@ -81,6 +81,9 @@ class Entry:
     _user: dict[str, Any] = field(default_factory=dict, repr=False)
     _baselines: dict[str, Any] = field(default_factory=dict, repr=False)
     _diffs: dict[str, str] = field(default_factory=dict, repr=False)
+    # The whole plan's diff as the caller made it (`History.begin(diff=...)`): the entry's
+    # diff when all of it lands.
+    _plan_diff: str | None = field(default=None, repr=False)
     # The baselines' line lists, copied at begin: sharing the line strings with the document
     # store instead of splitting the text again halves what a big file costs in memory.
     _base_lines: dict[str, list[str]] = field(default_factory=dict, repr=False)

@@ -157,6 +157,7 @@ class Replay:
         entry.versions = _NO_VERSIONS
         entry._user = entry._baselines = _NO_ANY
         entry._diffs = _NO_DIFFS
+        entry._plan_diff = None
         entry._base_lines = _NO_LINES
         if entry.undoes is not None and landed_paths(entry, entry.outcome, entry.committed):
             target = self._entries.get(entry.undoes)
