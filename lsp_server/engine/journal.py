@@ -54,10 +54,6 @@ LOCK_NAME = "journal.lock"
 DEFAULT_MAX_BYTES = 16 * 1024 * 1024
 BLOB_MIN = 64 * 1024  # characters: a value this long goes to a blob file, not the line
 BLOB_TEXT, BLOB_JSON = "$blob", "$json"  # markers: a string's UTF-8, a list's JSON
-# A string whose UTF-8 is `length` bytes at `offset` of a blob: `{"$slice": [sha, offset,
-# length]}` (`slice_of`), for texts already stored together in one blob (a plan's pre-images,
-# written once for the history and the disk writer's apply journal, history/recording.py).
-BLOB_SLICE = "$slice"
 _NAMED = re.compile(rb'"\$blobs":\[([^\]]*)\]')
 
 
@@ -259,8 +255,8 @@ class _Writer:
         self, *records: dict[str, Any], sync: bool = True, named: Sequence[str] = ()
     ) -> None:
         """Append whole records (one write) and, with `sync`, fsync before returning; `named`
-        lists blobs the records' `slice_of` markers use (written by the caller, under this
-        transaction)."""
+        lists blobs the records refer to in their own way (written by the caller, under this
+        transaction), kept by compaction while a record names them."""
         self._journal._append(list(records), sync, named)
 
     def rewrite(self, records: list[dict[str, Any]]) -> None:
@@ -277,8 +273,9 @@ def _dump(
 ) -> bytes:
     """One record as a journal line; with `blobs`, a record of BLOB_MIN characters or more has
     its large values (a file's text, a long list of lines) moved to blob files first, named in
-    the record's `$blobs` with the blobs in `named` (only such a record's markers are ever
-    resolved)."""
+    the record's `$blobs` (only such a record's markers are ever resolved); so are the blobs
+    in `named`, which the record refers to in its own way (the history's pre-image pack), so
+    that compaction keeps them while the record does."""
     text = _dumps(record)
     if blobs is not None and (named or len(text) >= BLOB_MIN):
         used: list[str] = list(named)
@@ -287,12 +284,6 @@ def _dump(
             small["$blobs"] = sorted(set(used))
             text = _dumps(small)
     return (text + "\n").encode("utf-8", "surrogatepass")
-
-
-def slice_of(sha: str, offset: int, length: int) -> dict[str, Any]:
-    """The marker for the string whose UTF-8 is `length` bytes at `offset` of blob `sha`
-    (name the blob in the append's `named`)."""
-    return {BLOB_SLICE: [sha, offset, length]}
 
 
 def line_size(record: dict[str, Any]) -> int:
@@ -334,11 +325,7 @@ def _externalize(value: Any, blobs: Blobs | _SizeOnly, used: list[str]) -> Any:
     return value
 
 
-def _resolve(
-    value: Any, blobs: Blobs, named: frozenset[str], read: dict[str, bytes] | None = None
-) -> Any:
-    if read is None:
-        read = {}  # each blob read (and its hash checked) once per record: a pack's slices
+def _resolve(value: Any, blobs: Blobs, named: frozenset[str]) -> Any:
     if isinstance(value, dict):
         if len(value) == 1:
             ((key, sha),) = value.items()
@@ -349,25 +336,10 @@ def _resolve(
                 if key == BLOB_TEXT:
                     return data.decode("utf-8", "surrogatepass")
                 return _DECODER.decode(data.decode("utf-8", "surrogatepass"))
-            if key == BLOB_SLICE and isinstance(sha, list) and len(sha) == 3:
-                name, offset, length = sha
-                if isinstance(name, str) and name in named:
-                    return _slice(blobs, read, name, offset, length)
-        return {k: _resolve(v, blobs, named, read) for k, v in value.items()}
+        return {k: _resolve(v, blobs, named) for k, v in value.items()}
     if isinstance(value, list):
-        return [_resolve(v, blobs, named, read) for v in value]
+        return [_resolve(v, blobs, named) for v in value]
     return value
-
-
-def _slice(blobs: Blobs, read: dict[str, bytes], sha: str, offset: Any, length: Any) -> str:
-    if type(offset) is not int or type(length) is not int or offset < 0 or length < 0:
-        raise ValueError("a slice marker that is not two sizes")
-    data = read.get(sha)
-    if data is None:
-        data = read[sha] = blobs.get(sha)
-    if offset + length > len(data):
-        raise ValueError(f"a slice past the end of blob {sha[:12]}")
-    return data[offset : offset + length].decode("utf-8", "surrogatepass")
 
 
 def _open_regular(path: Path, flags: int) -> int:

@@ -5,6 +5,18 @@ Every action gets an entry. Actions that reach the editor or the disk are journa
 steps: `begin` writes the plan with its pre-images (fsynced) *before* anything is sent, `finish`
 writes the outcome. Refused actions are one `record`. Each write takes in first what other
 processes journaled since (`refresh` does only that), so the server and the CLI agree.
+
+Recording a disk apply costs little next to the apply (issue 15's speed bar; the figures are
+bench/bench_recording.py's and bench/bench_ab.py's, in `PACK_MIN`'s comment). The tricks, all
+here and in `begin`'s arguments:
+- the pack: the baselines (the full texts of files the agent touches for the first time) of a
+  plan read from disk go, as the files' bytes, to one blob (`_pack`), not into the record's
+  line as JSON strings; the disk writer's apply journal names that blob for its pre-images
+  (`pack_of`, files.py `_begin`), so they are written once;
+- `diff=`: the entry's diff is the plan's diff the caller made for its result, not every
+  file's diff made again;
+- `sync=False`: the record and the pack are made durable by the writer's `syncfs` before any
+  file changes (`files.flushes_state`), not fsynced on their own first.
 """
 
 from __future__ import annotations
@@ -32,7 +44,7 @@ from lsp_server.engine.history.entries import (
 )
 from lsp_server.engine.history.netdiff import edits_json
 from lsp_server.engine.history.replay import Replay
-from lsp_server.engine.journal import BLOB_MIN, Journal, slice_of
+from lsp_server.engine.journal import BLOB_MIN, Journal
 from lsp_server.engine.model import Plan
 from lsp_server.engine.text import Snapshot
 from lsp_server.engine.undo import (
@@ -50,17 +62,16 @@ from lsp_server.engine.undo import (
 PACK_MIN = BLOB_MIN
 
 
-def sliced(baselines: Mapping[str, Any], pack: Pack) -> dict[str, Any]:
-    """The baselines as the record keeps them: the packed ones' texts as slice markers."""
+def packed(baselines: Mapping[str, Any], pack: Pack) -> dict[str, Any]:
+    """The baselines as the record keeps them: a packed one's text is its file's bytes `at`
+    [offset, size] in the record's `pack` (replay.py decodes it back)."""
     out: dict[str, Any] = {}
     for path, data in baselines.items():
         where = pack.at.get(path)
         if where is None:
             out[path] = data
-            continue
-        offset, length = where
-        skip = 3 if data["bom"] else 0  # the text is what follows the BOM (text.decode_file)
-        out[path] = {**data, "text": slice_of(pack.sha, offset + skip, length - skip)}
+        else:
+            out[path] = {"at": list(where), "bom": data["bom"], "exists": data["exists"]}
     return out
 
 
@@ -136,6 +147,11 @@ class History(Replay):
             self.journal_error = f"reading the journal failed: {exc}"
             return False
         return bool(batch.records) or batch.reset
+
+    def _blob(self, sha: str) -> bytes:
+        if self.journal is None:
+            return super()._blob(sha)
+        return self.journal.blobs.get(sha)
 
     def _notify(self, entry: Entry) -> None:
         for listener in list(self.listeners):
@@ -236,7 +252,8 @@ class History(Replay):
             rec = self._begin_json(e)
             pack = self._pack(plan, baselines, sync)
             if pack is not None:
-                rec["baselines"] = sliced(baselines, pack)
+                rec["baselines"] = packed(baselines, pack)
+                rec["pack"] = pack.sha
                 self._packs[entry_id] = pack
             write(rec, sync, () if pack is None else (pack.sha,))
             # The entry itself goes in, not one rebuilt from its record (what replaying the
@@ -307,8 +324,8 @@ class History(Replay):
         return entry
 
     def _pack(self, plan: Plan, baselines: Mapping[str, Any], sync: bool) -> Pack | None:
-        """The baselines' bytes in one blob (see `pack` in the module docstring), or None
-        (no journal; small ones stay in the record's line)."""
+        """The baselines' bytes in one blob (the pack, see the module docstring), or None
+        (no journal, not read from disk, or too small to be worth a file of their own)."""
         if self.journal is None:
             return None
         parts: list[bytes] = []

@@ -116,6 +116,28 @@ class Replay:
             self._apply_begin(rec)
             self._apply_finish(self._entries[entry_id], rec)
 
+    def _blob(self, sha: str) -> bytes:
+        """The journal's blob `sha` (History reads it; without a journal there is none)."""
+        raise ValueError(f"blob {sha[:12]} cannot be read without a journal")
+
+    def _baselines(self, rec: Mapping[str, Any]) -> dict[str, Any]:
+        """The record's baselines, the texts of those in its pre-image pack read back."""
+        baselines = dict(rec.get("baselines", {}))
+        pack = rec.get("pack")
+        if pack is None:
+            return baselines
+        data = self._blob(pack)  # ValueError (the record is skipped) if missing or altered
+        for path, b in baselines.items():
+            if "at" not in b:
+                continue
+            offset, size = b["at"]
+            if offset + size > len(data):
+                raise ValueError(f"the baseline of {path[:80]} is outside its pack")
+            skip = 3 if b.get("bom") else 0  # the text is what follows the BOM
+            text = data[offset + skip : offset + size].decode("utf-8", "surrogatepass")
+            baselines[path] = {"text": text, "bom": b.get("bom"), "exists": b.get("exists")}
+        return baselines
+
     def _apply_begin(self, rec: Mapping[str, Any]) -> None:
         changes = tuple(ChangeRecord.from_json(c) for c in rec.get("changes", []))
         entry = Entry(
@@ -128,7 +150,7 @@ class Replay:
             pid=rec.get("pid"),
             changes=changes,
             _user=dict(rec.get("user", {})),
-            _baselines=dict(rec.get("baselines", {})),
+            _baselines=self._baselines(rec),
         )
         self._entries[entry.id] = entry
 
