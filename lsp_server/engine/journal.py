@@ -268,9 +268,7 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def _dump(
-    record: dict[str, Any], blobs: Blobs | None = None, named: Sequence[str] = ()
-) -> bytes:
+def _dump(record: dict[str, Any], blobs: Blobs | None = None, named: Sequence[str] = ()) -> bytes:
     """One record as a journal line; with `blobs`, a record of BLOB_MIN characters or more has
     its large values (a file's text, a long list of lines) moved to blob files first, named in
     the record's `$blobs` (only such a record's markers are ever resolved); so are the blobs
