@@ -32,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import bench_patch  # noqa: E402 - the workloads
 
 from lsp_server.engine import files  # noqa: E402
+from lsp_server.engine.diffing import plan_diff  # noqa: E402
 from lsp_server.engine.history import History  # noqa: E402
 from lsp_server.engine.journal import Journal  # noqa: E402
 from lsp_server.engine.patching import plan_patch  # noqa: E402
@@ -52,7 +53,15 @@ def main() -> None:
             state = Path(tmp) / f"state{i}"
             history = History.load(Journal(root, state))
             t0 = time.perf_counter()
-            entry_id = history.begin(plan, {"patch": "..."}, action="apply_patch")
+            # As actions/execute.py calls it for a disk apply: with the result's diff, and not
+            # fsynced when the writer's syncfs will make it durable.
+            entry_id = history.begin(
+                plan,
+                {"patch": "..."},
+                action="apply_patch",
+                diff=plan_diff(plan.changes),
+                sync=not files.flushes_state(plan),
+            )
             t1 = time.perf_counter()
             history.finish(entry_id, "applied")
             t2 = time.perf_counter()

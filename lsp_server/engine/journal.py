@@ -386,7 +386,8 @@ def _parse(
                 named = rec.pop("$blobs")
                 if blobs is None or not isinstance(named, list):
                     raise ValueError("a record names blobs it cannot have")
-                rec = _resolve(rec, blobs, frozenset(x for x in named if isinstance(x, str)))
+                if _marked(raw):  # else only named (a pack): no walk of a 2 MB record
+                    rec = _resolve(rec, blobs, frozenset(x for x in named if isinstance(x, str)))
         except (ValueError, UnicodeDecodeError, RecursionError):
             bad += 1
             continue
@@ -413,6 +414,12 @@ def _apply_journal_blobs(directory: Path) -> set[str]:
     except (ValueError, AttributeError):
         return set()
     return {pack} if isinstance(pack, str) else set()
+
+
+def _marked(raw: bytes) -> bool:
+    """Whether a line may hold a blob marker (a record naming blobs only through `named`, the
+    history's pre-image pack, holds none: its values need no walk)."""
+    return b'"' + BLOB_TEXT.encode() + b'"' in raw or b'"' + BLOB_JSON.encode() + b'"' in raw
 
 
 def _named_blobs(data: bytes) -> set[str]:
