@@ -221,3 +221,25 @@ def test_the_entry_diff_is_the_results_diff(tmp_path: Path) -> None:
     assert result["ok"], result
     entry = open_history(str(ws)).entry(result["editId"])
     assert entry.diff == result["diff"] and "+changed_19 = 1\n" in entry.diff
+
+
+def test_a_record_with_a_pack_and_a_blob_reads_back_whole(tmp_path: Path) -> None:
+    """The pack names no markers, a big added file's text is a `$blob` marker: both read
+    back (the marker walk is skipped only for a line without markers)."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    _old, patch = make_tree(ws)
+    added = "".join(f"added line {j}\n" for j in range(BLOB_MIN // 10))
+    body = "".join(f"+{line}\n" for line in added.splitlines())
+    patch = patch.replace("*** End Patch\n", f"*** Add File: big_new.txt\n{body}*** End Patch\n")
+    result = run(ws, "applyPatch", {"patch": patch})
+    assert result["ok"], result
+    line = (sdir_of(ws) / "journal.jsonl").read_bytes().splitlines()[0]
+    assert b'"$blob"' in line and b'"pack"' in line
+    again = History.load(Journal(ws))
+    assert again.skipped == 0
+    (entry,) = again.entries
+    assert {c.path for c in entry.changes} >= {"big_new.txt", "pkg/m0.py"}
+    undo = run(ws, "undo", {"editId": entry.id})
+    assert undo["ok"], undo
+    assert not (ws / "big_new.txt").exists()
