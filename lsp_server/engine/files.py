@@ -9,7 +9,8 @@ halves, for a caller that must do something in between, such as a mixed editor+d
    (STALE otherwise) and its owner, group and mode taken;
 2. a journal with every touched file's pre-image (and the temp names about to be used, and
    each folder's device and inode) is written to the per-workspace state directory, never
-   inside the workspace;
+   inside the workspace; when the history stored those very pre-images already (its pack,
+   `apply_plan(pack=...)`), the journal names that blob instead of holding a second copy;
 3. each new content goes to a temporary file in the target's own folder, with the replaced
    file's mode, owner and group (refused DENIED if they cannot be kept);
 4. the journal and every temporary file are made durable: for 16 files or more on Linux one

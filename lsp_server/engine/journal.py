@@ -17,7 +17,9 @@ Values too large for a line (a file's text, a long run of a hunk's lines: BLOB_M
 or more) live in content-addressed blob files beside the journal (`Blobs`, blobs.py), each written
 and fsynced before the record naming them is appended; a compaction that keeps one does not write it
 again, runs only once a quarter of `max_bytes` was appended since the last one, and removes the
-blobs nothing names any more. A line that cannot be read back (torn, hand-edited, a number no
+blobs nothing names any more (a record may name a blob it refers to in its own way, the
+history's pre-image pack: `append(named=...)`; the blob an interrupted disk apply's journal
+names is kept too). A line that cannot be read back (torn, hand-edited, a number no
 record holds, a blob missing or altered) is skipped and counted (`Batch.skipped`).
 
 The journal knows records only as JSON objects with a `t` (type) field; what they mean is
