@@ -16,7 +16,7 @@ import os
 import re
 import stat
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from lsp_server.engine.state import fsync_dir as _fsync_dir
@@ -35,7 +35,7 @@ class Pack:
     sha: str
     path: Path
     at: Mapping[str, tuple[int, int]]
-    data: Mapping[str, bytes]
+    data: Mapping[str, bytes] = field(repr=False)
 
     def holds(self, rel: str, pre: bytes) -> bool:
         """Whether `pre` is the very bytes object stored for `rel`."""

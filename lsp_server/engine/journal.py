@@ -277,6 +277,10 @@ def _dump(record: dict[str, Any], blobs: Blobs | None = None, named: Sequence[st
     in `named`, which the record refers to in its own way (the history's pre-image pack), so
     that compaction keeps them while the record does."""
     text = _dumps(record)
+    if isinstance(record.get("pack"), str):
+        # A begin record's pre-image pack (history/recording.py), also when a compaction
+        # writes an unfinished entry's record again: named so that it is kept.
+        named = (*named, record["pack"])
     if blobs is not None and (named or len(text) >= BLOB_MIN):
         used: list[str] = list(named)
         small = _externalize(record, blobs, used) if len(text) >= BLOB_MIN else dict(record)

@@ -175,9 +175,10 @@ def test_sigkill_at_each_step_of_a_recorded_apply(tmp_path: Path, state: Path, m
 
 
 def test_a_compaction_before_the_recovery_keeps_the_pack(tmp_path: Path, state: Path) -> None:
-    """Killed mid-rename; another process compacts the history before anything recovers (its
-    records no longer name the pack): the pack stays, since the apply journal names it, and
-    the rollback puts every file back."""
+    """Killed mid-rename; the history's entry is settled (as when a rollback failed and the
+    apply journal stays for the next run) and compacted, so no history record names the pack
+    any more: it stays, since the apply journal names it, and the rollback puts every file
+    back."""
     ws = tmp_path / "ws"
     ws.mkdir()
     old, patch = make_tree(ws)
@@ -185,6 +186,8 @@ def test_a_compaction_before_the_recovery_keeps_the_pack(tmp_path: Path, state: 
     sdir = sdir_of(ws)
     header = json.loads((sdir / files.JOURNAL).read_bytes().split(b"\n", 1)[0])
     history = History.load(Journal(ws, max_bytes=2 * 1024))
+    for e in history.unfinished():
+        history.recover(e.id, {p: files.read_snapshot(str(ws), p) for p in e.paths})
     for i in range(3):
         history.record("replace", {"path": "x", "note": "y" * 1024, "i": i}, outcome="dry-run")
     compacted = (sdir / "journal.jsonl").read_bytes()
@@ -243,3 +246,30 @@ def test_a_record_with_a_pack_and_a_blob_reads_back_whole(tmp_path: Path) -> Non
     undo = run(ws, "undo", {"editId": entry.id})
     assert undo["ok"], undo
     assert not (ws / "big_new.txt").exists()
+
+
+def test_a_compaction_while_the_entry_is_begun_keeps_its_pack(tmp_path: Path) -> None:
+    """A compaction in the very transaction of `begin` (the journal past its cap), or by
+    another process before the writer's journal exists, still names the begun entry's pack:
+    the writer's journal can name it, and a crash then is rolled back from it."""
+    from lsp_server.engine.model import Plan
+    from lsp_server.engine.patching import plan_patch
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    old, patch = make_tree(ws)
+    history = History.load(Journal(ws, max_bytes=2 * 1024))
+    for i in range(3):  # past the cap: the next write compacts
+        history.record("replace", {"path": "x", "note": "y" * 1024, "i": i}, outcome="dry-run")
+    plan: Plan = plan_patch(patch, lambda rel: files.read_snapshot(str(ws), rel))
+    entry_id = history.begin(plan, {"patch": "..."})
+    pack = history.pack_of(entry_id)
+    assert pack is not None and pack.path.exists()
+    other = History.load(Journal(ws, max_bytes=2 * 1024))  # another process compacts too
+    for i in range(3):
+        other.record("replace", {"path": "x", "note": "z" * 1024, "i": i}, outcome="dry-run")
+    assert pack.path.exists()
+    files.apply_plan(str(ws), plan, pack=pack)
+    assert all(tree(ws)[p] != old[p] for p in old)
+    history.finish(entry_id, "applied")
+    assert {f["path"] for f in History.load(Journal(ws)).net()} == set(old)

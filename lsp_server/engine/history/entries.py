@@ -77,6 +77,9 @@ class Entry:
     # Buffer versions the editor reported after the edit, per target path (from `finish`).
     versions: dict[str, int | None] = field(default_factory=dict)
     pid: int | None = None  # the process that began it, while it is unfinished
+    # The blob holding its baselines (history/recording.py's pack), while it is unfinished: a
+    # compaction keeps it named (the disk writer's apply journal may name it too).
+    pack: str | None = None
     # Between begin and finish only: what the net diff needs to take the edit in.
     _user: dict[str, Any] = field(default_factory=dict, repr=False)
     _baselines: dict[str, Any] = field(default_factory=dict, repr=False)

@@ -257,7 +257,7 @@ class History(Replay):
             pack = self._pack(plan, baselines, sync)
             if pack is not None:
                 rec["baselines"] = packed(baselines, pack)
-                rec["pack"] = pack.sha
+                rec["pack"] = e.pack = pack.sha
                 self._packs[entry_id] = pack
             write(rec, sync, () if pack is None else (pack.sha,))
             # The entry itself goes in, not one rebuilt from its record (what replaying the

@@ -124,7 +124,7 @@ class Replay:
         """The record's baselines, the texts of those in its pre-image pack read back."""
         baselines = dict(rec.get("baselines", {}))
         pack = rec.get("pack")
-        if pack is None:
+        if pack is None or not any("at" in b for b in baselines.values()):
             return baselines
         data = self._blob(pack)  # ValueError (the record is skipped) if missing or altered
         for path, b in baselines.items():
@@ -148,6 +148,7 @@ class Replay:
             refused_files=_NO_FILES if changes else list(rec.get("files", [])),
             undoes=rec.get("undoes"),
             pid=rec.get("pid"),
+            pack=rec.get("pack"),
             changes=changes,
             _user=dict(rec.get("user", {})),
             _baselines=self._baselines(rec),
@@ -161,6 +162,7 @@ class Replay:
         entry.committed = list(rec["committed"]) if rec.get("committed") else _NO_COMMITTED
         entry.finished = True
         entry.pid = None  # only an unfinished entry needs the process that began it
+        entry.pack = None  # nor its pack: the net diff took the baselines in
         entry.versions = dict(rec["versions"]) if rec.get("versions") else _NO_VERSIONS
         if "undoneBy" in rec:
             entry.undone_by = rec["undoneBy"]
@@ -320,6 +322,8 @@ class Replay:
             rec["undoes"] = e.undoes
         if e.pid is not None:
             rec["pid"] = e.pid
+        if e.pack is not None:  # named, so compaction keeps it while the entry is unfinished
+            rec["pack"] = e.pack
         return rec
 
     # -- reading ------------------------------------------------------------------------------
