@@ -89,7 +89,7 @@ class HeadlessContext:
         self.edit_lock = nullcontext()  # the workspace lock is held for the whole context
         self.recovered = recovered  # what `open` rolled back (files.recover's reports)
         self.policy = PathPolicy.from_settings([root]).compiled()
-        self.applier = DiskApplier(root, sdir, recovered)
+        self.applier = DiskApplier(root, sdir, recovered, history)
         # How each folder resolved (a patch names many files in few folders), for this context.
         self._walk_memo: dict[str, Any] = {}
         # Which names the patch being planned reached through a symbolic link (actions/links.py).
@@ -140,9 +140,10 @@ class DiskApplier:
     root: str
     sdir: str  # the state folder, its lock held by `open`
     recovered: list[dict[str, Any]]  # the context's: what was rolled back on the way
+    history: History  # whose begun entry holds the plan's pre-images (`apply`)
 
     def start(self, plan: Plan, where: dict[str, Resolved]) -> DiskAttempt:
-        return DiskAttempt(self.root, self.sdir, plan, self.recovered)
+        return DiskAttempt(self.root, self.sdir, plan, self.recovered, self.history)
 
     def discard(self) -> None:
         """Nothing is made ahead of an apply (the writer cleans up after itself)."""
@@ -156,6 +157,13 @@ class DiskAttempt:
     sdir: str
     plan: Plan
     recovered: list[dict[str, Any]]
+    history: History
+
+    @property
+    def flushes_state(self) -> bool:
+        """Whether the writer makes the state folder durable before it changes a file (one
+        `syncfs`): the history's `begin` record then is not fsynced on its own (execute.py)."""
+        return files.flushes_state(self.plan)
 
     def check_dry_run(self) -> None:
         # The folders' writability, as the apply checks it: a dry run and the apply refuse
@@ -167,7 +175,10 @@ class DiskAttempt:
 
     async def apply(self, edit_id: int) -> Applied:
         try:
-            self.recovered += files.apply_plan(self.root, self.plan, locked=self.sdir)
+            # The history stored the pre-images already (`begin`): the writer's apply journal
+            # names that blob instead of holding a second copy.
+            pack = self.history.pack_of(edit_id)
+            self.recovered += files.apply_plan(self.root, self.plan, locked=self.sdir, pack=pack)
         except EditError as err:  # rolled back by the writer itself, or PARTIAL saying what
             return Applied(err)
         except OSError:

@@ -15,9 +15,31 @@ import hashlib
 import os
 import re
 import stat
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from lsp_server.engine.state import fsync_dir as _fsync_dir
+
+BLOB_DIR = "blobs"  # the folder's name, in the workspace's state folder
+
+
+@dataclass(frozen=True)
+class Pack:
+    """Pre-images of a plan stored together in one blob (`Blobs.put_parts`): the history's
+    baselines and the disk writer's rollback data are this one copy (history/recording.py
+    writes it, files.py's apply journal names it). `at[path]` is where the file's bytes are;
+    `data[path]` the bytes object itself, so the writer can tell by identity that its own
+    pre-image is the one stored."""
+
+    sha: str
+    path: Path
+    at: Mapping[str, tuple[int, int]]
+    data: Mapping[str, bytes] = field(repr=False)
+
+    def holds(self, rel: str, pre: bytes) -> bool:
+        """Whether `pre` is the very bytes object stored for `rel`."""
+        return self.data.get(rel) is pre
 
 
 class Blobs:
@@ -54,34 +76,50 @@ class Blobs:
         return (name, dfd) if dfd != _NO_FD else (str(self.dir / name), None)
 
     def put(self, data: bytes) -> str:
-        sha = hashlib.sha256(data).hexdigest()
+        return self.put_parts([data])
+
+    def put_parts(self, parts: Sequence[bytes], sync: bool = True) -> str:
+        """One blob holding `parts` concatenated (a plan's pre-images: written with one
+        `writev`, never joined into one more copy); its name. Without `sync` it is not fsynced
+        here: the caller makes the folder's file system durable itself before anything relies
+        on it (the disk writer's `syncfs`, files.py)."""
+        digest = hashlib.sha256()
+        for part in parts:
+            digest.update(part)
+        sha = digest.hexdigest()
+        size = sum(map(len, parts))
         dfd, created = self._open_dir(create=True)
         try:
             try:
                 # Kept only when it holds these bytes (a compare, far cheaper than the write
                 # and fsync it saves): one altered on disk, or a symlink or FIFO put in its
                 # place, is written again rather than named by one more record replay skips.
-                if _read_regular(*self._at(dfd, sha), len(data)) == data:
+                if _read_regular(*self._at(dfd, sha), size) == b"".join(parts):
                     return sha
             except OSError:
                 pass
             tmp, at = self._at(dfd, f".{sha}.{os.getpid()}.tmp")
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | NOFOLLOW, 0o600, dir_fd=at)
             try:
-                _write_all(fd, data)
-                os.fsync(fd)
+                _write_parts(fd, parts)
+                if sync:
+                    os.fsync(fd)
             finally:
                 os.close(fd)
             os.replace(tmp, self._at(dfd, sha)[0], src_dir_fd=at, dst_dir_fd=at)
-            if dfd != _NO_FD:
+            if sync and dfd != _NO_FD:
                 os.fsync(dfd)
-            else:  # pragma: no cover - Windows
+            elif sync:  # pragma: no cover - Windows
                 _fsync_dir(self.dir)
         finally:
             _close(dfd)
-        if created:
+        if created and sync:
             _fsync_dir(self.dir.parent)
         return sha
+
+    def path(self, sha: str) -> Path:
+        """Where the blob `sha` lives (for a reader outside the journal: files.py's recovery)."""
+        return self.dir / sha
 
     def get(self, sha: str) -> bytes:
         """The blob's bytes; ValueError when it is missing or not what its name says."""
@@ -150,3 +188,17 @@ def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
+
+
+_IOV_MAX = 1024  # Linux and macOS; what one writev may take
+
+
+def _write_parts(fd: int, parts: Sequence[bytes]) -> None:
+    if len(parts) == 1 or not hasattr(os, "writev"):
+        _write_all(fd, b"".join(parts))
+        return
+    for i in range(0, len(parts), _IOV_MAX):
+        group = parts[i : i + _IOV_MAX]
+        done = os.writev(fd, group)
+        if done < sum(map(len, group)):  # a short write: finish plainly
+            _write_all(fd, b"".join(group)[done:])

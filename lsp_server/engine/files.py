@@ -9,7 +9,8 @@ halves, for a caller that must do something in between, such as a mixed editor+d
    (STALE otherwise) and its owner, group and mode taken;
 2. a journal with every touched file's pre-image (and the temp names about to be used, and
    each folder's device and inode) is written to the per-workspace state directory, never
-   inside the workspace;
+   inside the workspace; when the history stored those very pre-images already (its pack,
+   `apply_plan(pack=...)`), the journal names that blob instead of holding a second copy;
 3. each new content goes to a temporary file in the target's own folder, with the replaced
    file's mode, owner and group (refused DENIED if they cannot be kept);
 4. the journal and every temporary file are made durable: for 16 files or more on Linux one
@@ -72,8 +73,10 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from lsp_server.engine import errors
+from lsp_server.engine.blobs import BLOB_DIR, Blobs, Pack
 from lsp_server.engine.errors import EditError
 from lsp_server.engine.folders import FolderChanged, Folders, split
 from lsp_server.engine.model import Plan
@@ -391,8 +394,13 @@ def apply_plan(
     *,
     locked: str | None = None,
     meanwhile: Callable[[], None] | None = None,
+    pack: Pack | None = None,
 ) -> list[dict[str, Any]]:
     """Carry out `plan` on disk under `root`, atomically; returns the recovery report, if any.
+
+    `pack`: the blob of the state folder that holds these very pre-images already (the
+    history's baselines, `History.pack_of`): the apply journal then names it rather than
+    holding a second copy (see `_begin`).
 
     `locked` is the state directory when the caller holds the workspace lock already (and has
     recovered under it).
@@ -404,12 +412,20 @@ def apply_plan(
     refuses a step.
     """
     if locked is not None:
-        _apply_locked(root, locked, plan, meanwhile)
+        _apply_locked(root, locked, plan, meanwhile, pack)
         return []
     with workspace_lock(root) as sdir:
         recovered = recover_locked(root, sdir)
-        _apply_locked(root, sdir, plan, meanwhile)
+        _apply_locked(root, sdir, plan, meanwhile, pack)
     return recovered
+
+
+def flushes_state(plan: Plan) -> bool:
+    """Whether applying `plan` makes the state folder's whole file system durable (one
+    `syncfs`, `_Flusher`) before it changes any file: a record the caller wrote there just
+    before (the history's `begin`) then needs no fsync of its own."""
+    writes = sum(1 for c in plan.changes if c.change != "delete")
+    return writes >= _SYNCFS_FROM and _syncfs_function() is not None
 
 
 def prepare_plan(
@@ -445,11 +461,15 @@ def _open_root(root: str) -> Folders:
 
 
 def _apply_locked(
-    root: str, sdir: str, plan: Plan, meanwhile: Callable[[], None] | None = None
+    root: str,
+    sdir: str,
+    plan: Plan,
+    meanwhile: Callable[[], None] | None = None,
+    pack: Pack | None = None,
 ) -> None:
     folders = _open_root(root)
     try:
-        _prepare_locked(root, sdir, plan, folders, meanwhile).commit()
+        _prepare_locked(root, sdir, plan, folders, meanwhile, pack).commit()
     finally:
         folders.close()
 
@@ -460,6 +480,7 @@ def _prepare_locked(
     plan: Plan,
     folders: Folders,
     meanwhile: Callable[[], None] | None,
+    pack: Pack | None = None,
 ) -> PreparedApply:
     _hook("resolved")
     stats = _check_unchanged(root, folders, plan)
@@ -467,7 +488,7 @@ def _prepare_locked(
     dirs = _missing_dirs(folders, steps)
     _check_writable(root, folders, steps, dirs)
     _hook("checked")
-    return _prepare(root, sdir, steps, folders, dirs, meanwhile)
+    return _prepare(root, sdir, steps, folders, dirs, meanwhile, pack)
 
 
 def _check_unchanged(root: str, folders: Folders, plan: Plan) -> dict[str, os.stat_result]:
@@ -787,6 +808,13 @@ def _read_journal(path: str) -> tuple[dict[str, Any], bytes]:
         pos = end
     if header is None:
         raise ValueError("empty journal")
+    pack = header.get("pack")
+    if pack is not None:
+        # Version 3: the pre-images are the state folder's blob `pack` (`_begin`); one missing
+        # or altered makes the journal unreadable (set aside, never acted on half-way).
+        if not isinstance(pack, str):
+            raise ValueError("bad pack")
+        return header, Blobs(Path(os.path.dirname(path)) / BLOB_DIR).get(pack)
     return header, blobs[0] if len(blobs) == 1 else b"".join(blobs)
 
 
@@ -1122,11 +1150,35 @@ def _each(
         raise failed[0]
 
 
-def _begin(root: str, sdir: str, steps: list[_Step], dirs: list[str], folders: Folders) -> int:
-    """Write the journal of `steps` (see `_prepare`): its open descriptor."""
+def _begin(
+    root: str,
+    sdir: str,
+    steps: list[_Step],
+    dirs: list[str],
+    folders: Folders,
+    pack: Pack | None = None,
+) -> int:
+    """Write the journal of `steps` (see `_prepare`): its open descriptor.
+
+    When `pack` holds every step's pre-image (the very bytes objects: the history stored them
+    in that blob, unsynced, just before), the journal is its header alone, naming the blob
+    (version 3): one copy of the pre-images, made durable by the same flush as the journal.
+    Otherwise (or for any step it does not hold) they follow the header, as in version 2.
+    """
     entries = []
     blob: list[bytes] = []
     offset = 0
+    if pack is not None and all(s.pre is None or pack.holds(s.path, s.pre) for s in steps):
+        entries = [s.journal(pack.at[s.path][0] if s.pre is not None else 0) for s in steps]
+        header = _journal_header(root, dirs, entries, 0, folders)
+        header["version"], header["pack"] = 3, pack.sha
+        path = os.path.join(sdir, JOURNAL)
+        if os.path.lexists(path):
+            raise _pending_error(path)
+        try:
+            return _write_journal(path, header, blob)
+        except OSError as exc:
+            raise _journal_error(sdir, exc) from None
     for s in steps:
         pre = s.pre
         entries.append(s.journal(offset))
@@ -1175,6 +1227,7 @@ def _prepare(
     folders: Folders,
     dirs: list[str],
     meanwhile: Callable[[], None] | None,
+    pack: Pack | None = None,
 ) -> PreparedApply:
     # Why this order survives a SIGKILL (or a power loss) at any point:
     # 1. The journal, naming every temporary file and holding every pre-image, is complete on
@@ -1192,7 +1245,7 @@ def _prepare(
     #    disappear once every file is new.
     if not steps:
         return PreparedApply(root, sdir, [], folders, [])
-    journal_fd = _begin(root, sdir, steps, dirs, folders)
+    journal_fd = _begin(root, sdir, steps, dirs, folders, pack)
     prepared = PreparedApply(root, sdir, steps, folders, dirs)
     writes = [s for s in steps if s.op == "write"]
     try:

@@ -17,7 +17,9 @@ Values too large for a line (a file's text, a long run of a hunk's lines: BLOB_M
 or more) live in content-addressed blob files beside the journal (`Blobs`, blobs.py), each written
 and fsynced before the record naming them is appended; a compaction that keeps one does not write it
 again, runs only once a quarter of `max_bytes` was appended since the last one, and removes the
-blobs nothing names any more. A line that cannot be read back (torn, hand-edited, a number no
+blobs nothing names any more (a record may name a blob it refers to in its own way, the
+history's pre-image pack: `append(named=...)`; the blob an interrupted disk apply's journal
+names is kept too). A line that cannot be read back (torn, hand-edited, a number no
 record holds, a blob missing or altered) is skipped and counted (`Batch.skipped`).
 
 The journal knows records only as JSON objects with a `t` (type) field; what they mean is
@@ -33,12 +35,12 @@ import math
 import os
 import re
 import stat
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from lsp_server.engine import state
-from lsp_server.engine.blobs import NOFOLLOW, Blobs
+from lsp_server.engine.blobs import BLOB_DIR, NOFOLLOW, Blobs
 from lsp_server.engine.state import ENV_STATE_DIR as ENV_STATE_DIR
 from lsp_server.engine.state import fsync_dir as _fsync_dir
 
@@ -52,9 +54,9 @@ except ImportError:  # pragma: no cover - Windows: one writer per workspace is a
     fcntl = None  # type: ignore[assignment]
 
 JOURNAL_NAME = "journal.jsonl"
+APPLY_JOURNAL_NAME = "journal.json"  # the disk writer's, files.py's JOURNAL
 LOCK_NAME = "journal.lock"
 DEFAULT_MAX_BYTES = 16 * 1024 * 1024
-BLOB_DIR = "blobs"
 BLOB_MIN = 64 * 1024  # characters: a value this long goes to a blob file, not the line
 BLOB_TEXT, BLOB_JSON = "$blob", "$json"  # markers: a string's UTF-8, a list's JSON
 _NAMED = re.compile(rb'"\$blobs":\[([^\]]*)\]')
@@ -198,10 +200,12 @@ class Journal:
             writer = _Writer(self)
             yield batch, writer
 
-    def _append(self, records: list[dict[str, Any]], sync: bool = True) -> None:
+    def _append(
+        self, records: list[dict[str, Any]], sync: bool = True, named: Sequence[str] = ()
+    ) -> None:
         if not records:
             return
-        data = b"".join(_dump(r, self.blobs) for r in records)  # blobs first, fsynced
+        data = b"".join(_dump(r, self.blobs, named) for r in records)  # blobs first, fsynced
         if self._tail:
             # A torn line from a crash: end it so the new record starts on a line of its own.
             data = b"\n" + data
@@ -243,17 +247,22 @@ class Journal:
         self._inode, self._offset, self._tail = st.st_ino, st.st_size, b""
         self.compacted_size = st.st_size
         # Under the lock, so no writer is between a blob and the record naming it: what the
-        # new journal does not name (dropped pre-images, a crash's leftovers) goes.
-        self.blobs.collect(_named_blobs(data))
+        # new journal does not name (dropped pre-images, a crash's leftovers) goes, but not
+        # the pre-images an interrupted disk apply still needs to be rolled back (files.py).
+        self.blobs.collect(_named_blobs(data) | _apply_journal_blobs(self.dir))
 
 
 class _Writer:
     def __init__(self, journal: Journal) -> None:
         self._journal = journal
 
-    def append(self, *records: dict[str, Any], sync: bool = True) -> None:
-        """Append whole records (one write) and, with `sync`, fsync before returning."""
-        self._journal._append(list(records), sync)
+    def append(
+        self, *records: dict[str, Any], sync: bool = True, named: Sequence[str] = ()
+    ) -> None:
+        """Append whole records (one write) and, with `sync`, fsync before returning; `named`
+        lists blobs the records refer to in their own way (written by the caller, under this
+        transaction), kept by compaction while a record names them."""
+        self._journal._append(list(records), sync, named)
 
     def rewrite(self, records: list[dict[str, Any]]) -> None:
         """Replace the whole journal atomically (compaction)."""
@@ -264,14 +273,20 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def _dump(record: dict[str, Any], blobs: Blobs | None = None) -> bytes:
+def _dump(record: dict[str, Any], blobs: Blobs | None = None, named: Sequence[str] = ()) -> bytes:
     """One record as a journal line; with `blobs`, a record of BLOB_MIN characters or more has
     its large values (a file's text, a long list of lines) moved to blob files first, named in
-    the record's `$blobs` (only such a record's markers are ever resolved)."""
+    the record's `$blobs` (only such a record's markers are ever resolved); so are the blobs
+    in `named`, which the record refers to in its own way (the history's pre-image pack), so
+    that compaction keeps them while the record does."""
     text = _dumps(record)
-    if blobs is not None and len(text) >= BLOB_MIN:
-        used: list[str] = []
-        small = _externalize(record, blobs, used)
+    if isinstance(record.get("pack"), str):
+        # A begin record's pre-image pack (history/recording.py), also when a compaction
+        # writes an unfinished entry's record again: named so that it is kept.
+        named = (*named, record["pack"])
+    if blobs is not None and (named or len(text) >= BLOB_MIN):
+        used: list[str] = list(named)
+        small = _externalize(record, blobs, used) if len(text) >= BLOB_MIN else dict(record)
         if used:
             small["$blobs"] = sorted(set(used))
             text = _dumps(small)
@@ -380,7 +395,8 @@ def _parse(
                 named = rec.pop("$blobs")
                 if blobs is None or not isinstance(named, list):
                     raise ValueError("a record names blobs it cannot have")
-                rec = _resolve(rec, blobs, frozenset(x for x in named if isinstance(x, str)))
+                if _marked(raw):  # else only named (a pack): no walk of a 2 MB record
+                    rec = _resolve(rec, blobs, frozenset(x for x in named if isinstance(x, str)))
         except (ValueError, UnicodeDecodeError, RecursionError):
             bad += 1
             continue
@@ -391,6 +407,28 @@ def _parse(
     if skipped is not None:
         skipped[0] += bad
     return out
+
+
+def _apply_journal_blobs(directory: Path) -> set[str]:
+    """The blob an interrupted disk apply's journal (files.py, beside this one) names for its
+    pre-images: it must outlive a compaction until that apply is rolled back."""
+    try:
+        fd = _open_regular(directory / APPLY_JOURNAL_NAME, os.O_RDONLY)
+    except OSError:
+        return set()
+    with os.fdopen(fd, "rb") as f:
+        head = f.readline(1 << 20)
+    try:
+        pack = json.loads(head).get("pack")
+    except (ValueError, AttributeError):
+        return set()
+    return {pack} if isinstance(pack, str) else set()
+
+
+def _marked(raw: bytes) -> bool:
+    """Whether a line may hold a blob marker (a record naming blobs only through `named`, the
+    history's pre-image pack, holds none: its values need no walk)."""
+    return b'"' + BLOB_TEXT.encode() + b'"' in raw or b'"' + BLOB_JSON.encode() + b'"' in raw
 
 
 def _named_blobs(data: bytes) -> set[str]:

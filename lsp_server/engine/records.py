@@ -134,8 +134,15 @@ def _begin(rec: Mapping[str, Any]) -> None:
         _str(_obj(f, "a file").get("path", ""), "a file's path")
     _opt_int(rec.get("undoes"), "undoes")
     _opt_int(rec.get("pid"), "pid")
+    _opt_str(rec.get("pack"), "pack")
     for data in _dict(rec.get("baselines"), "baselines").values():
         _snapshot_json(_obj(data, "a baseline"), "a baseline")
+        if "at" in data:  # its bytes in the record's pre-image pack (history/recording.py)
+            at = data["at"]
+            if not isinstance(at, list) or len(at) != 2 or rec.get("pack") is None:
+                raise _Bad("a baseline's place in the pack is malformed")
+            _int(at[0], "a baseline's offset")
+            _int(at[1], "a baseline's size")
     for data in _dict(rec.get("user"), "user").values():
         data = _obj(data, "a user edit")
         if "rebase" in data:

@@ -84,10 +84,16 @@ class Entry:
     # Buffer versions the editor reported after the edit, per target path (from `finish`).
     versions: dict[str, int | None] = field(default_factory=dict)
     pid: int | None = None  # the process that began it, while it is unfinished
+    # The blob holding its baselines (history/recording.py's pack), while it is unfinished: a
+    # compaction keeps it named (the disk writer's apply journal may name it too).
+    pack: str | None = None
     # Between begin and finish only: what the net diff needs to take the edit in.
     _user: dict[str, Any] = field(default_factory=dict, repr=False)
     _baselines: dict[str, Any] = field(default_factory=dict, repr=False)
     _diffs: dict[str, str] = field(default_factory=dict, repr=False)
+    # The whole plan's diff as the caller made it (`History.begin(diff=...)`): the entry's
+    # diff when all of it lands.
+    _plan_diff: str | None = field(default=None, repr=False)
     # The baselines' line lists, copied at begin: sharing the line strings with the document
     # store instead of splitting the text again halves what a big file costs in memory.
     _base_lines: dict[str, list[str]] = field(default_factory=dict, repr=False)

@@ -5,6 +5,22 @@ Every action gets an entry. Actions that reach the editor or the disk are journa
 steps: `begin` writes the plan with its pre-images (fsynced) *before* anything is sent, `finish`
 writes the outcome. Refused actions are one `record`. Each write takes in first what other
 processes journaled since (`refresh` does only that), so the server and the CLI agree.
+
+Recording a disk apply must not cost as much as the apply (issue 15's speed bar). The tricks,
+all here and in `begin`'s arguments, measured together against main at 0941b12 on a machine
+loaded by other jobs (load 7-8 on 2 cores, so walls are inflated; CPU is the steadier figure):
+`bench/bench_ab.py --rounds 5 main WORKTREE`, 1,000 files: median CPU 998 -> 885 ms, wall
+6547 -> 5184 ms; `--workload big`: CPU 359 -> 286 ms, wall 1884 -> 1571 ms. In-process CPU of
+`begin` (bench_recording's workload, best of 5): 1,000 files 258 -> 165 ms, one 100k-line file
+58 -> 28-35 ms; `finish` 54 -> 41 ms; the next run's replay unchanged (~180 ms).
+- the pack: the baselines (the full texts of files the agent touches for the first time) of a
+  plan read from disk go, as the files' bytes, to one blob (`_pack`), not into the record's
+  line as JSON strings; the disk writer's apply journal names that blob for its pre-images
+  (`pack_of`, files.py `_begin`), so they are written once;
+- `diff=`: the entry's diff is the plan's diff the caller made for its result, not every
+  file's diff made again;
+- `sync=False`: the record and the pack are made durable by the writer's `syncfs` before any
+  file changes (`files.flushes_state`), not fsynced on their own first.
 """
 
 from __future__ import annotations
@@ -14,6 +30,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
 from lsp_server.engine import errors, state
+from lsp_server.engine.blobs import Pack
 from lsp_server.engine.diffing import file_diff
 from lsp_server.engine.errors import Code, EditError
 from lsp_server.engine.history import rendering
@@ -30,7 +47,7 @@ from lsp_server.engine.history.entries import (
 )
 from lsp_server.engine.history.netdiff import edits_json
 from lsp_server.engine.history.replay import Replay
-from lsp_server.engine.journal import Journal
+from lsp_server.engine.journal import BLOB_MIN, Journal
 from lsp_server.engine.model import Plan
 from lsp_server.engine.text import Snapshot
 from lsp_server.engine.undo import (
@@ -44,6 +61,25 @@ from lsp_server.engine.undo import (
 TYPE_CHECKING = False  # typing's constant without importing typing (lsp_server/startup.py)
 if TYPE_CHECKING:
     from typing import Any
+
+# From this many bytes of baselines a disk plan's go to one blob (`History._pack`) rather
+# than into the record's line as JSON strings: encoding and parsing 9 MB of text was most of
+# a 1,000-file apply's recording (bench/bench_recording.py); below it, a blob file is more
+# than it saves.
+PACK_MIN = BLOB_MIN
+
+
+def packed(baselines: Mapping[str, Any], pack: Pack) -> dict[str, Any]:
+    """The baselines as the record keeps them: a packed one's text is its file's bytes `at`
+    [offset, size] in the record's `pack` (replay.py decodes it back)."""
+    out: dict[str, Any] = {}
+    for path, data in baselines.items():
+        where = pack.at.get(path)
+        if where is None:
+            out[path] = data
+        else:
+            out[path] = {"at": list(where), "bom": data["bom"], "exists": data["exists"]}
+    return out
 
 
 class History(Replay):
@@ -69,6 +105,7 @@ class History(Replay):
     ) -> None:
         self.journal = journal
         self._own: set[int] = set()
+        self._packs: dict[int, Pack] = {}  # begun entries' baseline blobs (`pack_of`)
         self.listeners: list[Callable[[Entry], None]] = []
         # Set when the journal could not be written: the history then lives in memory only.
         self.journal_error: str | None = None
@@ -84,17 +121,18 @@ class History(Replay):
     # -- journal plumbing ---------------------------------------------------------------------
 
     @contextmanager
-    def _txn(self, apply: bool = True) -> Iterator[Callable[[dict[str, Any], bool], None]]:
+    def _txn(self, apply: bool = True) -> Iterator[Callable[..., None]]:
         """A locked journal transaction; each record written is applied to the state too,
-        unless `apply` is False (the caller then puts in the state what the record says)."""
+        unless `apply` is False (the caller then puts in the state what the record says).
+        `write(rec, sync, named=())`: `named`, the blobs the record's slice markers use."""
         if self.journal is None:
-            yield lambda rec, sync: self._apply(rec) if apply else None
+            yield lambda rec, sync, named=(): self._apply(rec) if apply else None
             return
         with self.journal.transaction() as (batch, writer):
             self._ingest(batch)
 
-            def write(rec: dict[str, Any], sync: bool) -> None:
-                writer.append(rec, sync=sync)
+            def write(rec: dict[str, Any], sync: bool, named: Sequence[str] = ()) -> None:
+                writer.append(rec, sync=sync, named=named)
                 if apply:
                     self._apply(rec)
 
@@ -116,6 +154,11 @@ class History(Replay):
             self.journal_error = f"reading the journal failed: {exc}"
             return False
         return bool(batch.records) or batch.reset
+
+    def _blob(self, sha: str) -> bytes:
+        if self.journal is None:
+            return super()._blob(sha)
+        return self.journal.blobs.get(sha)
 
     def _notify(self, entry: Entry) -> None:
         for listener in list(self.listeners):
@@ -159,12 +202,24 @@ class History(Replay):
         *,
         undoes: int | None = None,
         action: str | None = None,
+        diff: str | None = None,
+        sync: bool = True,
     ) -> int:
-        """Journal `plan` with its pre-images (fsynced) before it is sent; returns the entry id."""
+        """Journal `plan` with its pre-images (fsynced) before it is sent; returns the entry id.
+
+        `diff`: the plan's whole diff (`diffing.plan_diff`) when the caller made it already; it
+        is the entry's diff if all of the plan lands (another outcome's is made from the change
+        records then). `sync=False`: the caller makes the state folder's file system durable
+        before any file changes (the disk writer's `syncfs`, `files.flushes_state`), so the
+        record is not fsynced twice. The baselines of a disk plan go to one blob, which the
+        disk writer's apply journal can name too (`pack_of`).
+        """
         records = [record_change(c) for c in plan.changes]
-        diffs = {c.path: file_diff(c) for c in plan.changes}
+        # Not every file's diff when the caller has the whole one: a 1,000-file plan's diffs
+        # cost ~40 ms, and past ENTRY_DIFF_CAP they are only cut to one line each anyway.
+        diffs = {} if diff is not None else {c.path: file_diff(c) for c in plan.changes}
         try:
-            return self._begin(plan, args, undoes, action, records, diffs)
+            return self._begin(plan, args, undoes, action, records, diffs, diff, sync)
         except OSError as exc:
             # Without the pre-images on disk a crash could not be undone: do not send the plan.
             self.journal_error = f"writing the journal failed: {exc}"
@@ -183,6 +238,8 @@ class History(Replay):
         action: str | None,
         records: list[ChangeRecord],
         diffs: dict[str, str],
+        diff: str | None,
+        sync: bool,
     ) -> int:
         with self._txn(apply=False) as write:
             user, baselines = self._prepare(plan)
@@ -198,13 +255,20 @@ class History(Replay):
                 _baselines=baselines,
                 pid=os.getpid(),
             )
-            write(self._begin_json(e), True)
+            rec = self._begin_json(e)
+            pack = self._pack(plan, baselines, sync)
+            if pack is not None:
+                rec["baselines"] = packed(baselines, pack)
+                rec["pack"] = e.pack = pack.sha
+                self._packs[entry_id] = pack
+            write(rec, sync, () if pack is None else (pack.sha,))
             # The entry itself goes in, not one rebuilt from its record (what replaying the
             # record gives: the change records decoded again cost ~13 ms on 1,000 files).
             self._entries[entry_id] = entry = e
             self._next_id = max(self._next_id, entry_id + 1)
             self._own.add(entry_id)
             entry._diffs = diffs
+            entry._plan_diff = diff
             entry._base_lines = {
                 c.path: list(c.before.lines)
                 for c in plan.changes
@@ -243,7 +307,9 @@ class History(Replay):
         if error is not None:
             rec["error"] = error_json(error)
         landed = set(landed_paths(entry, str(outcome), committed or []))
-        if entry._diffs:
+        if entry._plan_diff is not None and len(landed) == len(entry.changes):
+            rec["diff"] = entry._plan_diff
+        elif entry._diffs:
             rec["diff"] = cap_diff([d for p, d in entry._diffs.items() if p in landed])
         if versions:
             rec["versions"] = dict(versions)
@@ -258,8 +324,36 @@ class History(Replay):
             if not entry.finished:
                 self._apply(rec)
         self._own.discard(entry_id)
+        self._packs.pop(entry_id, None)
         self._notify(entry)
         return entry
+
+    def _pack(self, plan: Plan, baselines: Mapping[str, Any], sync: bool) -> Pack | None:
+        """The baselines' bytes in one blob (the pack, see the module docstring), or None
+        (no journal, not read from disk, or too small to be worth a file of their own)."""
+        if self.journal is None:
+            return None
+        parts: list[bytes] = []
+        at: dict[str, tuple[int, int]] = {}
+        data: dict[str, bytes] = {}
+        offset = 0
+        for c in plan.changes:
+            disk = c.before.disk
+            if c.path not in baselines or disk is None or c.before.link is not None:
+                continue
+            parts.append(disk.data)
+            at[c.path] = (offset, len(disk.data))
+            data[c.path] = disk.data
+            offset += len(disk.data)
+        if offset < PACK_MIN:
+            return None
+        sha = self.journal.blobs.put_parts(parts, sync=sync)
+        return Pack(sha, self.journal.blobs.path(sha), at, data)
+
+    def pack_of(self, entry_id: int) -> Pack | None:
+        """The blob holding begun entry `entry_id`'s baselines (`begin`), until it finishes:
+        the disk writer's apply journal names it instead of a second copy (files.py)."""
+        return self._packs.get(entry_id)
 
     def record(
         self,

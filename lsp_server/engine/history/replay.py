@@ -119,6 +119,28 @@ class Replay:
             self._apply_begin(rec)
             self._apply_finish(self._entries[entry_id], rec)
 
+    def _blob(self, sha: str) -> bytes:
+        """The journal's blob `sha` (History reads it; without a journal there is none)."""
+        raise ValueError(f"blob {sha[:12]} cannot be read without a journal")
+
+    def _baselines(self, rec: Mapping[str, Any]) -> dict[str, Any]:
+        """The record's baselines, the texts of those in its pre-image pack read back."""
+        baselines = dict(rec.get("baselines", {}))
+        pack = rec.get("pack")
+        if pack is None or not any("at" in b for b in baselines.values()):
+            return baselines
+        data = self._blob(pack)  # ValueError (the record is skipped) if missing or altered
+        for path, b in baselines.items():
+            if "at" not in b:
+                continue
+            offset, size = b["at"]
+            if offset + size > len(data):
+                raise ValueError(f"the baseline of {path[:80]} is outside its pack")
+            skip = 3 if b.get("bom") else 0  # the text is what follows the BOM
+            text = data[offset + skip : offset + size].decode("utf-8", "surrogatepass")
+            baselines[path] = {"text": text, "bom": b.get("bom"), "exists": b.get("exists")}
+        return baselines
+
     def _apply_begin(self, rec: Mapping[str, Any]) -> None:
         changes = tuple(ChangeRecord.from_json(c) for c in rec.get("changes", []))
         entry = Entry(
@@ -129,9 +151,10 @@ class Replay:
             refused_files=_NO_FILES if changes else list(rec.get("files", [])),
             undoes=rec.get("undoes"),
             pid=rec.get("pid"),
+            pack=rec.get("pack"),
             changes=changes,
             _user=dict(rec.get("user", {})),
-            _baselines=dict(rec.get("baselines", {})),
+            _baselines=self._baselines(rec),
         )
         self._entries[entry.id] = entry
 
@@ -142,6 +165,7 @@ class Replay:
         entry.committed = list(rec["committed"]) if rec.get("committed") else _NO_COMMITTED
         entry.finished = True
         entry.pid = None  # only an unfinished entry needs the process that began it
+        entry.pack = None  # nor its pack: the net diff took the baselines in
         entry.versions = dict(rec["versions"]) if rec.get("versions") else _NO_VERSIONS
         if "undoneBy" in rec:
             entry.undone_by = rec["undoneBy"]
@@ -160,6 +184,7 @@ class Replay:
         entry.versions = _NO_VERSIONS
         entry._user = entry._baselines = _NO_ANY
         entry._diffs = _NO_DIFFS
+        entry._plan_diff = None
         entry._base_lines = _NO_LINES
         if entry.undoes is not None and landed_paths(entry, entry.outcome, entry.committed):
             target = self._entries.get(entry.undoes)
@@ -300,6 +325,8 @@ class Replay:
             rec["undoes"] = e.undoes
         if e.pid is not None:
             rec["pid"] = e.pid
+        if e.pack is not None:  # named, so compaction keeps it while the entry is unfinished
+            rec["pack"] = e.pack
         return rec
 
     # -- reading ------------------------------------------------------------------------------

@@ -188,28 +188,41 @@ def _record_hunks(
 ) -> tuple[Hunk, ...]:
     out: list[Hunk] = []
     delta = 0
-    for e in edits:
+    n_old = len(old)
+    prev_end = 0  # where the previous edit ended (old coordinates)
+    for k, e in enumerate(edits):
         a_start = e.start + delta
         a_end = a_start + len(e.new_lines)
-        before = tuple(old[e.start : e.end])
-        after = tuple(new[a_start:a_end])
-        if e.end >= len(old):
+        # Inside the file and CONTEXT lines clear of its neighbours (nearly every hunk), the
+        # new file's lines there are the edit's own and the old ones around it: read them
+        # from those rather than through `new` (an EditedLines, a bisect per line: ~40 ms for
+        # a 1,000-file patch).
+        inside = e.end < n_old - 1
+        if inside:
+            before = tuple(old[e.start : e.end])
+            after = tuple(e.new_lines)
+        elif e.end >= n_old:
             # Applying an edit at the end may append the empty final line: keep it in the region.
             before = tuple(old[e.start :])
             after = tuple(new[a_start:])
             a_end = len(new)
+        else:
+            before = tuple(old[e.start : e.end])
+            after = tuple(new[a_start:a_end])
+        if prev_end <= e.start - CONTEXT or (k == 0 and e.start < CONTEXT):
+            ctx_before = tuple(old[max(0, e.start - CONTEXT) : e.start])
+        else:
+            ctx_before = tuple(new[max(0, a_start - CONTEXT) : a_start])
+        nxt = edits[k + 1].start if k + 1 < len(edits) else n_old
+        if inside and e.end + CONTEXT < n_old - 1 and nxt >= e.end + CONTEXT:
+            ctx_after = tuple(old[e.end : e.end + CONTEXT])
+        else:
+            ctx_after = tuple(new[a_end : a_end + CONTEXT])
         out.append(
-            Hunk(
-                e.start,
-                e.start + len(before),
-                a_start,
-                before,
-                after,
-                tuple(new[max(0, a_start - CONTEXT) : a_start]),
-                tuple(new[a_end : a_end + CONTEXT]),
-            )
+            Hunk(e.start, e.start + len(before), a_start, before, after, ctx_before, ctx_after)
         )
         delta += len(e.new_lines) - (e.end - e.start)
+        prev_end = e.end
     return tuple(out)
 
 
