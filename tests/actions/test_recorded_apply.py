@@ -27,6 +27,7 @@ from lsp_server.actions import headless
 from lsp_server.engine import files
 from lsp_server.engine.history import History, open_history
 from lsp_server.engine.journal import BLOB_MIN, Journal
+from lsp_server.engine.results import wire
 from tests.editor_client import REPO
 
 N = 20  # files: past the writer's syncfs threshold (16), ~100 KB of pre-images (a pack)
@@ -41,7 +42,7 @@ def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def run(root: Path, name: str, args: Any, **kw: Any) -> dict[str, Any]:
     async def go() -> dict[str, Any]:
         async with headless.open(str(root), **kw) as ctx:
-            return await actions.run(ctx, name, args)
+            return wire(await actions.run(ctx, name, args))
 
     return asyncio.run(go())
 

@@ -16,6 +16,7 @@ from lsp_server import actions
 from lsp_server.actions import headless
 from lsp_server.engine.history import History
 from lsp_server.engine.journal import Journal
+from lsp_server.engine.results import wire
 
 DATA = Path(__file__).parent / "data" / "journal_main_0941b12"
 
@@ -47,7 +48,7 @@ def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def run(root: Path, name: str, args: Any) -> dict[str, Any]:
     async def go() -> dict[str, Any]:
         async with headless.open(str(root)) as ctx:
-            return await actions.run(ctx, name, args)
+            return wire(await actions.run(ctx, name, args))
 
     return asyncio.run(go())
 
