@@ -31,7 +31,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import re
 import sys
 import threading
 from typing import IO, Any, cast
@@ -57,11 +56,14 @@ LATEST_HANDSHAKE = HANDSHAKE_VERSIONS[-1]
 FIRST_LINE_LIMIT = 64 * 1024
 SDK_GATE_ENV = "AGENT_EDIT_MCP_SDK_GATE"
 
-# A string id echoed by json.dumps exactly as the SDK's serializer writes it: printable ASCII
-# without quote and backslash (nothing either escapes).
-_PLAIN_ID = re.compile(r"[ !#-\[\]-~]{0,256}")
 _MAX_DEPTH = 16
 _INIT_FIELDS = {"protocolVersion", "capabilities", "clientInfo"}
+
+
+def _plain_id(text: str) -> bool:
+    """A string id json.dumps writes exactly as the SDK's serializer does: printable ASCII
+    without quote and backslash (nothing either escapes)."""
+    return len(text) <= 256 and all(" " <= c <= "~" and c not in '"\\' for c in text)
 
 
 def _no_constant(name: str) -> Any:
@@ -176,7 +178,7 @@ def answer(line: bytes) -> tuple[int | str, bytes] | None:
         return None
     if isinstance(request_id, int) and not -(2**53) < request_id < 2**53:
         return None
-    if isinstance(request_id, str) and not _PLAIN_ID.fullmatch(request_id):
+    if isinstance(request_id, str) and not _plain_id(request_id):
         return None
     if not isinstance(params, dict) or set(params) != _INIT_FIELDS:
         return None
