@@ -8,6 +8,8 @@ from __future__ import annotations
 import copy
 import io
 import json
+import os
+import threading
 from typing import Any
 
 import anyio
@@ -185,3 +187,48 @@ def test_every_mutation_of_a_real_request(sdk: Any) -> None:
             declined += 1
     # Both sides are exercised: some variants are plain requests, most are not.
     assert answered > 20 and declined > 100, (answered, declined)
+
+
+def _early_on_pipes() -> tuple[handshake.Early, int, int]:
+    (wire_in, client_out), (client_in, wire_out) = os.pipe(), os.pipe()
+    return handshake.Early(wire_in, wire_out), client_out, client_in
+
+
+def test_a_line_split_across_reads_then_replayed_whole_to_the_sdk() -> None:
+    early, client_out, client_in = _early_on_pipes()
+    line = line_of(BASE) + b"\n"
+    os.write(client_out, line[:40])
+    reader = threading.Thread(target=early.read_first_line)
+    reader.start()
+    os.write(client_out, line[40:] + b'{"jsonrpc":"2.0","id":2,"method":"ping"}\n')
+    reader.join()
+    assert early.answered is not None
+    assert os.read(client_in, 65536) == early.answered[1]
+    os.write(client_out, b"tail\n")
+    os.close(client_out)
+    stdin = early.sdk_stdin()
+    # Everything the early reader took, then the wire, then its end: the SDK reads it all.
+    assert stdin.read() == (line + b'{"jsonrpc":"2.0","id":2,"method":"ping"}\ntail\n').decode()
+
+
+def test_eof_before_a_line_is_replayed_to_the_sdk() -> None:
+    early, client_out, _ = _early_on_pipes()
+    os.write(client_out, b'{"jsonrpc":')
+    os.close(client_out)
+    early.read_first_line()
+    assert early.eof and early.answered is None
+    assert early.sdk_stdin().read() == '{"jsonrpc":'
+
+
+def test_the_sdks_first_answer_to_that_id_is_dropped_and_nothing_else() -> None:
+    early, client_out, client_in = _early_on_pipes()
+    os.write(client_out, line_of(BASE) + b"\n")
+    early.read_first_line()
+    assert early.answered is not None
+    sent = os.read(client_in, 65536)
+    out = early.sdk_stdout()
+    ping = '{"jsonrpc":"2.0","id":0,"method":"ping"}\n'  # a request with that id: not an answer
+    out.write(ping)
+    out.write(sent.decode())  # the SDK's own answer: dropped
+    out.write(sent.decode())  # a second one (a second initialize with the same id): kept
+    assert os.read(client_in, 65536) == ping.encode() + sent

@@ -185,6 +185,7 @@ BIG = "x" * (handshake.FIRST_LINE_LIMIT + 10)
 OPENINGS = {
     "plain, pipelined": (init() + INITIALIZED + msg(2, "tools/list"), [1, 2]),
     "EOF before initialize": (b"", []),
+    "initialize, then EOF": (init(), [1]),
     "another request first": (msg(7, "tools/list") + init() + msg(2, "ping"), [7, 1, 2]),
     "ping first": (msg(7, "ping") + init() + msg(2, "ping"), [7, 1, 2]),
     "malformed first line": (b"{\n" + init() + msg(2, "ping"), [1, 2]),
