@@ -254,7 +254,7 @@ class _Replay(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
-    def readinto(self, buffer: Any) -> int:
+    def readinto(self, buffer: Any) -> int | None:
         early = self._early
         early.done.wait()
         if self._eof_pending is None:
@@ -268,7 +268,10 @@ class _Replay(io.RawIOBase):
         if self._eof_pending:
             self._eof_pending = False
             return 0  # the EOF the early reader saw, once (a terminal's ^D is not the end)
-        data = os.read(early.wire_in, len(buffer))
+        try:
+            data = os.read(early.wire_in, len(buffer))
+        except BlockingIOError:
+            return None  # a non-blocking wire: as FileIO does
         buffer[: len(data)] = data
         return len(data)
 
