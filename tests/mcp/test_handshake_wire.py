@@ -227,3 +227,29 @@ def test_a_closed_wire_before_the_answer_ends_quietly(tmp_path):
             err = proc.stderr.read()
             outcomes.append((proc.wait(), b"Traceback" in err))
     assert outcomes[1] == outcomes[0]
+
+
+STRAY = """
+import os, sys
+from lsp_server.mcp import handshake
+early = handshake.start()
+print("stray print", flush=True)
+os.write(1, b"stray write\\n")
+early.done.wait()
+"""
+
+
+def test_stray_output_after_the_wire_is_taken_goes_to_stderr(tmp_path):
+    # Whatever writes to fd 1 once the wire is taken (an import's print, a child process)
+    # lands on stderr: the wire carries the answer alone.
+    proc = subprocess.run(
+        [sys.executable, "-c", STRAY],
+        input=init(),
+        capture_output=True,
+        env=mcp_env(),
+        cwd=str(tmp_path),
+        timeout=BOUND_S,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == handshake.reply(1, "2025-11-25")
+    assert b"stray print\n" in proc.stderr and b"stray write\n" in proc.stderr
