@@ -17,11 +17,10 @@ answered only by it.
 
 A/B (2 shared cores, load 6; main's tree and this one exported side by side, rounds alternating,
 `bench_mcp.bench_startup`, median of 4 rounds of 5; `python bench/bench_mcp.py` prints the same):
-    spawn to the initialize answer   main 1993 ms (9.7x --help's 206 ms)   here 172 ms (0.89x)
-    spawn to the tools/list answer   main 2000 ms                          here 2175 ms (noise:
-                                     rounds swing by 1 s; the SDK's load is unchanged)
-The tool calls that follow wait for the SDK as before (a `tools/list` sent at once is answered
-when it has loaded, in order); their cost is unchanged (bench_calls A/B: read 4.49 -> 4.35 ms).
+    spawn to the initialize answer   main 1882 ms (8.4x --help's 224 ms)   here 162 ms (0.80x)
+The SDK's load is unchanged: spawn to the answer of a `tools/list` sent right after, in this
+tree, median of 8 alternating: with this reader 2531 ms, the SDK alone 2528 ms (the bare SDK
+import 2470 ms). Tool calls cost the same (bench_calls A/B: read 4.49 -> 4.35 ms).
 
 Test hook: AGENT_EDIT_MCP_SDK_GATE=FIFO makes the SDK wait to load until a byte is written to
 that FIFO, so a test can prove an answer came from here (tests/mcp/test_handshake_wire.py).
@@ -207,10 +206,10 @@ class Early:
         self.answered: tuple[int | str, bytes] | None = None
         self.done = threading.Event()
 
-    def read_first_line(self) -> None:
+    def read_first_line(self, interval: float | None = None) -> None:
         """The early reader (its own thread): the first line, answered when it is a plain
-        initialize. Reading stops at the first newline, EOF or FIRST_LINE_LIMIT bytes."""
-        interval = sys.getswitchinterval()
+        initialize. Reading stops at the first newline, EOF or FIRST_LINE_LIMIT bytes. The
+        GIL switch interval goes back to `interval` once done (start lowers it)."""
         try:
             while b"\n" not in self.consumed and len(self.consumed) < FIRST_LINE_LIMIT:
                 chunk = os.read(self.wire_in, FIRST_LINE_LIMIT)
@@ -230,7 +229,8 @@ class Early:
             # and answers (or not) exactly as it would have.
             pass
         finally:
-            sys.setswitchinterval(interval)
+            if interval is not None:
+                sys.setswitchinterval(interval)
             self.done.set()
 
     def sdk_stdin(self) -> io.TextIOWrapper:
@@ -349,8 +349,12 @@ def start() -> Early | None:
         return None
     early = Early(moved[0], moved[1])
     # The importing main thread holds the GIL; let the reader in sooner than every 5 ms.
+    interval = sys.getswitchinterval()
     sys.setswitchinterval(0.0005)
-    threading.Thread(target=early.read_first_line, name="mcp-initialize", daemon=True).start()
+    reader = threading.Thread(
+        target=early.read_first_line, args=(interval,), name="mcp-initialize", daemon=True
+    )
+    reader.start()
     return early
 
 

@@ -9,6 +9,7 @@ import copy
 import io
 import json
 import os
+import sys
 import threading
 from typing import Any
 
@@ -232,3 +233,15 @@ def test_the_sdks_first_answer_to_that_id_is_dropped_and_nothing_else() -> None:
     out.write(sent.decode())  # the SDK's own answer: dropped
     out.write(sent.decode())  # a second one (a second initialize with the same id): kept
     assert os.read(client_in, 65536) == ping.encode() + sent
+
+
+def test_the_switch_interval_comes_back_after_the_answer() -> None:
+    before = sys.getswitchinterval()
+    early, client_out, client_in = _early_on_pipes()
+    os.write(client_out, line_of(BASE) + b"\n")
+    sys.setswitchinterval(0.0005)  # as start() lowers it for the reader
+    try:
+        early.read_first_line(before)
+        assert sys.getswitchinterval() == before
+    finally:
+        sys.setswitchinterval(before)
