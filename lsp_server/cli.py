@@ -238,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
         if not os.path.isdir(args.root):
             sys.stderr.write(f"agent-edit: error: --root {args.root} is not a directory\n")
             return EXIT_USAGE
-        from lsp_server.mcp.server import main as mcp_main
+        from lsp_server.mcp.handshake import main as mcp_main
 
         return mcp_main(args.root)
     try:

@@ -8,24 +8,19 @@ from __future__ import annotations
 
 import logging
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lsp_server import __version__
 from lsp_server.engine.results import refusal
+from lsp_server.mcp.handshake import INSTRUCTIONS, NAME
 from lsp_server.mcp.router import Router
 from lsp_server.mcp.surrogates import Repaired, encodable
 from lsp_server.mcp.tools import BY_NAME, TOOLS, input_schema, model_text
 
-log = logging.getLogger(__name__)
+if TYPE_CHECKING:
+    from lsp_server.mcp.handshake import Early
 
-INSTRUCTIONS = (
-    "agent-edit edits files safely. Read a file (read) before editing it. Use replace for a "
-    "local change, apply_patch for several changes or files at once, write for a new file or a "
-    "full rewrite. Edits are checked against the text the user sees (the editor's unsaved "
-    "buffers when an editor runs agent-edit): a STALE refusal means the file changed since you "
-    "read it: read it again. Every refusal says why and what to do; nothing is changed by a "
-    "refused edit. history lists the edits, undo reverts one."
-)
+log = logging.getLogger(__name__)
 
 
 def build(root: str) -> Any:
@@ -85,7 +80,7 @@ def build(root: str) -> Any:
         )
 
     return Server(
-        "agent-edit",
+        NAME,
         version=__version__,
         instructions=INSTRUCTIONS,
         on_list_tools=list_tools,
@@ -93,20 +88,29 @@ def build(root: str) -> Any:
     )
 
 
-async def serve(root: str) -> None:
+async def serve(root: str, early: Early | None = None) -> None:
+    import anyio
     from mcp.server.stdio import stdio_server
 
     server = build(root)
-    async with stdio_server() as (read, write):
+    if early is None:
+        streams = stdio_server()
+    else:
+        # The wire handshake.py took: its replay of what it read, then the rest (public API).
+        stdin, stdout = early.sdk_stdin(), early.sdk_stdout()
+        streams = stdio_server(anyio.wrap_file(stdin), anyio.wrap_file(stdout))
+    async with streams as (read, write):
         await server.run(Repaired(read), write, server.create_initialization_options())
 
 
-def main(root: str) -> int:
+def main(root: str, early: Early | None = None) -> int:
+    """Serve until the client closes stdin; `early` is the wire handshake.py took (its
+    `main` is the CLI's entry), None to let the SDK's transport take fd 0/1 itself."""
     import anyio
 
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     try:
-        anyio.run(serve, root)
+        anyio.run(serve, root, early)
     except KeyboardInterrupt:
         pass
     return 0
