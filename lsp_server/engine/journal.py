@@ -19,8 +19,9 @@ and fsynced before the record naming them is appended; a compaction that keeps o
 again, runs only once a quarter of `max_bytes` was appended since the last one, and removes the
 blobs nothing names any more (a record may name a blob it refers to in its own way, the
 history's pre-image pack: `append(named=...)`; the blob an interrupted disk apply's journal
-names is kept too). A line that cannot be read back (torn, hand-edited, a number no
-record holds, a blob missing or altered) is skipped and counted (`Batch.skipped`).
+names is kept too, and so is the one a journal set aside for a human names). A line that
+cannot be read back (torn, hand-edited, a number no record holds, a blob missing or altered)
+is skipped and counted (`Batch.skipped`).
 
 The journal knows records only as JSON objects with a `t` (type) field; what they mean is
 the history's business (history/replay.py).
@@ -410,19 +411,31 @@ def _parse(
 
 
 def _apply_journal_blobs(directory: Path) -> set[str]:
-    """The blob an interrupted disk apply's journal (files.py, beside this one) names for its
-    pre-images: it must outlive a compaction until that apply is rolled back."""
+    """The blobs the disk writer's apply journals (files.py, beside this one) name for their
+    pre-images: an interrupted apply's, which must outlive a compaction until it is rolled
+    back, and one its rollback set aside for a human (`journal.json.unreached-*`, whose files
+    could not be put back): the pre-images it names are what that human restores from."""
+    out: set[str] = set()
     try:
-        fd = _open_regular(directory / APPLY_JOURNAL_NAME, os.O_RDONLY)
+        names = os.listdir(directory)
     except OSError:
-        return set()
-    with os.fdopen(fd, "rb") as f:
-        head = f.readline(1 << 20)
-    try:
-        pack = json.loads(head).get("pack")
-    except (ValueError, AttributeError):
-        return set()
-    return {pack} if isinstance(pack, str) else set()
+        return out
+    for name in names:
+        if name != APPLY_JOURNAL_NAME and not name.startswith(APPLY_JOURNAL_NAME + "."):
+            continue
+        try:
+            fd = _open_regular(directory / name, os.O_RDONLY)
+        except OSError:
+            continue
+        with os.fdopen(fd, "rb") as f:
+            head = f.readline(1 << 20)
+        try:
+            pack = json.loads(head).get("pack")
+        except (ValueError, AttributeError):
+            continue
+        if isinstance(pack, str):
+            out.add(pack)
+    return out
 
 
 def _marked(raw: bytes) -> bool:

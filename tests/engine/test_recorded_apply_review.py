@@ -1,0 +1,63 @@
+"""Review attacks on the recorded headless apply (the pre-image pack both journals name).
+
+Each test here was seen failing before its fix (see the commit that added it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from lsp_server.engine import files
+from lsp_server.engine.history import History
+from lsp_server.engine.journal import Journal
+from tests.actions.test_recorded_apply import killed, make_tree, run, sdir_of
+
+
+@pytest.fixture(autouse=True)
+def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("AGENT_EDIT_STATE_DIR", str(tmp_path / "state"))
+    return tmp_path / "state"
+
+
+def compact(ws: Path) -> None:
+    """Enough small records through a history with a tiny budget that it compacts."""
+    history = History.load(Journal(ws, max_bytes=2 * 1024))
+    for i in range(3):
+        history.record("replace", {"path": "x", "note": "y" * 1024, "i": i}, outcome="dry-run")
+
+
+def test_a_journal_kept_for_a_human_keeps_its_pack(tmp_path: Path, state: Path) -> None:
+    """Killed mid-rename, then the folder it renamed in is replaced (moved away, made again):
+    the rollback cannot reach those files and keeps the apply journal for a human
+    (`journal.json.unreached-*`). Its pre-images are the pack: a later compaction, with the
+    history's entry settled, must not remove them, or the kept journal names bytes that are
+    gone and those files can never be put back."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    old, patch = make_tree(ws)
+    killed(ws, state, patch, "25")  # 20 temporaries, then 5 renames
+    sdir = sdir_of(ws)
+    header = json.loads((sdir / files.JOURNAL).read_bytes().split(b"\n", 1)[0])
+    assert header["version"] == 3
+    os.rename(ws / "pkg", tmp_path / "pkg-moved")
+    (ws / "pkg").mkdir()
+    said: list[str] = []
+    run(ws, "history", {}, notify=said.append)
+    assert any("NOT put back" in s for s in said), said
+    kept = [n for n in os.listdir(sdir) if n.startswith(files.JOURNAL + ".unreached-")]
+    assert kept, os.listdir(sdir)
+    compact(ws)
+    assert header["pack"].encode() not in (sdir / "journal.jsonl").read_bytes()
+    pack = sdir / "blobs" / header["pack"]
+    assert pack.exists(), "the kept journal's pre-images were collected"
+    # What the human is told to do works: every pre-image is there to put back.
+    data = pack.read_bytes()
+    for entry in header["files"]:
+        offset, size = entry["pre"]
+        assert data[offset : offset + size] == old[entry["path"]]
+    shutil.rmtree(tmp_path / "pkg-moved")
