@@ -97,6 +97,15 @@ def recover(root: str, locked: str | None = None, wait: bool = True) -> Recovery
         )
 
 
+def rollback_pending(sdir: str) -> bool:
+    """Whether an interrupted apply's journal is still in the state folder `sdir` (its
+    rollback failed or has not run yet, say another process holds the lock to do it): the
+    history's unfinished entries are then not settled from the disk, which is half-way and
+    will change when the rollback runs (an entry settled PARTIAL now would say so for ever
+    once every file is put back)."""
+    return os.path.lexists(os.path.join(sdir, files.JOURNAL))
+
+
 def _recover_if_idle(root: str, sdir: str) -> Recovery:
     """`files.recover` when no apply holds the workspace lock; `busy` when one does."""
     try:

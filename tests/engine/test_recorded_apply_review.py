@@ -61,3 +61,39 @@ def test_a_journal_kept_for_a_human_keeps_its_pack(tmp_path: Path, state: Path) 
         offset, size = entry["pre"]
         assert data[offset : offset + size] == old[entry["path"]]
     shutil.rmtree(tmp_path / "pkg-moved")
+
+
+def test_an_entry_is_not_settled_while_its_rollback_is_pending(
+    tmp_path: Path, state: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Killed mid-rename; the next run's rollback fails for one file (an I/O error: the apply
+    journal stays, "retried on the next run"). Settling the history's entry from that half-
+    rolled-back disk would record PARTIAL with files "applied", and the run after, which puts
+    them back, would leave that report false for ever. The entry waits for the rollback: once
+    it is done the entry says NOT_APPLIED, which is what the disk shows."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    old, patch = make_tree(ws)
+    killed(ws, state, patch, "25")  # 20 temporaries, then 5 renames
+    real = files._restore_at
+    calls = [0]
+
+    def fail_once(*args: object, **kwargs: object) -> bool:
+        calls[0] += 1
+        if calls[0] == 1:
+            raise OSError(5, "Input/output error")
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(files, "_restore_at", fail_once)
+    said: list[str] = []
+    first = run(ws, "history", {}, notify=said.append)
+    assert any("NOT put back yet" in s for s in said), said
+    assert (sdir_of(ws) / files.JOURNAL).exists()
+    (entry,) = [e for e in first["entries"] if e["action"] == "applyPatch"]
+    assert entry["outcome"] != "PARTIAL", entry  # not settled from a half-rolled-back disk
+    monkeypatch.setattr(files, "_restore_at", real)
+    second = run(ws, "history", {})
+    assert not (sdir_of(ws) / files.JOURNAL).exists()
+    assert {p: (ws / p).read_bytes() for p in old} == old
+    (entry,) = [e for e in second["entries"] if e["action"] == "applyPatch"]
+    assert entry["outcome"] == "NOT_APPLIED", entry
