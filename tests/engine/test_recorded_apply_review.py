@@ -97,3 +97,29 @@ def test_an_entry_is_not_settled_while_its_rollback_is_pending(
     assert {p: (ws / p).read_bytes() for p in old} == old
     (entry,) = [e for e in second["entries"] if e["action"] == "applyPatch"]
     assert entry["outcome"] == "NOT_APPLIED", entry
+
+
+def test_a_lost_pack_loses_the_net_diff_not_the_edit(tmp_path: Path, state: Path) -> None:
+    """Killed mid-rename, then the pack is lost (deleted by hand, a disk error). The rollback
+    cannot run (its pre-images are gone: the journal is set aside, said so), so the files stay
+    half-applied. The edit itself must still be in the history, settled from what the disk
+    shows (PARTIAL), and undoable: its change records are in its own line; only the net diff's
+    baselines were in the pack. Dropping the whole record hid the edit and its undo."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    old, patch = make_tree(ws)
+    killed(ws, state, patch, "25")  # 20 temporaries, then 5 renames
+    sdir = sdir_of(ws)
+    header = json.loads((sdir / files.JOURNAL).read_bytes().split(b"\n", 1)[0])
+    (sdir / "blobs" / header["pack"]).unlink()
+    said: list[str] = []
+    hist = run(ws, "history", {}, notify=said.append)
+    assert any("unreadable" in s for s in said), said
+    now = {p: (ws / p).read_bytes() for p in old}
+    landed = {p for p in old if now[p] != old[p]}
+    assert 0 < len(landed) < len(old)  # threaded renames: some of them
+    (entry,) = [e for e in hist["entries"] if e["action"] == "applyPatch"]
+    assert entry["outcome"] == "PARTIAL", entry
+    undo = run(ws, "undo", {"editId": entry["id"]})
+    assert undo["ok"], undo
+    assert {p: (ws / p).read_bytes() for p in old} == old

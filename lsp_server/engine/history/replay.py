@@ -124,12 +124,24 @@ class Replay:
         raise ValueError(f"blob {sha[:12]} cannot be read without a journal")
 
     def _baselines(self, rec: Mapping[str, Any]) -> dict[str, Any]:
-        """The record's baselines, the texts of those in its pre-image pack read back."""
+        """The record's baselines, the texts of those in its pre-image pack read back (without
+        those when the pack is missing or altered: counted as skipped, the entry kept)."""
         baselines = dict(rec.get("baselines", {}))
         pack = rec.get("pack")
         if pack is None or not any("at" in b for b in baselines.values()):
             return baselines
-        data = self._blob(pack)  # ValueError (the record is skipped) if missing or altered
+        try:
+            data = self._blob(pack)
+        except ValueError as exc:
+            # Missing or altered: never used. Only the net diff needs these texts; the entry
+            # (its change records, what undo needs) is in the record's own line, so it stays,
+            # and the files whose baseline is lost are left out of the net diff, said once.
+            self._skip(
+                1,
+                f"edit #{rec.get('id')}'s pre-image pack, {exc}; its files are left out of the "
+                "net diff, the edit and its undo are kept",
+            )
+            return {p: b for p, b in baselines.items() if "at" not in b}
         for path, b in baselines.items():
             if "at" not in b:
                 continue
