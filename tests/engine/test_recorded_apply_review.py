@@ -1,6 +1,7 @@
 """Review attacks on the recorded headless apply (the pre-image pack both journals name).
 
-Each test here was seen failing before its fix (see the commit that added it).
+Each test here with a fix was seen failing before it (see the commit that added it); the
+SIGKILL-in-the-rollback test held.
 """
 
 from __future__ import annotations
@@ -8,14 +9,18 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from lsp_server.engine import files
-from lsp_server.engine.history import History
+from lsp_server.engine.history import History, open_history
 from lsp_server.engine.journal import Journal
 from tests.actions.test_recorded_apply import killed, make_tree, run, sdir_of
+from tests.editor_client import REPO
 
 
 @pytest.fixture(autouse=True)
@@ -123,3 +128,54 @@ def test_a_lost_pack_loses_the_net_diff_not_the_edit(tmp_path: Path, state: Path
     undo = run(ws, "undo", {"editId": entry["id"]})
     assert undo["ok"], undo
     assert {p: (ws / p).read_bytes() for p in old} == old
+
+
+KILLED_IN_ROLLBACK = """
+import asyncio, os, signal, sys
+from lsp_server import actions
+from lsp_server.actions import headless
+from lsp_server.engine import files
+
+seen = [0]
+def hook(point, path):
+    if point == "recovery":
+        seen[0] += 1
+        if seen[0] == int(sys.argv[2]):
+            os.kill(os.getpid(), signal.SIGKILL)
+files.TEST_HOOK = hook
+
+async def go():
+    async with headless.open(sys.argv[1]) as ctx:
+        await actions.run(ctx, "history", {})
+
+asyncio.run(go())
+"""
+
+
+@pytest.mark.parametrize("at", [1, 7, 20])
+def test_sigkill_in_the_rollback_of_a_recorded_apply(tmp_path: Path, state: Path, at: int) -> None:
+    """Killed mid-rename, then the next run is killed too, in the middle of its rollback
+    (before its `at`-th file): the run after finishes the rollback from the same pack, every
+    file is old, and the history says so (one rollback, the edit NOT_APPLIED, nothing
+    pending)."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    old, patch = make_tree(ws)
+    killed(ws, state, patch, "25")
+    env = dict(os.environ, PYTHONPATH=str(REPO), AGENT_EDIT_STATE_DIR=str(state))
+    env.pop(files.CRASH_ENV, None)
+    proc = subprocess.run(
+        [sys.executable, "-c", KILLED_IN_ROLLBACK, str(ws), str(at)],
+        env=env,
+        capture_output=True,
+        timeout=60,
+    )
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    assert (sdir_of(ws) / files.JOURNAL).exists()
+    hist = run(ws, "history", {})
+    assert {p: (ws / p).read_bytes() for p in old} == old
+    assert not (sdir_of(ws) / files.JOURNAL).exists()
+    assert open_history(str(ws)).unfinished() == []
+    outcomes = [(e["action"], e["outcome"]) for e in hist["entries"]]
+    assert outcomes == [("applyPatch", "NOT_APPLIED"), ("recover", "rolled-back")], outcomes
+    assert hist["net"] == []
