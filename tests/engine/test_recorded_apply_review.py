@@ -125,6 +125,7 @@ def test_a_lost_pack_loses_the_net_diff_not_the_edit(tmp_path: Path, state: Path
     assert 0 < len(landed) < len(old)  # threaded renames: some of them
     (entry,) = [e for e in hist["entries"] if e["action"] == "applyPatch"]
     assert entry["outcome"] == "PARTIAL", entry
+    assert "pre-image pack" in hist.get("skippedNote", ""), hist.get("skippedNote")
     undo = run(ws, "undo", {"editId": entry["id"]})
     assert undo["ok"], undo
     assert {p: (ws / p).read_bytes() for p in old} == old
