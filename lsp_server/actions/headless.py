@@ -126,9 +126,9 @@ class HeadlessContext:
         """Entries begun by a process that died before it finished them: settled from the disk
         (after the rollback above, the disk shows what landed; while a rollback is still
         pending, it does not yet: they wait for the run that completes it)."""
-        if recovery.rollback_pending(self.applier.sdir):
-            return
         for entry in self.history.unfinished():
+            if recovery.rollback_pending(self.applier.sdir, entry.pid):
+                continue
             observed = {p: s for p in entry.paths if (s := self.live(p)) is not None}
             try:
                 self.history.recover(entry.id, observed)

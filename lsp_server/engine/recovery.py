@@ -11,6 +11,7 @@ end shows for it (stderr, `window/showMessage`), and `record` puts it in the edi
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field
 
@@ -97,13 +98,25 @@ def recover(root: str, locked: str | None = None, wait: bool = True) -> Recovery
         )
 
 
-def rollback_pending(sdir: str) -> bool:
-    """Whether an interrupted apply's journal is still in the state folder `sdir` (its
-    rollback failed or has not run yet, say another process holds the lock to do it): the
-    history's unfinished entries are then not settled from the disk, which is half-way and
-    will change when the rollback runs (an entry settled PARTIAL now would say so for ever
-    once every file is put back)."""
-    return os.path.lexists(os.path.join(sdir, files.JOURNAL))
+def rollback_pending(sdir: str, pid: int | None) -> bool:
+    """Whether the disk apply of the process `pid` may still be waiting for its rollback: an
+    interrupted apply's journal is in the state folder `sdir` (its rollback failed, or another
+    process holds the lock to do it) and it is that process's (or either pid is unknown).
+    An unfinished history entry of that process is then not settled from the disk, which is
+    half-way and will change when the rollback runs (settled PARTIAL now, it would say so for
+    ever once every file is put back)."""
+    try:
+        with open(os.path.join(sdir, files.JOURNAL), "rb") as f:
+            head = f.readline(1 << 20)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    try:
+        header = json.loads(head)
+    except ValueError:
+        return True
+    return pid is None or not isinstance(header, dict) or header.get("pid") in (pid, None)
 
 
 def _recover_if_idle(root: str, sdir: str) -> Recovery:

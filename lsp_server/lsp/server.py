@@ -230,25 +230,26 @@ class AgentEditServer(LanguageServer):
 
     def recover_unfinished(self) -> None:
         """An edit begun but never finished (the server died mid-way): find out and say so."""
-        pending = [
-            root
-            for root in self.paths.roots
-            if recovery.rollback_pending(state.workspace_state_path(root))
-        ]
-        if pending and self.history.unfinished():
-            # An interrupted disk apply is not rolled back yet (another process holds the lock
-            # to do it, or its rollback failed): the disk is half-way, so the edits wait for the
-            # run that completes the rollback rather than be settled PARTIAL from it.
-            self.window_show_message(
-                t.ShowMessageParams(
-                    type=t.MessageType.Warning,
-                    message="agent-edit: an edit was interrupted and the rollback of its disk "
-                    f"apply in {', '.join(pending)} is still pending; the next agent-edit "
-                    "command there rolls it back and settles the edit (see agentEdit.history).",
-                )
-            )
-            return
         for entry in self.history.unfinished():
+            pending = [
+                root
+                for root in self.paths.roots
+                if recovery.rollback_pending(state.workspace_state_path(root), entry.pid)
+            ]
+            if pending:
+                # Its disk apply is not rolled back yet (another process holds the lock to do
+                # it, or its rollback failed): the disk is half-way, so the edit waits for the
+                # run that completes the rollback rather than be settled PARTIAL from it.
+                self.window_show_message(
+                    t.ShowMessageParams(
+                        type=t.MessageType.Warning,
+                        message=f"agent-edit: edit #{entry.id} was interrupted and the "
+                        f"rollback of its disk apply in {', '.join(pending)} is still pending; "
+                        "the next agent-edit command there rolls it back and settles the edit "
+                        "(see agentEdit.history).",
+                    )
+                )
+                continue
             observed = {p: s for p in entry.paths if (s := self.live(p)) is not None}
             try:
                 done = self.history.recover(entry.id, observed)
