@@ -292,8 +292,9 @@ def _dump(record: dict[str, Any], blobs: Blobs | None = None, named: Sequence[st
     returns a record under BLOB_MIN as it is and needs no encoding first to measure the record
     (the same line as measuring, walking and encoding again; tests/engine/test_journal_dump.py).
     bench_patch's 1,000-file begin record (2.3 MB): 59 -> 46 ms CPU, the best of 15 in one
-    process; the whole apply 1,142.7 -> 1,115.4 M instructions on its 100k-line file
-    (`bench/bench_ab.py --instructions --workload big`)."""
+    process. With the walk's kept numbers (`_externalize`), the whole apply: 3,399 -> 3,165 M
+    instructions on the 1,000 files, 1,141 -> 1,108 M on the 100k-line file
+    (`bench/bench_ab.py --instructions --rounds 1 [--workload big] main WORKTREE`)."""
     if isinstance(record.get("pack"), str):
         # A begin record's pre-image pack (history/recording.py), also when a compaction
         # writes an unfinished entry's record again: named so that it is kept.
