@@ -6,7 +6,9 @@ temporary folder and byte-compiled; then rounds alternate between them, each run
 `python -m lsp_server apply-patch -` process on a fresh, flushed copy of bench_patch's
 1,000-file tree (workload (a) of issue 3), run from inside that copy as bench_patch runs it
 (`--workload big`: its workload (b), 1,000 chunks on one 100k-line file).
-Medians of wall and CPU (the process and its children) are printed per revision.
+Medians of wall and CPU (the process and its children) are printed per revision;
+`--instructions` counts what each process executed instead (valgrind's callgrind, ~50x slower
+a run), which a loaded machine does not blur.
 
 Why this exists: a whole apply swings by 20% from run to run here, so a change worth 5% only
 shows when both versions alternate in one run. The process must start inside the tree: run
@@ -14,6 +16,7 @@ from a checkout, `python -m` finds that checkout's package before PYTHONPATH's.
 
     /work/venv/bin/python bench/bench_ab.py [--rounds N] [--journaled-fs] REV [REV ...]
     e.g.  bench/bench_ab.py HEAD~3 WORKTREE
+          bench/bench_ab.py --instructions --rounds 3 --workload big main WORKTREE
 """
 
 from __future__ import annotations
@@ -58,6 +61,9 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=9)
     ap.add_argument("--journaled-fs", action="store_true", help="as in bench_patch.py")
     ap.add_argument(
+        "--instructions", action="store_true", help="count instructions (valgrind) instead"
+    )
+    ap.add_argument(
         "--workload",
         choices=("many", "big"),
         default="many",
@@ -78,6 +84,7 @@ def run(args: argparse.Namespace, work: Path) -> None:
         trees = bench_patch.Trees(base / "template", old_harness=False)
         walls: dict[str, list[float]] = {rev: [] for rev in repos}
         cpus: dict[str, list[float]] = {rev: [] for rev in repos}
+        counts: dict[str, list[int]] = {rev: [] for rev in repos}
         print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}; trees in {work}")
         try:
             for _ in range(args.rounds):
@@ -86,6 +93,12 @@ def run(args: argparse.Namespace, work: Path) -> None:
                         os.environ, PYTHONPATH=str(path), AGENT_EDIT_STATE_DIR=str(base / "state")
                     )
                     tree = trees.fresh()
+                    if args.instructions:
+                        from bench_startup import _callgrind  # it imports this module
+
+                        argv = [sys.executable, "-m", "lsp_server", "apply-patch", "-"]
+                        counts[rev].append(_callgrind(argv, tree, env, patch))
+                        continue
                     before = resource.getrusage(resource.RUSAGE_CHILDREN)
                     t0 = time.perf_counter()
                     subprocess.run(
@@ -104,6 +117,13 @@ def run(args: argparse.Namespace, work: Path) -> None:
         finally:
             trees.remove()
         for rev in repos:
+            if args.instructions:
+                n = ", ".join(f"{x / 1e6:.0f}" for x in sorted(counts[rev]))
+                print(
+                    f"{rev:>12}: median {statistics.median(counts[rev]) / 1e6:.1f} M instructions"
+                    f"   (runs: {n})"
+                )
+                continue
             runs = ", ".join(f"{x * 1000:.0f}" for x in sorted(walls[rev]))
             print(
                 f"{rev:>12}: median {statistics.median(walls[rev]) * 1000:.0f} ms wall, "

@@ -136,7 +136,11 @@ class Journal:
 
     def wants_compaction(self) -> bool:
         """Past `max_bytes`, with a quarter of it appended since the last compaction (one
-        that could not get below `max_bytes` is not redone on every write)."""
+        that could not get below `max_bytes` is not redone on every write). The last
+        compaction's size is where its checkpoint line ends (`_checkpoint_end`), so a process
+        that only read the journal knows it too: each CLI run is a new process, and one that
+        took 0 for it rewrote a journal that compaction cannot get below `max_bytes` on every
+        apply (~6 s a run once bench_patch's 1,000-file patch had been applied 8 times)."""
         size = self.size()
         return size > self.max_bytes and size - self.compacted_size >= self.max_bytes // 4
 
@@ -161,10 +165,14 @@ class Journal:
         with os.fdopen(_open_regular(self.path, os.O_RDONLY), "rb") as f:
             f.seek(self._offset)
             data = f.read()
+        start = self._offset - len(self._tail)  # where `data` begins in the file
         self._offset += len(data)
         data = self._tail + data
         lines = data.split(b"\n")
         self._tail = lines.pop()
+        end = _checkpoint_end(lines)
+        if end is not None:
+            self.compacted_size = start + end
         skipped = [0]
         records = _parse(lines, skipped, self.blobs)
         return Batch(records, reset, skipped[0])
@@ -279,19 +287,26 @@ def _dump(record: dict[str, Any], blobs: Blobs | None = None, named: Sequence[st
     its large values (a file's text, a long list of lines) moved to blob files first, named in
     the record's `$blobs` (only such a record's markers are ever resolved); so are the blobs
     in `named`, which the record refers to in its own way (the history's pre-image pack), so
-    that compaction keeps them while the record does."""
-    text = _dumps(record)
+    that compaction keeps them while the record does.
+
+    Encoded once: every value `_externalize` moves is BLOB_MIN characters or more, so the walk
+    returns a record under BLOB_MIN as it is and needs no encoding first to measure the record
+    (the same line as measuring, walking and encoding again; tests/engine/test_journal_dump.py).
+    bench_patch's 1,000-file begin record (2.3 MB): 59 -> 46 ms CPU, the best of 15 in one
+    process. With the walk's kept numbers (`_externalize`), the whole apply: 3,399 -> 3,165 M
+    instructions on the 1,000 files, 1,141 -> 1,108 M on the 100k-line file
+    (`bench/bench_ab.py --instructions --rounds 1 [--workload big] main WORKTREE`)."""
     if isinstance(record.get("pack"), str):
         # A begin record's pre-image pack (history/recording.py), also when a compaction
         # writes an unfinished entry's record again: named so that it is kept.
         named = (*named, record["pack"])
-    if blobs is not None and (named or len(text) >= BLOB_MIN):
-        used: list[str] = list(named)
-        small = _externalize(record, blobs, used) if len(text) >= BLOB_MIN else dict(record)
-        if used:
-            small["$blobs"] = sorted(set(used))
-            text = _dumps(small)
-    return (text + "\n").encode("utf-8", "surrogatepass")
+    if blobs is None:
+        return (_dumps(record) + "\n").encode("utf-8", "surrogatepass")
+    used: list[str] = list(named)
+    small = _externalize(record, blobs, used)
+    if used:
+        small["$blobs"] = sorted(set(used))
+    return (_dumps(small) + "\n").encode("utf-8", "surrogatepass")
 
 
 def line_size(record: dict[str, Any]) -> int:
@@ -315,8 +330,13 @@ def _externalize(value: Any, blobs: Blobs | _SizeOnly, used: list[str]) -> Any:
         sha = blobs.put(value.encode("utf-8", "surrogatepass"))
         used.append(sha)
         return {BLOB_TEXT: sha}
+    # Numbers, booleans and None are kept without a call each: the change records and hunks
+    # of bench_patch's 1,000-file begin record hold ~23,000 of them (its walk 29 -> 25 ms CPU,
+    # the best of 15 in one process).
     if isinstance(value, dict):
-        return {k: _externalize(v, blobs, used) for k, v in value.items()}
+        return {
+            k: v if type(v) in _KEPT else _externalize(v, blobs, used) for k, v in value.items()
+        }
     if isinstance(value, list | tuple):
         if all(type(x) is str for x in value):
             # A list of lines (a hunk's, its context): returned as it is unless it or one of
@@ -329,8 +349,12 @@ def _externalize(value: Any, blobs: Blobs | _SizeOnly, used: list[str]) -> Any:
                 sha = blobs.put(_dumps(list(value)).encode("utf-8", "surrogatepass"))
                 used.append(sha)
                 return {BLOB_JSON: sha}
-        return [_externalize(v, blobs, used) for v in value]
+        return [v if type(v) in _KEPT else _externalize(v, blobs, used) for v in value]
     return value
+
+
+# The values `_externalize` keeps as they are, by exact type (a subclass takes the call).
+_KEPT = frozenset({int, float, bool, type(None)})
 
 
 def _resolve(value: Any, blobs: Blobs, named: frozenset[str]) -> Any:
@@ -442,6 +466,22 @@ def _marked(raw: bytes) -> bool:
     """Whether a line may hold a blob marker (a record naming blobs only through `named`, the
     history's pre-image pack, holds none: its values need no walk)."""
     return b'"' + BLOB_TEXT.encode() + b'"' in raw or b'"' + BLOB_JSON.encode() + b'"' in raw
+
+
+# How a checkpoint line starts: `_dumps` of replay's `_compacted` checkpoint, "t" its first key.
+_CHECKPOINT = b'{"t":"checkpoint"'
+
+
+def _checkpoint_end(lines: list[bytes]) -> int | None:
+    """Where the last checkpoint line among `lines` ends (past its newline), counted from the
+    start of the first line; None without one. A compaction ends its file with the checkpoint,
+    so that is the size it left. Only `wants_compaction` reads it: a line that merely starts
+    like one (hand-edited) can delay the next compaction by a quarter of `max_bytes`, no more
+    (the appends after it count from there, and a compaction is never later than that)."""
+    for i in range(len(lines) - 1, -1, -1):
+        if lines[i].startswith(_CHECKPOINT):
+            return sum(map(len, lines[: i + 1])) + i + 1
+    return None
 
 
 def _named_blobs(data: bytes) -> set[str]:

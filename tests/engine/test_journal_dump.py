@@ -1,0 +1,87 @@
+"""journal._dump encodes a record once: the same line (and the same blobs, in the same order) as
+the previous way, which encoded the record to measure it, walked it, and encoded it again."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lsp_server.engine import journal
+from lsp_server.engine.journal import BLOB_MIN, _dump, _dumps, _externalize
+
+
+class FakeBlobs:
+    """What `_externalize` asks of `Blobs`: `put`, recorded in order."""
+
+    def __init__(self) -> None:
+        self.puts: list[bytes] = []
+
+    def put(self, data: bytes) -> str:
+        self.puts.append(data)
+        return hashlib.sha256(data).hexdigest()
+
+
+def _dump_before(record: dict[str, Any], blobs: Any = None, named: tuple[str, ...] = ()) -> bytes:
+    """The previous `_dump`, as it was (the reference this change must match byte for byte)."""
+    text = _dumps(record)
+    if isinstance(record.get("pack"), str):
+        named = (*named, record["pack"])
+    if blobs is not None and (named or len(text) >= BLOB_MIN):
+        used: list[str] = list(named)
+        small = _externalize(record, blobs, used) if len(text) >= BLOB_MIN else dict(record)
+        if used:
+            small["$blobs"] = sorted(set(used))
+            text = _dumps(small)
+    return (text + "\n").encode("utf-8", "surrogatepass")
+
+
+# Strings around the thresholds: short ones, and ones near BLOB_MIN and BLOB_MIN / 17 (a list
+# of more than 16 lines whose total crosses BLOB_MIN is one blob; of 16 or fewer, it is not).
+_sizes = st.sampled_from([0, 1, 5, BLOB_MIN // 17, BLOB_MIN // 16 + 1, BLOB_MIN - 2, BLOB_MIN])
+_text = st.builds(
+    lambda n, c: c * n, _sizes, st.sampled_from(["a", "é", '"', "\\", "\n", "\ud800", "😀"])
+)
+_scalar = st.one_of(st.none(), st.booleans(), st.integers(), _text)
+_lines = st.lists(_text, max_size=20)
+_value = st.recursive(
+    st.one_of(_scalar, _lines),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4), st.dictionaries(st.sampled_from("abcd"), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+_record = st.dictionaries(
+    st.sampled_from(["t", "id", "changes", "diff", "baselines", "pack", "x"]), _value, max_size=5
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_record, st.sampled_from([(), ("f" * 64,)]), st.booleans())
+def test_the_line_and_the_blobs_are_those_of_the_previous_dump(
+    record: dict[str, Any], named: tuple[str, ...], with_blobs: bool
+) -> None:
+    before, now = (FakeBlobs(), FakeBlobs()) if with_blobs else (None, None)
+    assert _dump(record, now, named) == _dump_before(record, before, named)  # type: ignore[arg-type]
+    if with_blobs:
+        assert now is not None and before is not None
+        assert now.puts == before.puts
+
+
+def test_a_begin_record_is_encoded_once(monkeypatch: Any) -> None:
+    """The change's point: a large record with blobs is JSON-encoded once, not twice."""
+    calls: list[int] = []
+    real = journal._dumps
+
+    def counting(value: Any) -> str:
+        if isinstance(value, dict):  # the record (a long hunk's lines are encoded as a blob)
+            calls.append(1)
+        return real(value)
+
+    monkeypatch.setattr(journal, "_dumps", counting)
+    record = {"t": "begin", "id": 1, "pack": "e" * 64, "changes": [["x" * 100] * 2000]}
+    line = _dump(record, FakeBlobs())  # type: ignore[arg-type]
+    assert b'"$blobs"' in line
+    assert len(calls) == 1
