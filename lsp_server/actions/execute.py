@@ -76,9 +76,11 @@ async def execute(
             # One the applier did not turn into its result: settled now, from what the files
             # show, not left unfinished for the next start to settle.
             applied = Applied(unexpected(ctx, attempt, plan, exc))
-        except BaseException as exc:
-            # An interrupt (Ctrl-C in the CLI): the entry is settled from what the files show
-            # before it goes on, so no half-done edit waits for the next start.
+        except KeyboardInterrupt as exc:
+            # Ctrl-C in the CLI: the applier stopped (the disk writer rolled back what it left),
+            # so the entry is settled from what the files show before the interrupt goes on.
+            # Not a cancelled request (CancelledError): an editor may still apply what it was
+            # sent, so that entry stays pending for what the files show later.
             settled = unexpected(ctx, attempt, plan, exc)
             ctx.history.finish(
                 edit_id, str(settled.code), error=settled, committed=settled.committed
