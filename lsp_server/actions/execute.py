@@ -57,6 +57,8 @@ async def execute(
     try:
         try:
             done = await attempt.prepare()
+        except EditError:
+            raise  # the applier's own refusal (UNSUPPORTED, STALE...): nothing was begun
         except Exception as exc:  # noqa: BLE001 - any one the applier did not turn into its result
             raise unexpected(ctx, attempt, plan, exc) from None
         if done is not None:
