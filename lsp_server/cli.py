@@ -247,6 +247,11 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as exc:
         sys.stderr.write(f"agent-edit: error: {exc}\n")
         return EXIT_USAGE
+    except KeyboardInterrupt:
+        # Ctrl-C: an edit under way was settled (rolled back, its entry finished) on the way
+        # out (actions/execute.py); a line that says so, not a traceback.
+        sys.stderr.write("agent-edit: interrupted; see `agent-edit history` for what it left\n")
+        return 130
 
 
 def _action_args(action: str, ns: Any) -> dict[str, Any]:

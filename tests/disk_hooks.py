@@ -5,7 +5,8 @@ The test writes a JSON control file (its path in AGENT_EDIT_TEST_CONTROL) before
 edit: `{"point": "written", "path": "/abs/file", "text": "..."}`. The first time the writer
 reaches that point, the hook saves `text` into `path` (as a user's save would) and removes the
 control file: one shot. `{"point": "written", "raise": 5}` raises `OSError(5)` there instead (an
-OS error the writer did not expect at that step).
+OS error the writer did not expect at that step); `{"point": ..., "raise": "unicode"}` raises a
+UnicodeEncodeError there (an exception that is not an OSError at all).
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ def _hook(point: str, _path: str) -> None:
     if order["point"] != point:
         return
     os.unlink(control)
+    if order.get("raise") == "unicode":
+        raise UnicodeEncodeError("utf-8", "x", 0, 1, "injected")
     if "raise" in order:
         raise OSError(order["raise"], f"{os.strerror(order['raise'])} (injected)")
     with open(order["path"], "w", encoding="utf-8") as f:

@@ -57,7 +57,9 @@ async def execute(
     try:
         try:
             done = await attempt.prepare()
-        except OSError as exc:
+        except EditError:
+            raise  # the applier's own refusal (UNSUPPORTED, STALE...): nothing was begun
+        except Exception as exc:  # noqa: BLE001 - any one the applier did not turn into its result
             raise unexpected(ctx, attempt, plan, exc) from None
         if done is not None:
             recovery.record(ctx.history, done)
@@ -72,10 +74,20 @@ async def execute(
             # An applier that raised rather than returned its error (a rollback's re-read that
             # failed): the entry begun above records it, once, and is finished.
             applied = Applied(err)
-        except OSError as exc:
+        except Exception as exc:  # noqa: BLE001 - an OSError, a UnicodeError, a MemoryError...
             # One the applier did not turn into its result: settled now, from what the files
             # show, not left unfinished for the next start to settle.
             applied = Applied(unexpected(ctx, attempt, plan, exc))
+        except KeyboardInterrupt as exc:
+            # Ctrl-C in the CLI: the applier stopped (the disk writer rolled back what it left),
+            # so the entry is settled from what the files show before the interrupt goes on.
+            # Not a cancelled request (CancelledError): an editor may still apply what it was
+            # sent, so that entry stays pending for what the files show later.
+            settled = unexpected(ctx, attempt, plan, exc)
+            ctx.history.finish(
+                edit_id, str(settled.code), error=settled, committed=settled.committed
+            )
+            raise
     finally:
         attempt.abort()  # a no-op once committed
     if applied.error is not None:
@@ -99,10 +111,11 @@ async def execute(
     return await attempt.report(success(edit_id, "applied", changes, versions, diff=diff))
 
 
-def unexpected(ctx: Context, attempt: Attempt, plan: Plan, exc: OSError) -> EditError:
-    """The refusal of an attempt an OSError stopped: what it made is rolled back where it can
-    be (`abort`), then every file of the plan is looked at; "nothing was changed" only if each
-    one shows its old content, else UNVERIFIED naming the files that may have changed."""
+def unexpected(ctx: Context, attempt: Attempt, plan: Plan, exc: BaseException) -> EditError:
+    """The refusal of an attempt an exception stopped (an OSError, or any other that is not an
+    EditError): what it made is rolled back where it can be (`abort`), then every file of the
+    plan is looked at; "nothing was changed" only if each one shows its old content, else
+    UNVERIFIED naming the files that may have changed (one that cannot be read among them)."""
     from lsp_server.engine.undo import plan_rollback  # only on this path: not a CLI's import
 
     try:
@@ -112,22 +125,31 @@ def unexpected(ctx: Context, attempt: Attempt, plan: Plan, exc: OSError) -> Edit
     observed: dict[str, Snapshot] = {}
     for c in plan.changes:
         for p in dict.fromkeys((c.path, c.target_path)):
-            seen = ctx.live(p)
+            try:
+                seen = ctx.live(p)
+            except (EditError, OSError):
+                continue  # not seen: never counted as unchanged
             if seen is not None:
                 observed[p] = seen
     states, _ = plan_rollback(plan, observed)
-    why = f"{exc.strerror or exc}{': ' + str(exc.filename) if exc.filename else ''}"
+    if isinstance(exc, OSError):
+        why = f"{exc.strerror or exc}{': ' + str(exc.filename) if exc.filename else ''}"
+        stopped = "The operating system refused a step of the edit"
+        fix = "Fix the cause (disk space, permissions, the device), then send the edit again."
+    else:
+        why = f"{type(exc).__name__}{': ' + str(exc) if str(exc) else ''}"
+        stopped = "An unexpected error stopped a step of the edit"
+        fix = "Send the edit again; if it fails the same way, report this message."
     changed = [c["path"] for c in states if c["state"] != "not-applied"]
     if not changed:
         return errors.io_error(
-            f"The operating system refused a step of the edit ({why}); every file was seen as "
-            "it was afterwards: nothing was changed.",
-            "Fix the cause (disk space, permissions, the device), then send the edit again.",
+            f"{stopped} ({why}); every file was seen as it was afterwards: nothing was changed.",
+            fix,
             files=states,
         )
     return errors.unverified(
-        f"The operating system refused a step of the edit ({why}) after it began; these "
-        f"files may have changed: {', '.join(changed)} (details.files says what each shows).",
+        f"{stopped} ({why}) after it began; these files may have changed: "
+        f"{', '.join(changed)} (details.files says what each shows).",
         "Read those files and agentEdit.history for this editId, then undo it or finish it "
         "by hand; do not resend the whole edit.",
         files=states,

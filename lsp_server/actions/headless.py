@@ -184,10 +184,11 @@ class DiskAttempt:
             self.recovered += files.apply_plan(self.root, self.plan, locked=self.sdir, pack=pack)
         except EditError as err:  # rolled back by the writer itself, or PARTIAL saying what
             return Applied(err)
-        except OSError:
-            # One the writer did not turn into its result: what it left (temporary files, its
-            # journal) is rolled back now, under the lock still held, not at the next start;
-            # `execute` then reports from what the files show.
+        except BaseException:
+            # One the writer did not turn into its result (an OSError, a UnicodeError, Ctrl-C):
+            # what it left (temporary files, its journal, a file already renamed into place) is
+            # rolled back now, under the lock still held, not at the next start; `execute` then
+            # reports from what the files show.
             self.recovered += files.recover_locked(self.root, self.sdir)
             raise
         return Applied()

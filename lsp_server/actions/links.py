@@ -126,7 +126,9 @@ def _refuse_named_twice(hunks: Patch, named: dict[str, tuple[str, bool]]) -> Non
             continue
         name = named[h.path][0]
         for other, path in sections:
-            if other is h or named[path][0] != name:
+            # The section's own Move to counts: moving the link onto the file it points to
+            # names that file twice (it was planned as an update of it, the link left).
+            if (other is h and path == h.path) or named[path][0] != name:
                 continue
             verb = "moves" if moved else "removes"
             header = "Update File" if moved else "Delete File"
@@ -145,9 +147,14 @@ def _refuse_named_twice(hunks: Patch, named: dict[str, tuple[str, bool]]) -> Non
                 f"{kind} {path} (the section at patch line {other.patch_line}) names {name}, "
                 "the file the link points to. What the patch wants of that file is a guess, "
                 "so nothing was changed.",
-                f"Send the section on the link {h.path} and the one on {name} as two patches, "
-                f"or name {name} itself in both (Delete File then Add File of one name rewrites "
-                "it).",
+                (
+                    f"To move the link, name a Move to that does not exist; to change {name}, "
+                    f"name it in Update File without Move to."
+                )
+                if other is h
+                else f"Send the section on the link {h.path} and the one on {name} as two "
+                f"patches, or name {name} itself in both (Delete File then Add File of one name "
+                "rewrites it).",
                 argument="patch",
                 path=name,
                 link=h.path,

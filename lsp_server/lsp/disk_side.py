@@ -27,6 +27,7 @@ from dataclasses import replace
 from typing import Any
 
 from lsp_server.engine import errors, files, recovery
+from lsp_server.engine.errors import EditError
 from lsp_server.engine.model import FileChange, Plan
 from lsp_server.lsp.apply import Location
 from lsp_server.lsp.documents import DocumentStore
@@ -168,20 +169,29 @@ class DiskSide:
             self.recovered = recovery.Recovery(files.recover_locked(root, sdir))
             try:
                 self._prepared = files.prepare_plan(root, sdir, Plan(action, tuple(changes)))
-            except OSError:
-                # One the writer did not turn into its result: what it left (temporary files,
-                # its journal) is rolled back now, under the lock, not by the next apply.
+            except BaseException:
+                # One the writer did not turn into its result (an OSError, a UnicodeError...):
+                # what it left (temporary files, its journal) is rolled back now, under the
+                # lock, not by the next apply.
                 files.recover_locked(root, sdir)
                 raise
         except BaseException:
             self._lock.__exit__(None, None, None)
             raise
         self._held = True
+        self._root, self._sdir = root, sdir
 
     def commit(self) -> None:
         """Put every file in place, or raise `EditError` (STALE, ...) after rolling back."""
         try:
             self._prepared.commit()
+        except EditError:
+            raise  # the writer's own result: rolled back, or PARTIAL saying what
+        except BaseException:
+            # One the writer did not turn into its result: a file it already renamed into place
+            # is put back now, under the lock still held, not by the next apply.
+            files.recover_locked(self._root, self._sdir)
+            raise
         finally:
             self._release()
 
