@@ -5,8 +5,8 @@ model's broken emoji) but UTF-8 cannot hold it:
 - in: the SDK's strict JSON parser drops such a line with no reply, so the tool call is never
   answered. `Repaired` parses it again with Python's json, which keeps the surrogate, so the
   actions refuse it as INVALID_ARGUMENT naming the argument and position (arguments.py).
-  Only a tools/call's arguments: a lone surrogate anywhere else (an id, a method) would be
-  echoed in the SDK's answer, which its writer cannot write; that line stays dropped.
+  Only in a tools/call's arguments or tool name: anywhere else (an id, a method) the SDK
+  echoes it in its answer, which its writer cannot write; such a line stays dropped.
 - out: a result can hold one (the history records a refused request as it came; an editor's
   buffer may hold one), and the SDK's writer fails on it, which ends the MCP server.
   `encodable` writes each as its escape (`\\udcff`), as the CLI's JSON output does.
@@ -65,15 +65,20 @@ def _reparsed(exc: Exception) -> Any:
 
 def _only_in_arguments(message: Any) -> bool:
     """Whether every lone surrogate of `message` is inside a tools/call's arguments, which the
-    actions refuse naming the argument. Anywhere else the SDK may echo it (a string id in the
-    answer, an unknown method in METHOD_NOT_FOUND's data) and its writer fails on it, ending
-    the server: such a line is left dropped, as the SDK alone drops it."""
+    actions refuse naming the argument, or its tool name (refused as no such tool, its repr
+    escaped; the SDK's own refusal of bad params does not echo them). Anywhere else the SDK
+    may echo it (a string id in the answer, an unknown method in METHOD_NOT_FOUND's data) and
+    its writer fails on it, ending the server: such a line is left dropped, as the SDK alone
+    drops it."""
     if not isinstance(message, dict) or message.get("method") != "tools/call":
         return False
     params = message.get("params")
-    if not isinstance(params, dict) or not isinstance(params.get("arguments"), dict):
+    if not isinstance(params, dict):
         return False
-    rest = {**message, "params": {k: v for k, v in params.items() if k != "arguments"}}
+    rest = {
+        **message,
+        "params": {k: v for k, v in params.items() if k not in ("arguments", "name")},
+    }
     try:
         json.dumps(rest, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError:

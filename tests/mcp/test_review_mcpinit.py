@@ -24,10 +24,6 @@ HOSTILE = {
         b'{"jsonrpc":"2.0","id":"\\udc00","method":"tools/call",'
         b'"params":{"name":"read","arguments":{"path":"a"}}}\n'
     ),
-    "tool name": (
-        b'{"jsonrpc":"2.0","id":6,"method":"tools/call",'
-        b'"params":{"name":"r\\ud800","arguments":{}}}\n'
-    ),
 }
 
 
@@ -53,3 +49,13 @@ def test_a_lone_surrogate_in_the_arguments_is_still_refused_by_name(tmp_path):
     assert result["structuredContent"]["code"] == "INVALID_ARGUMENT"
     assert "surrogate" in result["content"][0]["text"]
     assert not (tmp_path / "a.txt").exists()
+
+
+def test_a_lone_surrogate_in_the_tool_name_is_refused_as_no_such_tool(tmp_path):
+    call = (
+        b'{"jsonrpc":"2.0","id":6,"method":"tools/call",'
+        b'"params":{"name":"r\\ud800","arguments":{}}}\n'
+    )
+    lines, _ = talk(tmp_path, init(1) + INITIALIZED + call + msg(99, "ping"), [1, 6, 99], True)
+    result = {json.loads(line)["id"]: json.loads(line) for line in lines}[6]["result"]
+    assert result["isError"] is True and "There is no tool" in result["content"][0]["text"]
