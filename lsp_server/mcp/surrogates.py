@@ -5,8 +5,8 @@ model's broken emoji) but UTF-8 cannot hold it:
 - in: the SDK's strict JSON parser drops such a line with no reply, so the tool call is never
   answered. `Repaired` parses it again with Python's json, which keeps the surrogate, so the
   actions refuse it as INVALID_ARGUMENT naming the argument and position (arguments.py).
-  Only in a tools/call's arguments or tool name: anywhere else (an id, a method) the SDK
-  echoes it in its answer, which its writer cannot write; such a line stays dropped.
+  Not in an id or a method: the SDK echoes those in its answer, which its writer cannot
+  write (the server would end); such a line stays dropped.
 - out: a result can hold one (the history records a refused request as it came; an editor's
   buffer may hold one), and the SDK's writer fails on it, which ends the MCP server.
   `encodable` writes each as its escape (`\\udcff`), as the CLI's JSON output does.
@@ -55,7 +55,7 @@ def _reparsed(exc: Exception) -> Any:
         return None
     try:
         parsed = json.loads(line)
-        if not _only_in_arguments(parsed):
+        if _echoed(parsed):
             return None
         message = jsonrpc_message_adapter.validate_python(parsed, by_name=False)
     except (ValueError, RecursionError, ValidationError):  # RecursionError: deep nesting
@@ -63,27 +63,19 @@ def _reparsed(exc: Exception) -> Any:
     return SessionMessage(message)
 
 
-def _only_in_arguments(message: Any) -> bool:
-    """Whether every lone surrogate of `message` is inside a tools/call's arguments, which the
-    actions refuse naming the argument, or its tool name (refused as no such tool, its repr
-    escaped; the SDK's own refusal of bad params does not echo them). Anywhere else the SDK
-    may echo it (a string id in the answer, an unknown method in METHOD_NOT_FOUND's data) and
-    its writer fails on it, ending the server: such a line is left dropped, as the SDK alone
-    drops it."""
-    if not isinstance(message, dict) or message.get("method") != "tools/call":
+def _echoed(message: Any) -> bool:
+    """Whether a lone surrogate of `message` is where the SDK echoes it: its id (in the answer)
+    or its method (in METHOD_NOT_FOUND's data). Its writer fails on one, ending the server, so
+    such a line is left dropped, as the SDK alone drops it. Elsewhere (a tool's arguments or
+    name, the client's info) it is not echoed: the actions refuse it by name, and our results
+    escape it (`encodable`)."""
+    if not isinstance(message, dict):
         return False
-    params = message.get("params")
-    if not isinstance(params, dict):
-        return False
-    rest = {
-        **message,
-        "params": {k: v for k, v in params.items() if k not in ("arguments", "name")},
-    }
     try:
-        json.dumps(rest, ensure_ascii=False).encode("utf-8")
+        json.dumps([message.get("id"), message.get("method")], ensure_ascii=False).encode()
     except UnicodeEncodeError:
-        return False
-    return True
+        return True
+    return False
 
 
 class Repaired:

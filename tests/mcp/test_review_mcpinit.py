@@ -1,12 +1,13 @@
 """Review of `agent-edit mcp`'s start-up and server (branch rmcpinit): hostile lines after the
 handshake must not end the server.
 
-A lone UTF-16 surrogate escape (`"\\ud800"`) outside a tools/call's arguments, in a string id or
-an unknown method, was parsed again by surrogates.Repaired and handed to the SDK, which echoes
-it in its answer (the id; METHOD_NOT_FOUND's data) and whose writer cannot encode it: the
-writer task failed and the server ended (early path) or hung (SDK's own transport), so every
-later request went unanswered. Such a line is now dropped, as the SDK alone drops it; a
-surrogate inside a tools/call's arguments is still refused by name.
+A lone UTF-16 surrogate escape (`"\\ud800"`) in a string id or an unknown method was parsed
+again by surrogates.Repaired and handed to the SDK, which echoes it in its answer (the id;
+METHOD_NOT_FOUND's data) and whose writer cannot encode it: the writer task failed and the
+server ended (early path) or hung (SDK's own transport), so every later request went
+unanswered. Such a line is now dropped, as the SDK alone drops it; one in a tool's arguments
+or name is still refused by name (and one in the client's info still answered:
+test_handshake_wire's "a lone surrogate" opening).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ HOSTILE = {
 
 
 @pytest.mark.parametrize("where", list(HOSTILE))
-def test_a_lone_surrogate_outside_the_arguments_does_not_end_the_server(tmp_path, where):
+def test_a_lone_surrogate_in_an_id_or_method_does_not_end_the_server(tmp_path, where):
     # On the wire (early initialize answer, then the SDK): the line is dropped with no reply
     # and the ping after it answered; before, the process ended with a traceback or hung.
     script = init(1) + INITIALIZED + HOSTILE[where] + msg(99, "ping")
