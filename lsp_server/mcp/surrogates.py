@@ -5,6 +5,8 @@ model's broken emoji) but UTF-8 cannot hold it:
 - in: the SDK's strict JSON parser drops such a line with no reply, so the tool call is never
   answered. `Repaired` parses it again with Python's json, which keeps the surrogate, so the
   actions refuse it as INVALID_ARGUMENT naming the argument and position (arguments.py).
+  Not in an id or a method: the SDK echoes those in its answer, which its writer cannot
+  write (the server would end); such a line stays dropped.
 - out: a result can hold one (the history records a refused request as it came; an editor's
   buffer may hold one), and the SDK's writer fails on it, which ends the MCP server.
   `encodable` writes each as its escape (`\\udcff`), as the CLI's JSON output does.
@@ -52,10 +54,28 @@ def _reparsed(exc: Exception) -> Any:
     if not isinstance(line, str) or "\\u" not in line:
         return None
     try:
-        message = jsonrpc_message_adapter.validate_python(json.loads(line), by_name=False)
+        parsed = json.loads(line)
+        if _echoed(parsed):
+            return None
+        message = jsonrpc_message_adapter.validate_python(parsed, by_name=False)
     except (ValueError, RecursionError, ValidationError):  # RecursionError: deep nesting
         return None
     return SessionMessage(message)
+
+
+def _echoed(message: Any) -> bool:
+    """Whether a lone surrogate of `message` is where the SDK echoes it: its id (in the answer)
+    or its method (in METHOD_NOT_FOUND's data). Its writer fails on one, ending the server, so
+    such a line is left dropped, as the SDK alone drops it. Elsewhere (a tool's arguments or
+    name, the client's info) it is not echoed: the actions refuse it by name, and our results
+    escape it (`encodable`)."""
+    if not isinstance(message, dict):
+        return False
+    try:
+        json.dumps([message.get("id"), message.get("method")], ensure_ascii=False).encode()
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 class Repaired:
