@@ -113,7 +113,8 @@ class Router:
         """The editor's answer; None if it cannot be reached (then the call runs on disk)."""
         rebased = self._rebase(entry, action, args)
         if "ok" in rebased:
-            return rebased  # a refusal
+            rebased["via"] = "editor"  # a refusal of the editor's route, said before sending
+            return rebased
         payload = {
             "session": self.session_key,
             "action": action,

@@ -239,6 +239,7 @@ async def test_root_below_the_editors_folder_keeps_paths_relative_to_the_root(vs
         padded = patch.replace("*** Update File:", "  *** Update File:")
         got, text = await call(s, "apply_patch", {"patch": padded})
         assert got["code"] == "INVALID_ARGUMENT" and "beginning of the line" in text
+        assert got["via"] == "editor", got  # refused on the editor's route, before sending
 
 
 @pytest.mark.asyncio
