@@ -302,8 +302,13 @@ def run(args: argparse.Namespace, work_dir: Path) -> None:
     compileall.compile_dir(str(REPO / "lsp_server"), quiet=1)
     codex = None if args.skip_codex else codex_apply_patch()
     work_dir.mkdir(parents=True, exist_ok=True)
-    # The journal's state directory goes beside the trees, not into the user's state dir.
-    env = dict(os.environ, PYTHONPATH=str(REPO), AGENT_EDIT_STATE_DIR=str(work_dir / "state"))
+    # The journal's state directory goes beside the trees, not into the user's state dir; made
+    # anew each run: the trees' paths repeat from run to run, so a kept one made every apply an
+    # apply into a workspace with the earlier runs' history (its replay, its compaction), and
+    # the figures grew with the number of times the bench had been run.
+    state = work_dir / "state"
+    shutil.rmtree(state, ignore_errors=True)
+    env = dict(os.environ, PYTHONPATH=str(REPO), AGENT_EDIT_STATE_DIR=str(state))
     ours = [sys.executable, "-m", "lsp_server", "apply-patch", "-"]
     print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start", flush=True)
     fs = "a fresh journaled ext4 (loop)" if args.journaled_fs else "this machine's disk"
