@@ -28,10 +28,10 @@ from pygls.exceptions import JsonRpcInternalError
 from pygls.uris import from_fs_path, to_fs_path
 from pytest_lsp import ClientServerConfig, LanguageClient
 
+from lsp_server import contract
 from tests import result_schemas
 
 REPO = Path(__file__).resolve().parents[1]
-ACTION_NAMES = frozenset({"read", "replace", "write", "applyPatch", "history", "undo"})
 EDITORS = ["visual-studio-code", "neovim", "emacs"]
 _CAPS = {"visual-studio-code": "visual-studio-code", "neovim": "neovim@0.11.0", "emacs": "emacs"}
 # The clientInfo each editor sends in initialize.
@@ -250,7 +250,7 @@ class Editor:
         answer = await self.client.workspace_execute_command_async(
             t.ExecuteCommandParams(command=name, arguments=list(args))
         )
-        if name.startswith("agentEdit.") and name.removeprefix("agentEdit.") in ACTION_NAMES:
+        if name.removeprefix("agentEdit.") in contract.ACTIONS and name.startswith("agentEdit."):
             result_schemas.check(name, answer)  # every answer, as the contract exports it
         return answer
 

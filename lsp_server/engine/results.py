@@ -163,7 +163,12 @@ class HistoryEntries:
 
     @classmethod
     def of(cls, rendered: Mapping[str, Any]) -> HistoryEntries:
-        """From the history's rendering (engine/history/rendering.py `iter_json`)."""
+        """From the history's rendering (engine/history/rendering.py `iter_json`). A key this
+        does not know would vanish from the answer: it is refused instead, so a new one is
+        declared here (and so in the exported schema) before any client sees it."""
+        unknown = set(rendered) - _RENDERED
+        if unknown:
+            raise TypeError(f"history rendered undeclared fields {sorted(unknown)}")
         return cls(
             entries=rendered["entries"],
             total=rendered["total"],
@@ -174,6 +179,11 @@ class HistoryEntries:
             skipped=rendered.get("skipped"),
             skipped_note=rendered.get("skippedNote"),
         )
+
+
+_RENDERED = frozenset(
+    {"ok", "entries", "total", "net", "netCut", "netFiles", "netNote", "skipped", "skippedNote"}
+)
 
 
 @result

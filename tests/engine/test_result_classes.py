@@ -151,3 +151,10 @@ def test_a_code_no_engine_defines_is_no_answer() -> None:
     assert result_schemas.problems("replace", forged)
     stray = {**wire(HistoryDiff(diff="")), "netcut": True}  # a key built outside the classes
     assert result_schemas.problems("history", stray) == ["netcut: declared by no result class"]
+
+
+def test_a_field_the_history_renders_undeclared_is_refused_not_dropped() -> None:
+    rendered = {"ok": True, "entries": [], "total": 0, "net": []}
+    assert wire(HistoryEntries.of(rendered)) == rendered
+    with pytest.raises(TypeError, match="netSummary"):
+        HistoryEntries.of({**rendered, "netSummary": "x"})
