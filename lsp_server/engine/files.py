@@ -1172,20 +1172,14 @@ def _begin(
         entries = [s.journal(pack.at[s.path][0] if s.pre is not None else 0) for s in steps]
         header = _journal_header(root, dirs, entries, 0, folders)
         header["version"], header["pack"] = 3, pack.sha
-        path = os.path.join(sdir, JOURNAL)
-        if os.path.lexists(path):
-            raise _pending_error(path)
-        try:
-            return _write_journal(path, header, blob)
-        except OSError as exc:
-            raise _journal_error(sdir, exc) from None
-    for s in steps:
-        pre = s.pre
-        entries.append(s.journal(offset))
-        if pre is not None:
-            blob.append(pre)
-            offset += len(pre)
-    header = _journal_header(root, dirs, entries, offset, folders)
+    else:
+        for s in steps:
+            pre = s.pre
+            entries.append(s.journal(offset))
+            if pre is not None:
+                blob.append(pre)
+                offset += len(pre)
+        header = _journal_header(root, dirs, entries, offset, folders)
     path = os.path.join(sdir, JOURNAL)
     if os.path.lexists(path):
         raise _pending_error(path)
