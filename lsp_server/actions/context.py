@@ -47,6 +47,12 @@ class Attempt(Protocol):
     """One plan on its way into the files, from the checks made before it is journalled to the
     report after it landed; `execute` calls these in order (actions/execute.py)."""
 
+    @property
+    def flushes_state(self) -> bool:
+        """Whether the applier makes the state folder durable itself before it changes a file
+        (the disk writer's one `syncfs`): then the history's `begin` record is not fsynced on
+        its own first (execute.py)."""
+
     def check_dry_run(self) -> None:
         """Refuse a dry run the apply would refuse (a read-only folder), changing nothing."""
 

@@ -64,10 +64,10 @@ async def execute(
         if done is not None:
             recovery.record(ctx.history, done)
         # The plan and its pre-images are on disk before any file changes: fsynced here, or
-        # by the applier's own flush before its first change (`flushes_state`, the disk
-        # writer's syncfs; an applier without it is assumed not to flush).
-        sync = not getattr(attempt, "flushes_state", False)
-        edit_id = ctx.history.begin(plan, args, undoes=undoes, diff=diff, sync=sync)
+        # by the applier's own flush before its first change (the disk writer's syncfs).
+        edit_id = ctx.history.begin(
+            plan, args, undoes=undoes, diff=diff, sync=not attempt.flushes_state
+        )
         try:
             applied = await attempt.apply(edit_id)
         except EditError as err:

@@ -48,6 +48,9 @@ class EditorApplier:
 class EditorAttempt:
     """One plan through the editor (and the disk writer for what the editor cannot do)."""
 
+    # The editor's buffers change before any disk flush: the history's begin record is fsynced.
+    flushes_state = False
+
     def __init__(self, server: AgentEditServer, plan: Plan, where: dict[str, Resolved]) -> None:
         self.server = server
         self.plan = plan
