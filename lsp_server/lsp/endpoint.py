@@ -35,6 +35,12 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MAX_SESSIONS = 64
+# The hint of a malformed endpoint request: only agent-edit's own fronts speak this protocol
+# (lsp_server/discovery.py writes their requests), so one is their bug, not the agent's.
+PROTOCOL_HINT = (
+    "Only agent-edit mcp and the agent-edit CLI call this endpoint (through "
+    "lsp_server.discovery); a malformed request from them is a bug: report it with this message."
+)
 UNIX_PATH_MAX = 100  # sun_path is 108 bytes on Linux, 104 on macOS
 
 
@@ -194,7 +200,7 @@ class Endpoint:
                 try:
                     line = await reader.readline()
                 except (ValueError, asyncio.LimitOverrunError):
-                    answer = refusal("INVALID_ARGUMENT", "The request is too large.")
+                    answer = refusal("INVALID_ARGUMENT", "The request is too large.", PROTOCOL_HINT)
                     writer.write(json.dumps(answer).encode() + b"\n")
                     break
                 if not line:
@@ -228,9 +234,11 @@ class Endpoint:
         try:
             msg = json.loads(line)
         except ValueError:
-            return refusal("INVALID_ARGUMENT", "The request is not JSON."), False
+            return refusal("INVALID_ARGUMENT", "The request is not JSON.", PROTOCOL_HINT), False
         if not isinstance(msg, dict):
-            return refusal("INVALID_ARGUMENT", "The request is not a JSON object."), False
+            return refusal(
+                "INVALID_ARGUMENT", "The request is not a JSON object.", PROTOCOL_HINT
+            ), False
         token = msg.get("token")
         # surrogatepass: a JSON-escaped lone surrogate is a wrong token, not a failure.
         if not isinstance(token, str) or not hmac.compare_digest(
@@ -258,12 +266,15 @@ class Endpoint:
                 refusal(
                     "INVALID_ARGUMENT",
                     "session must be a non-empty string of at most 200 characters.",
+                    PROTOCOL_HINT,
                     argument="session",
                 ),
                 True,
             )
         if not isinstance(action, str):
-            return refusal("INVALID_ARGUMENT", "action must be a string.", argument="action"), True
+            return refusal(
+                "INVALID_ARGUMENT", "action must be a string.", PROTOCOL_HINT, argument="action"
+            ), True
         answer = await run_action(self.server, self.session(key), action, args)
         if msg.get("withOpen"):
             # The files the editor has open now: a caller that loses this server later knows
@@ -275,7 +286,9 @@ class Endpoint:
         """Which of `args.paths` (absolute, real) the editor has open here."""
         paths = args.get("paths") if isinstance(args, dict) else None
         if not isinstance(paths, list):
-            return refusal("INVALID_ARGUMENT", "paths must be a list.", argument="paths")
+            return refusal(
+                "INVALID_ARGUMENT", "paths must be a list.", PROTOCOL_HINT, argument="paths"
+            )
         held = [p for p in paths if isinstance(p, str) and self.server.store.by_path(p)]
         return {"ok": True, "held": held}
 
