@@ -514,5 +514,33 @@ def _print_failure(result: dict[str, Any], as_json: bool) -> None:
     sys.stderr.write("\n".join(msg) + "\n")
 
 
+def program() -> None:
+    """The `agent-edit` program (its console script, and `python -m lsp_server`): `main`, then
+    out without the interpreter's teardown for a headless command.
+
+    The teardown frees every object one by one and runs a last garbage collection, over what a
+    large apply holds (the patch, every file's text and lines, the plan): nothing a finished
+    command needs. So once `main` has returned (its files closed, its journal records written
+    with `os.write`, nothing buffered but the standard streams), the exit handlers run, the
+    streams are flushed, and the process leaves by `os._exit`. The servers (`serve`, `mcp`)
+    and an exception leave the usual way. bench/bench_ab.py --instructions --rounds 1, main
+    (2a090b2) -> this: 1,000 files 3160.2 -> 3140.2 M instructions, one 100k-line file 1108.5
+    -> 1089.0 M (the teardown measured from outside: 15-20 ms of the 1,000-file run).
+    """
+    given = sys.argv[1:]
+    if given[:1] in (["serve"], ["mcp"]):
+        sys.exit(main())
+    code = main()
+    import atexit
+
+    atexit._run_exitfuncs()  # what the teardown would run first (none on the usual path)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe: what Python's own exit reports as 120
+            code = code or 120
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    program()
