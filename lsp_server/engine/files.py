@@ -79,7 +79,7 @@ from lsp_server.engine import errors
 from lsp_server.engine.blobs import BLOB_DIR, Blobs, Pack
 from lsp_server.engine.errors import EditError
 from lsp_server.engine.folders import FolderChanged, Folders, split
-from lsp_server.engine.model import Plan
+from lsp_server.engine.model import FileChange, Plan
 from lsp_server.engine.state import ENV_STATE_DIR, state_dir
 from lsp_server.engine.state import fsync_dir as _fsync_dir
 from lsp_server.engine.state import user_state_base as user_state_base
@@ -623,7 +623,7 @@ def _steps(
         if change.change == "delete":
             removes.append(_removal(before, pre, stats))
             continue
-        data = encode_file(change.new_text, change.bom)
+        data = _new_bytes(change)
         sha = hashlib.sha256(data).hexdigest()
         if not change.bom and change.digest.sha256 is None:
             # Without a BOM the bytes are the UTF-8 text: fill the change's digest (what the
@@ -643,6 +643,45 @@ def _steps(
             _seen(step, stats, before.disk)
             writes.append(step)
     return writes + removes
+
+
+def _new_bytes(change: FileChange) -> bytes:
+    """The bytes `change` writes: its new text encoded, or, for an update of an ASCII file
+    read from disk whose edits know their offsets (nearly every patch), the bytes read with
+    the edits' new lines spliced in: no new text built as a string (nothing else on the
+    CLI's path reads it) and one copy of the file, not three (old text sliced, joined,
+    encoded), nor the fresh memory each copy faults in. ASCII: a character offset in the
+    text is then a byte offset in what was read (after a BOM), and `decode_file` keeps only
+    bytes whose text encodes back to them exactly. A/B against encoding the new text
+    (bench/bench_ab.py --instructions --rounds 1): 1,000 files 3141.2 -> 3124.5 M
+    instructions, one 100k-line file 1088.9 -> 1088.2 M; the page faults of the whole run
+    (/usr/bin/time, the same for every run): 25,714 -> 23,750 and 13,037 -> 10,625."""
+    before = change.before
+    seen = before.disk
+    edits = change.edits
+    if (
+        change.change != "update"
+        or change.new_text_override is not None
+        or seen is None
+        or change.bom != before.bom
+        or "new_text" in change.__dict__  # built already (`cached_property`): encode that
+        or not edits
+        or not before.text.isascii()  # (a flag of the string: no scan)
+    ):
+        return encode_file(change.new_text, change.bom)
+    view = memoryview(seen.data)
+    skip = 3 if before.bom else 0
+    pieces: list[bytes | memoryview] = [view[:skip]]
+    pos = skip
+    for e in edits:
+        span = e.offsets
+        if span is None:
+            return encode_file(change.new_text, change.bom)
+        pieces.append(view[pos : span[0] + skip])
+        pieces.append("".join(e.new_lines).encode("utf-8"))
+        pos = span[1] + skip
+    pieces.append(view[pos:])
+    return b"".join(pieces)
 
 
 def _removal(before: Snapshot, pre: bytes | None, stats: dict[str, os.stat_result]) -> _Step:
