@@ -531,9 +531,14 @@ def program() -> None:
     if given[:1] in (["serve"], ["mcp"]):
         sys.exit(main())
     code = main()
+    threading = sys.modules.get("threading")
+    if threading is not None:  # the interpreter waits for these first (none on the usual path)
+        for thread in threading.enumerate():
+            if not thread.daemon and thread is not threading.main_thread():
+                thread.join()
     import atexit
 
-    atexit._run_exitfuncs()  # what the teardown would run first (none on the usual path)
+    atexit._run_exitfuncs()  # what the teardown would run next (none on the usual path)
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

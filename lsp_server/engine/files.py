@@ -1091,7 +1091,8 @@ class _Flusher:
         has not changed since the first flush (the journal in it is only removed after this
         one), so flushing it again was a disk wait for nothing: one fsync of the state folder
         less for every apply of fewer than 16 files (its own syncfs when the state folder is
-        on another file system)."""
+        on another file system). strace -c -f of bench_patch's 100k-line apply: 13 -> 12
+        fsyncs."""
         if self.syncfs is None:
             if state:
                 _fsync_dir(self.sdir)

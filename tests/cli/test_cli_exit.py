@@ -102,3 +102,35 @@ def test_exit_handlers_still_run(tmp_path: Path) -> None:
     assert mark.read_text() == "ran"
     assert out.startswith(f"Changed {FILES} file(s):\n")
     assert out.endswith(f"+LINE {FILES - 1}\n keep\n")
+
+
+def test_a_running_thread_is_waited_for(tmp_path: Path) -> None:
+    """As the interpreter's own exit does: a non-daemon thread still working when `main` returns
+    finishes its work (here: released by `main`'s return, then a few milliseconds of hashing
+    before it writes its mark; an exit that did not wait would cut it off)."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    mark = tmp_path / "mark"
+    code = (
+        "import hashlib, sys, threading\n"
+        "from lsp_server import cli\n"
+        "go = threading.Event()\n"
+        "def work():\n"
+        "    go.wait()\n"
+        "    hashlib.sha256(b'x' * (64 << 20)).hexdigest()\n"
+        f"    open({str(mark)!r}, 'w').write('done')\n"
+        "threading.Thread(target=work).start()\n"
+        "real = cli.main\n"
+        "def main():\n"
+        "    code = real()\n"
+        "    go.set()\n"
+        "    return code\n"
+        "cli.main = main\n"
+        "sys.argv[0] = 'agent-edit'\n"
+        "cli.program()\n"
+    )
+    (ws / "a.txt").write_text("one\n")
+    patch = "*** Begin Patch\n*** Update File: a.txt\n@@\n-one\n+1\n*** End Patch\n"
+    rc, out, err = _run(tmp_path, ws, ["apply-patch", "-"], patch, code=code)
+    assert rc == 0, err
+    assert mark.read_text() == "done"
