@@ -87,10 +87,11 @@ def test_a_begin_record_is_encoded_once(monkeypatch: Any) -> None:
     assert len(calls) == 1
 
 
-# Records with a list of objects long enough to be encoded item by item (`journal._split`): a
+# Records with a list of objects, encoded item by item (`journal._split`): a
 # begin record's change records, a compacted journal's records, with a few large ones among them.
-_object = st.dictionaries(st.sampled_from("abcd"), _value, max_size=3)
-_objects = st.lists(_object, min_size=journal.SPLIT_MIN, max_size=journal.SPLIT_MIN + 3)
+_hunks = st.lists(st.lists(_value, max_size=7), min_size=8, max_size=10)
+_object = st.dictionaries(st.sampled_from("abcd"), st.one_of(_value, _hunks), max_size=3)
+_objects = st.lists(_object, min_size=8, max_size=11)
 _split_record = st.fixed_dictionaries(
     {"t": st.just("begin"), "id": st.integers(), "changes": _objects},
     optional={"pack": st.just("e" * 64), "x": _value, "y": _objects},
@@ -123,5 +124,20 @@ def test_a_begin_record_of_small_changes_is_not_walked(monkeypatch: Any) -> None
     record = {"t": "begin", "id": 1, "changes": [small] * 500 + [huge] + [small] * 499}
     blobs = FakeBlobs()
     line = _dump(record, blobs)  # type: ignore[arg-type]
-    assert [w for w in walked if isinstance(w, dict) and "path" in w] == [huge]
+    assert not any(w is small or w is small["hunks"] for w in walked)
+    assert len(walked) < 10  # only inside `huge`, where the blob is
     assert len(blobs.puts) == 1 and line == _dump_before(record, FakeBlobs())
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(_value, max_size=7), max_size=3), st.integers(0, 70), _value)
+def test_a_change_of_many_hunks_is_the_walked_one(some: list[Any], at: int, other: Any) -> None:
+    """A change record with a long list (the 100k-line file's 1,000 hunks) is looked into
+    without being encoded whole first (`journal._wide`): still the walked line and blobs."""
+    plain = [[i, i + 1, i, ["a\n"], ["b\n"], ["c\n"] * 3, ["d\n"] * 3] for i in range(70)]
+    hunks: list[Any] = plain[:at] + some + plain[at:]
+    record = {"t": "begin", "id": 1, "changes": [{"path": "big.py", "hunks": hunks, "x": other}]}
+    before, now = FakeBlobs(), FakeBlobs()
+    assert journal._wide(record["changes"][0])
+    assert _dump(record, now) == _dump_before(record, before)  # type: ignore[arg-type]
+    assert now.puts == before.puts
