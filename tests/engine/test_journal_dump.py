@@ -85,3 +85,59 @@ def test_a_begin_record_is_encoded_once(monkeypatch: Any) -> None:
     line = _dump(record, FakeBlobs())  # type: ignore[arg-type]
     assert b'"$blobs"' in line
     assert len(calls) == 1
+
+
+# Records with a list of objects, encoded item by item (`journal._split`): a
+# begin record's change records, a compacted journal's records, with a few large ones among them.
+_hunks = st.lists(st.lists(_value, max_size=7), min_size=8, max_size=10)
+_object = st.dictionaries(st.sampled_from("abcd"), st.one_of(_value, _hunks), max_size=3)
+_objects = st.lists(_object, min_size=8, max_size=11)
+_split_record = st.fixed_dictionaries(
+    {"t": st.just("begin"), "id": st.integers(), "changes": _objects},
+    optional={"pack": st.just("e" * 64), "x": _value, "y": _objects},
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_split_record, st.sampled_from([(), ("f" * 64,)]))
+def test_a_record_encoded_item_by_item_is_the_walked_one(
+    record: dict[str, Any], named: tuple[str, ...]
+) -> None:
+    before, now = FakeBlobs(), FakeBlobs()
+    assert _dump(record, now, named) == _dump_before(record, before, named)  # type: ignore[arg-type]
+    assert now.puts == before.puts
+
+
+def test_a_begin_record_of_small_changes_is_not_walked(monkeypatch: Any) -> None:
+    """The point of `_dump_split`: 1,000 change records of a few lines each, and one with a huge
+    line, are walked only where that one is."""
+    walked: list[Any] = []
+    real = journal._externalize
+
+    def counting(value: Any, blobs: Any, used: list[str]) -> Any:
+        walked.append(value)
+        return real(value, blobs, used)
+
+    monkeypatch.setattr(journal, "_externalize", counting)
+    small = {"path": "a.py", "hunks": [[1, 2, 1, ["a\n"], ["b\n"], ["c\n"] * 3, ["d\n"] * 3]]}
+    huge = {"path": "b.py", "hunks": [[1, 2, 1, ["a\n"], ["x" * BLOB_MIN], [], []]]}
+    record = {"t": "begin", "id": 1, "changes": [small] * 500 + [huge] + [small] * 499}
+    blobs = FakeBlobs()
+    line = _dump(record, blobs)  # type: ignore[arg-type]
+    assert not any(w is small or w is small["hunks"] for w in walked)
+    assert len(walked) < 10  # only inside `huge`, where the blob is
+    assert len(blobs.puts) == 1 and line == _dump_before(record, FakeBlobs())
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(_value, max_size=7), max_size=3), st.integers(0, 70), _value)
+def test_a_change_of_many_hunks_is_the_walked_one(some: list[Any], at: int, other: Any) -> None:
+    """A change record with a long list (the 100k-line file's 1,000 hunks) is looked into
+    without being encoded whole first (`journal._wide`): still the walked line and blobs."""
+    plain = [[i, i + 1, i, ["a\n"], ["b\n"], ["c\n"] * 3, ["d\n"] * 3] for i in range(70)]
+    hunks: list[Any] = plain[:at] + some + plain[at:]
+    record = {"t": "begin", "id": 1, "changes": [{"path": "big.py", "hunks": hunks, "x": other}]}
+    before, now = FakeBlobs(), FakeBlobs()
+    assert journal._wide(record["changes"][0])
+    assert _dump(record, now) == _dump_before(record, before)  # type: ignore[arg-type]
+    assert now.puts == before.puts

@@ -11,6 +11,7 @@ history's net diff use. All pure.
 from __future__ import annotations
 
 import sys
+from collections import namedtuple
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -50,28 +51,40 @@ def line_diff(old: Sequence[str], new: Sequence[str], limit: int = MIDDLE_LIMIT)
     ]
 
 
-@dataclass(frozen=True, slots=True)
-class Hunk:
-    """One changed region: `before` was old lines [start, end); `after` is at `after_start` now."""
+if TYPE_CHECKING:
+    from typing import NamedTuple
 
-    start: int
-    end: int
-    after_start: int
-    before: tuple[str, ...]
-    after: tuple[str, ...]
-    ctx_before: tuple[str, ...] = ()
-    ctx_after: tuple[str, ...] = ()
+    class _HunkFields(NamedTuple):
+        start: int
+        end: int
+        after_start: int
+        before: tuple[str, ...]
+        after: tuple[str, ...]
+        ctx_before: tuple[str, ...] = ()
+        ctx_after: tuple[str, ...] = ()
 
-    def to_json(self) -> list[Any]:
-        return [
-            self.start,
-            self.end,
-            self.after_start,
-            list(self.before),
-            list(self.after),
-            list(self.ctx_before),
-            list(self.ctx_after),
-        ]
+else:  # typing's NamedTuple is typing imported by every headless edit: collections' is free
+    _HunkFields = namedtuple(
+        "_HunkFields",
+        "start end after_start before after ctx_before ctx_after",
+        defaults=((), ()),
+    )
+
+
+class Hunk(_HunkFields):
+    """One changed region: `before` was old lines [start, end); `after` is at `after_start` now.
+
+    A named tuple, not a frozen dataclass: a 1,000-file patch makes 5,000 of them at begin, and
+    a frozen dataclass's `__init__` sets each field through `object.__setattr__`; a tuple is
+    also already what the journal keeps (`to_json` is the hunk itself, no lists copied).
+    bench_recording's 1,000 files, CPU best of 9: the begin record's `to_json` 5.6 -> 0.7 ms."""
+
+    __slots__ = ()
+
+    def to_json(self) -> Sequence[Any]:
+        """`[start, end, after_start, before, after, ctx_before, ctx_after]` as JSON encodes
+        it: the tuple itself (json writes a tuple as a list)."""
+        return self
 
     @classmethod
     def from_json(cls, data: Sequence[Any]) -> Hunk:
@@ -234,29 +247,34 @@ def record_change(fc: FileChange, *, hashes: bool = False) -> ChangeRecord:
     before = fc.before
     before_sha = (before.sha256 if hashes else before.sha256_if_known()) if before.exists else None
     after_sha = None if fc.change == "delete" else fc.new_sha256 if hashes else fc.digest.sha256
-    base = ChangeRecord(
-        path=fc.path,
-        change=fc.change,
-        moved_to=fc.moved_to,
-        bom=fc.before.bom,
-        new_bom=fc.bom,
-        before_sha256=before_sha,
-        after_sha256=after_sha,
-        before_lines=len(fc.before.lines) if fc.before.exists else 0,
-    )
+    # One constructor call: `dataclasses.replace` of a base record cost ~5 us a file
+    # (bench_recording's 1,000 files, with `Hunk` a named tuple: record_change 23 -> 15 ms CPU).
+    hunks: tuple[Hunk, ...] = ()
+    before_text = after_text = None
     if fc.change == "add":
-        return replace(base, after_text=fc.new_text)
-    if fc.change == "delete":
-        return replace(base, before_text=fc.before.text)
-    if fc.new_text_override is not None:
+        after_text = fc.new_text
+    elif fc.change == "delete":
+        before_text = fc.before.text
+    elif fc.new_text_override is not None:
         one = minimal_edit(fc.before.lines, fc.new_lines)
-        edits: Sequence[LineEdit] = [one] if one else []
-        new: Sequence[str] = fc.new_lines
+        hunks = _record_hunks(fc.before.lines, fc.new_lines, [one] if one else [])
     else:
         # Only the lines around the edits are read: no need to build the whole new file.
-        edits = fc.edits
-        new = EditedLines(fc.before.lines, edits)
-    return replace(base, hunks=_record_hunks(fc.before.lines, new, edits))
+        lines = fc.before.lines
+        hunks = _record_hunks(lines, EditedLines(lines, fc.edits), fc.edits)
+    return ChangeRecord(
+        fc.path,
+        fc.change,
+        fc.moved_to,
+        before.bom,
+        fc.bom,
+        before_sha,
+        after_sha,
+        len(before.lines) if before.exists else 0,
+        hunks,
+        before_text,
+        after_text,
+    )
 
 
 def matches(lines: Sequence[str], p: int, want: Sequence[str]) -> bool:
