@@ -227,6 +227,7 @@ def main(argv: list[str] | None = None) -> int:
         # Before the parser: its table (lsp_server/arguments.py) is made of dataclasses.
         if startup.dataclasses_without_inspect():
             startup.cache_dataclass_code(_code_cache_path())
+        startup.pathlib_without_urllib()  # the history's journal names its files with Path
     args = _plain(given)
     if args is None:
         args = build_parser().parse_args(argv)
