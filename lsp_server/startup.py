@@ -126,7 +126,9 @@ def pathlib_without_urllib() -> None:
 # sha256 of the rest (a torn or altered file is ignored, never run), then marshal's bytes of
 # {source text: code object}.
 _CODE_HEADER = b"agent-edit dataclass code 1\n"
-_CODE_LIMIT = 2048  # entries kept across runs (more: only this run's), a bound on the file
+# Entries kept across runs: every command's (~190 in all) and a few versions' worth; past it a
+# run keeps only its own (old versions' methods do not pile up, nor the file's load time).
+_CODE_LIMIT = 512
 
 
 class _CodeCache:

@@ -201,6 +201,25 @@ def test_a_planted_method_in_a_file_someone_else_can_write_is_not_run(tmp_path: 
     assert _compiled_this_run(tmp_path, state) > 30  # ran (rc 0, the edit made), all compiled
 
 
+def test_stale_entries_do_not_pile_up(tmp_path: Path) -> None:
+    """Past its bound, the file keeps only what a run used: methods of old versions go."""
+    import marshal
+
+    state = tmp_path / "state"
+    _run(tmp_path, state)
+    cache = _cache_file(state)
+    header_len = len(b"agent-edit dataclass code 1\n") + 4
+    code = compile("x = 1\n", "<string>", "exec", dont_inherit=True)
+    stale = {
+        f"def __create_fn__():\n def old_{i}(): pass\n return old_{i}": code for i in range(600)
+    }
+    _rewrite(cache, body=marshal.dumps(stale))
+    assert _compiled_this_run(tmp_path, state) > 30
+    table = marshal.loads(cache.read_bytes()[header_len + 32 :])
+    assert table and not set(table) & set(stale)
+    assert _compiled_this_run(tmp_path, state) == 0
+
+
 def test_no_cache_inside_the_workspace_nor_without_a_state_base(tmp_path: Path) -> None:
     """A state base inside the workspace is refused (DENIED) and gets no cache folder; a command
     that makes no state base (a usage error) makes none for the cache either."""
