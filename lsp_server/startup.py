@@ -235,11 +235,11 @@ def save_dataclass_code(workspace: str) -> None:
     except (EditError, OSError, ValueError):  # DENIED: the base is inside the workspace
         return
     table = cache.known if len(cache.known) <= _CODE_LIMIT else cache.used
-    body = marshal.dumps(table)
-    data = _magic() + hashlib.sha256(body).digest() + body
     tmp = f"{cache.path}.{os.getpid()}.tmp"
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
     try:
+        body = marshal.dumps(table)  # ValueError: a constant marshal cannot write
+        data = _magic() + hashlib.sha256(body).digest() + body
         state.make_dir(folder)
         fd = os.open(tmp, flags | getattr(os, "O_CLOEXEC", 0), 0o600)
         try:

@@ -83,6 +83,7 @@ def _run(tmp_path: Path, state: Path, mode: str = "cached") -> dict[str, Any]:
     assert marker >= 0, proc.stderr
     report: dict[str, Any] = json.loads(proc.stderr[marker + len("\nREPORT ") :])
     assert report["rc"] == 0, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr and "cache" not in proc.stderr, proc.stderr
     assert (ws / "a.py").read_text() == "x = 10\n"
     return report
 
@@ -199,6 +200,17 @@ def test_a_planted_method_in_a_file_someone_else_can_write_is_not_run(tmp_path: 
     _rewrite(cache, body=marshal.dumps(dict.fromkeys(table, evil)))
     cache.chmod(0o666)
     assert _compiled_this_run(tmp_path, state) > 30  # ran (rc 0, the edit made), all compiled
+
+
+def test_a_cache_that_cannot_be_written_costs_only_its_compiles(tmp_path: Path) -> None:
+    """A file where the cache folder should be: every run compiles, and is right, and says
+    nothing about it (a cache is no part of the result)."""
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / "code").write_text("not a folder\n")
+    for _ in range(2):
+        assert _compiled_this_run(tmp_path, state) > 30
+    assert (state / "code").read_text() == "not a folder\n"
 
 
 def test_stale_entries_do_not_pile_up(tmp_path: Path) -> None:
