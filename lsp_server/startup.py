@@ -31,7 +31,9 @@ gets loaded, compiled or collected, never a value the engine computes; the one t
   this bytecode version whose sha256 matches (tests/cli/test_startup_code_cache.py); anything
   else is ignored and rewritten. bench/bench_startup.py --instructions --rounds 3 main ->
   this (a warm cache; the first run in a state base compiles and writes it): 283.6 -> 187.8 M
-  instructions past interpreter start (-34%), the same 105 modules.
+  instructions past interpreter start (-34%), the same 105 modules. With pathlib_without_urllib,
+  bench/bench_ab.py --instructions --rounds 3 main <this>: many 3162 -> 3056 M, big 1107 ->
+  997 M (the first, cold run: 3174 and 1116 M, the compiles and the file's write).
 - `pathlib_without_urllib`: the history's journal names its files with `pathlib.Path`, and
   pathlib imports urllib.parse (with ipaddress) for `Path.as_uri` alone, which no command
   calls. bench/bench_startup.py --instructions --rounds 3, 71500ba -> this: 187.2 -> 176.3 M
