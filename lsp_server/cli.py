@@ -28,7 +28,8 @@ success, 1 the edit was refused or failed (the result says what, if anything, ch
 error (malformed arguments too). Writes go through engine/files.py: atomic across files,
 journalled, rolled back after a crash. A state folder that cannot be made or used is an IO_ERROR
 result, never a traceback. Environment: AGENT_EDIT_STATE_DIR moves the journal's state directory
-(default: the user state dir, outside the workspace); AGENT_EDIT_CRASH_AFTER=N is a test hook
+(default: the user state dir, outside the workspace; the start-up's code cache is kept there
+too, lsp_server/startup.py); AGENT_EDIT_CRASH_AFTER=N is a test hook
 (engine/files.py).
 
 Every path must resolve (symlinks followed) inside `--root` (default: the current directory);
@@ -224,7 +225,9 @@ def main(argv: list[str] | None = None) -> int:
 
     if given[:1] not in (["serve"], ["mcp"]):  # the servers load inspect anyway (pygls, mcp)
         # Before the parser: its table (lsp_server/arguments.py) is made of dataclasses.
-        startup.dataclasses_without_inspect()
+        if startup.dataclasses_without_inspect():
+            startup.cache_dataclass_code(_code_cache_path())
+        startup.pathlib_without_urllib()  # the history's journal names its files with Path
     args = _plain(given)
     if args is None:
         args = build_parser().parse_args(argv)
@@ -252,6 +255,16 @@ def main(argv: list[str] | None = None) -> int:
         # out (actions/execute.py); a line that says so, not a traceback.
         sys.stderr.write("agent-edit: interrupted; see `agent-edit history` for what it left\n")
         return 130
+    finally:
+        startup.save_dataclass_code(args.root)
+
+
+def _code_cache_path() -> str:
+    """startup.cache_dataclass_code's file: in the state base (where the journals are, outside
+    every workspace), one per interpreter version."""
+    from lsp_server.engine.state import state_base
+
+    return os.path.join(state_base(), "code", f"dataclasses-{sys.implementation.cache_tag}.bin")
 
 
 def _action_args(action: str, ns: Any) -> dict[str, Any]:

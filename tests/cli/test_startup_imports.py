@@ -37,6 +37,8 @@ NEVER = {
     "lsp_server.actions.history": "the history action, not an edit",
     "lsp_server.actions.read": "the read action, not an edit",
     "lsp_server.actions.undo": "the undo action, not an edit",
+    "urllib": "pathlib's Path.as_uri only (startup.pathlib_without_urllib)",
+    "ipaddress": "urllib.parse's, for URLs",
 }
 # And what a plain command line (`apply-patch [--root R] [--json] [--dry-run] PATCH`, the
 # same for replace and write) skips besides.
@@ -155,3 +157,28 @@ def test_help_loads_no_action_and_no_contract(tmp_path: Path) -> None:
             "lsp_server.engine.history": "help runs no action",
         }
         assert not _offenders(set(modules), never), argv
+
+
+def test_pathlib_without_urllib_keeps_as_uri_and_the_real_module(tmp_path: Path, ws: Path) -> None:
+    """After a command (which loaded pathlib with the stand-in), `Path.as_uri` still quotes as
+    urllib does, and `import urllib.parse` is the real module, not the stand-in."""
+    probe = PROBE.replace(
+        'sys.stderr.write("\\nMODULES "',
+        "import pathlib, urllib.parse\n"
+        "assert pathlib.Path('/a b/%c\\u00e9').as_uri() == 'file:///a%20b/%25c%C3%A9'\n"
+        "assert urllib.parse.quote_from_bytes(b'a b') == 'a%20b'\n"
+        "assert urllib.parse.urlsplit('http://h/p').netloc == 'h'\n"
+        'sys.stderr.write("\\nMODULES "',
+    )
+    assert probe != PROBE
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env |= {"PYTHONPATH": str(REPO), "AGENT_EDIT_STATE_DIR": str(tmp_path / "state")}
+    proc = subprocess.run(
+        [sys.executable, "-c", probe, *COMMANDS["apply-patch"]],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert proc.returncode == 0 and "\nMODULES " in proc.stderr, proc.stderr
