@@ -554,19 +554,21 @@ def _read_patch(norm: NormalisedPatch) -> Patch | None:
     last = len(lines) - 1
     if lines[last] != END or last == 0:
         return None
-    if "\n\n" in text:  # an empty line: an empty context line (or an error)
-        ops = "".join([x[:1] or " " for x in lines])
-    else:
+    try:
         ops = "".join(map(_FIRST_CHAR, lines))
+    except IndexError:  # an empty line: an empty context line (or an error)
+        ops = "".join([x[:1] or " " for x in lines])
     # Every line starts as a line of some terminal, so a run of body lines ends at the next '@'
     # or '*' line (the last line, End Patch, is one).
-    if not ops.isascii() or ops.encode("ascii").translate(None, _LINE_STARTS):
+    if not ops.isascii():
+        return None
+    sides = ops.encode("ascii")
+    if sides.translate(None, _LINE_STARTS):
         return None
     # The per-line work, for every line at once, in C (as `_ToHunks._chunks`): each line's
     # text without its op, and the lines on each side of the change (Add File lines count as
     # new ones: `w` skips them).
     texts = list(map(_TEXT_OF, lines))
-    sides = ops.encode("ascii")
     olds = tuple(compress(texts, sides.translate(_OLD_SIDE)))
     news = tuple(compress(texts, sides.translate(_NEW_SIDE)))
     find = ops.find
