@@ -26,7 +26,8 @@ line) so the planner can leave context lines byte for byte as the file has them.
 
 Why this module is over 500 lines (~700): the normaliser, the hand-written reader and the
 lark fallback that words syntax errors must accept exactly the same language, and are checked
-against each other (tests/engine/test_v4a_parse.py, test_v4a_differential.py); keeping them in
+against each other (tests/engine/test_v4a_parse.py, test_v4a_differential.py,
+test_v4a_line_reader.py); keeping them in
 one module keeps that one reviewable unit.
 """
 
@@ -519,7 +520,7 @@ def _lark(callbacks: _ToHunks) -> Lark:
 # `bench/bench_parse.py --against <2a090b2 checkout>` (best of 15 CPU, in process): many (46k
 # lines) 57.0 -> 30.2 ms (1.88x), big (9k) 9.0 -> 3.5 ms (2.6x), small (3,000 one-chunk files)
 # 46.6 -> 17.7 ms (2.6x), mixed (Add/Delete/Move to/End of File) 36.0 -> 16.9 ms (2.1x);
-# callgrind, one parse_patch of many: 441 -> 261 M instructions (1.69x; at 70e66a4);
+# callgrind, one parse_patch of many: 441 -> 255 M instructions (1.73x; at e9ffc52);
 # `bench/bench_ab.py --instructions --rounds 1 2a090b2 70e66a4`, whole CLI applies: many
 # 3160.9 -> 2983.2 M, big 1108.2 -> 1070.2 M. What is left is per line (split, each line's op
 # and text, two compresses: ~35%) and per chunk (its slices, counts and Chunk: ~45%, a tenth
