@@ -27,8 +27,7 @@ line) so the planner can leave context lines byte for byte as the file has them.
 Why this module is over 500 lines (~700): the normaliser, the hand-written reader and the
 lark fallback that words syntax errors must accept exactly the same language, and are checked
 against each other (tests/engine/test_v4a_parse.py, test_v4a_differential.py,
-test_v4a_line_reader.py); keeping them in
-one module keeps that one reviewable unit.
+test_v4a_line_reader.py); keeping them in one module keeps that one reviewable unit.
 """
 
 from __future__ import annotations
