@@ -26,8 +26,8 @@ line) so the planner can leave context lines byte for byte as the file has them.
 
 Why this module is over 500 lines (~700): the normaliser, the hand-written reader and the
 lark fallback that words syntax errors must accept exactly the same language, and are checked
-against each other (tests/engine/test_v4a_parse.py, test_v4a_differential.py); keeping them in
-one module keeps that one reviewable unit.
+against each other (tests/engine/test_v4a_parse.py, test_v4a_differential.py,
+test_v4a_line_reader.py); keeping them in one module keeps that one reviewable unit.
 """
 
 from __future__ import annotations
@@ -174,10 +174,13 @@ _FILE_MARKER = re.compile(r"^\*\*\* (Add File|Delete File|Update File|Move to):[
 _UNIFIED_HEADER = re.compile(r"^@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@[ \t]?(.*)$")
 _CLOSED_HEADER = re.compile(r"^@@ (.*?)[ \t]*@@$")
 # The start of every line normalisation might change or that might change its state: anything
-# but a `+`/`-` line, a ` x` context line or a bare `@@` (kept as is; the chunk it starts is
-# seen at the next line looked at). Plain body lines and `@@`s, the bulk of a patch, are never
-# looked at one by one.
-_INTERESTING = re.compile(r"\n(?=[^+\- \n@]|@(?!@\n)|[ ][ *\t\n]|\n)")
+# but a `+`/`-` line, a ` x` context line or a `@@` header `_header` keeps as it is: bare, or
+# `@@ anchor` neither unified (`@@ -`) nor closed (ending in `@`) nor with trailing whitespace
+# (`\\s` is `str.rstrip`'s whitespace). The chunk a header starts is seen at the next line looked
+# at. Plain body lines and headers, the bulk of a patch, are never looked at one by one
+# (anchored headers too: half the lines looked at in a patch of small sections, ~40% of its
+# normalising; `bench/bench_parse.py`).
+_INTERESTING = re.compile(r"\n(?=[^+\- \n@]|@(?!@\n|@ (?!-)[^\n]*[^\s@]\n)|[ ][ *\t\n]|\n)")
 
 # Normaliser states: where a blank line is dropped or means something.
 _TOP, _ADD, _UPDATE_HEAD, _CHUNK = range(4)
@@ -261,8 +264,8 @@ def normalise_patch(text: str) -> NormalisedPatch:
         if ls > prev_end:  # lines not looked at since the last one
             if state == _UPDATE_HEAD:
                 state = _CHUNK  # plain body lines since the header: the first chunk has no @@
-            elif state != _CHUNK and s.find("\n@@\n", prev_end - 1, ls) >= 0:
-                state = _CHUNK  # a bare '@@' among them started a chunk
+            elif state != _CHUNK and s.find("\n@@", prev_end - 1, ls) >= 0:
+                state = _CHUNK  # a header among them started a chunk
         prev_end = le + 1
         replacement: str | None = line
         c = line[:1]
@@ -407,8 +410,8 @@ class _ToHunks:
             rest = rest[1:]
         return (self._path(header, "*** Update File: "), move_to, rest, self._line(header))
 
-    def _chunks(self, tokens: list[_Token]) -> list[Chunk]:
-        """The chunks of `tokens` (CHUNK / BARE_CHUNK; lark's Tokens or `_Token`s), in order.
+    def _chunks(self, tokens: list[Any]) -> list[Chunk]:
+        """The chunks of `tokens` (lark's CHUNK / BARE_CHUNK Tokens), in order.
 
         The per-line work (a line's op, its text without the op, which side it is on) runs over
         the lines of all tokens together, in C (`split`, `map`, `translate`, `compress`); a
@@ -496,19 +499,34 @@ def _lark(callbacks: _ToHunks) -> Lark:
     return Lark(_grammar(), transformer=callbacks, **_LARK_OPTIONS)
 
 
-# --- the hand-written reader: v4a.lark's language without lark's import ---------------------
+# --- the line reader: v4a.lark's language without lark's import ----------------------------
 #
 # Importing lark costs more than parsing a 10,000-line patch (a quarter of a one-file CLI
-# apply), and the grammar is small: BEGIN, then file sections, then END, each token one regex
-# from v4a.lark, which terminals may come next decided by the section (lark's contextual
-# lexer). `_read_tokens` reads a valid patch into its sections with exactly those regexes;
-# only once every token is read are the callbacks (`_ToHunks`) run, in order, as lark runs
-# them (lark reduces a section after reading the token that follows it, so a bad path is
-# never reported before a later syntax error lark would meet first: there is none). Anything
-# it does not read goes to lark itself, so every syntax error is lark's own and `_explain`
-# reads it; tests/test_v4a_parse.py checks both give the same on generated and corpus patches.
+# apply), and the grammar is small: BEGIN, then file sections, then END, each terminal whole
+# lines (`_TERMINALS`), which may come next decided by the section (lark's contextual lexer).
+# `_read_patch` reads a valid patch line by line, deciding each line by its first character
+# (`ops`, one character per line, is the patch's shape: runs of body lines are one regex match
+# over it, never a per-line test in Python). It builds no tokens: it checks the whole patch
+# before it makes a hunk, so it either reads all of it or leaves all of it to lark, at the
+# first line it does not take (a syntax error, or an empty path: lark then reports the first
+# bad path or syntax error, as before). So every error is lark's own, worded by `_explain`;
+# tests/engine/test_v4a_parse.py checks the reader against lark, test_v4a_line_reader.py
+# against recorded answers and against the token reader it replaced.
+#
+# Speed (the token reader it replaced ran one regex per token over the text, char by char,
+# made a token object per chunk and a Chunk through its frozen dataclass __init__), with the
+# normaliser's skipping of anchored headers (`_INTERESTING`), against 2a090b2 on a loaded machine:
+# `bench/bench_parse.py --against <2a090b2 checkout>` (best of 15 CPU, in process): many (46k
+# lines) 57.0 -> 30.2 ms (1.88x), big (9k) 9.0 -> 3.5 ms (2.6x), small (3,000 one-chunk files)
+# 46.6 -> 17.7 ms (2.6x), mixed (Add/Delete/Move to/End of File) 36.0 -> 16.9 ms (2.1x);
+# callgrind, one parse_patch of many: 441 -> 255 M instructions (1.73x; at e9ffc52);
+# `bench/bench_ab.py --instructions --rounds 1 2a090b2 70e66a4`, whole CLI applies: many
+# 3160.9 -> 2983.2 M, big 1108.2 -> 1070.2 M. What is left is per line (split, each line's op
+# and text, two compresses: ~35%) and per chunk (its slices, counts and Chunk: ~45%, a tenth
+# of it the garbage collector's passes over the young lines).
 
-# v4a.lark's terminals, as lark compiles them (tests/test_v4a_parse.py checks they still are).
+# v4a.lark's terminals, as lark compiles them (tests/test_v4a_parse.py checks they still are):
+# the language `_read_patch` reads, spelled by hand there.
 _TERMINALS = {
     "END": "\\*\\*\\*\\ End\\ Patch\\\n",
     "ADD_FILE": "\\*\\*\\* Add File: [^\n]*\n",
@@ -519,80 +537,153 @@ _TERMINALS = {
     "CHUNK": "(?:@@(?: [^\n]*)?\n)+(?:[ +\\-][^\n]*\n|\n)+(?:\\*\\*\\* End of File\n)?",
     "BARE_CHUNK": "(?:[ +\\-][^\n]*\n|\n)+(?:\\*\\*\\* End of File\n)?",
 }
-
-
-def _scanner(*names: str) -> re.Pattern[str]:
-    """One alternation of the named terminals (their first characters differ: order is moot)."""
-    return re.compile("|".join(f"(?P<{n}>{_TERMINALS[n]})" for n in names))
-
-
-_SECTIONS = ("ADD_FILE", "DELETE_FILE", "UPDATE_FILE", "END")
-_AT_SECTION = _scanner(*_SECTIONS)
-_AFTER_ADD = _scanner("ADD_BODY", *_SECTIONS)
-_AFTER_UPDATE = _scanner("MOVE_TO", "BARE_CHUNK", "CHUNK")
-_AFTER_MOVE = _scanner("BARE_CHUNK", "CHUNK")
-_AFTER_CHUNK = _scanner("CHUNK", *_SECTIONS)
-
-
-class _Token(str):
-    """A token as the callbacks read it: its text, `.type`, `.line` and `.end_line` (the line
-    after it, as its text ends with a newline), like lark's."""
-
-    type: str
-    line: int
-    end_line: int
-
-    def __new__(cls, text: str, type_: str, line: int, end_line: int) -> _Token:
-        token = super().__new__(cls, text)
-        token.type, token.line, token.end_line = type_, line, end_line
-        return token
-
-
-def _read_tokens(text: str) -> list[tuple[str, list[_Token]]] | None:
-    """The file sections of normalised `text` (each its rule name and tokens, in order), or
-    None where v4a.lark would not read it so (lark then decides, and words the error)."""
-    if not text.startswith(BEGIN + "\n"):
-        return None
-    pos, line, n = len(BEGIN) + 1, 2, len(text)
-    count = text.count
-    sections: list[tuple[str, list[_Token]]] = []
-    scanner = _AT_SECTION
-    tokens: list[_Token] = []
-    while pos < n:
-        m = scanner.match(text, pos)
-        if m is None:
-            return None
-        end = m.end()
-        kind = m.lastgroup or ""
-        lines = count("\n", pos, end)
-        token = _Token(m.group(), kind, line, line + lines)
-        pos, line = end, line + lines
-        if kind == "END":
-            return sections if pos == n else None
-        if kind in ("ADD_FILE", "DELETE_FILE", "UPDATE_FILE"):
-            tokens = [token]
-            rule = {"ADD_FILE": "add_file", "DELETE_FILE": "delete_file"}.get(kind, "update_file")
-            sections.append((rule, tokens))
-            scanner = {
-                "ADD_FILE": _AFTER_ADD,
-                "DELETE_FILE": _AT_SECTION,
-                "UPDATE_FILE": _AFTER_UPDATE,
-            }[kind]
-        else:
-            tokens.append(token)
-            scanner = {"ADD_BODY": _AT_SECTION, "MOVE_TO": _AFTER_MOVE}.get(kind, _AFTER_CHUNK)
-    return None  # no END
+# The first characters a line of a valid patch starts with (an empty line's is ' ').
+_LINE_STARTS = b" +-@*"
+_ADD_HEAD = "*** Add File: "
+_DELETE_HEAD = "*** Delete File: "
+_UPDATE_HEAD_LINE = "*** Update File: "
+_MOVE_HEAD = "*** Move to: "
+_FIRST_CHAR = itemgetter(0)
+# Hunks are made without their dataclass __init__ (frozen: one object.__setattr__ per field,
+# as much as the rest of a chunk's work): the same fields, in order, in the __dict__ (equality,
+# hash, repr and pickling read them from there). Their `patch_line` is the normalised line until
+# `_read_patch` maps them all at once.
+_new = object.__new__
+_set_dict = object.__setattr__
 
 
 def _read_patch(norm: NormalisedPatch) -> Patch | None:
-    """`norm` parsed as lark parses it, or None where lark must decide."""
-    sections = _read_tokens(norm.text)
-    if sections is None:
+    """`norm` parsed as lark parses it, or None where lark must decide (see above)."""
+    text = norm.text
+    if not text.startswith(BEGIN + "\n"):
         return None
-    t = _ToHunks(norm)
-    calls = {"add_file": t.add_file, "delete_file": t.delete_file, "update_file": t.update_file}
-    hunks: list[Any] = [calls[rule](tokens) for rule, tokens in sections]
-    return t.start([BEGIN, *hunks, END])
+    lines = text.split("\n")
+    lines.pop()  # after the last newline
+    last = len(lines) - 1
+    if lines[last] != END or last == 0:
+        return None
+    try:
+        ops = "".join(map(_FIRST_CHAR, lines))
+    except IndexError:  # an empty line: an empty context line (or an error)
+        ops = "".join([x[:1] or " " for x in lines])
+    # Every line starts as a line of some terminal, so a run of body lines ends at the next '@'
+    # or '*' line (the last line, End Patch, is one).
+    if not ops.isascii():
+        return None
+    sides = ops.encode("ascii")
+    if sides.translate(None, _LINE_STARTS):
+        return None
+    # The per-line work, for every line at once, in C (as `_ToHunks._chunks`): each line's
+    # text without its op, and the lines on each side of the change (Add File lines count as
+    # new ones: `w` skips them).
+    texts = list(map(_TEXT_OF, lines))
+    olds = tuple(compress(texts, sides.translate(_OLD_SIDE)))
+    news = tuple(compress(texts, sides.translate(_NEW_SIDE)))
+    find = ops.find
+    no_at = len(ops)
+    at = star = 0  # the next '@' and '*' line at or after the line looked at
+    made: list[dict[str, Any]] = []  # every hunk's and chunk's fields, in patch order
+    out: list[Hunk] = []
+    o = w = 0
+    i = 1
+    while i < last:
+        line = lines[i]
+        if line.startswith(_UPDATE_HEAD_LINE):
+            path = line[len(_UPDATE_HEAD_LINE) :].strip()
+            if not path:
+                return None
+            fields: dict[str, Any] = {
+                "path": path,
+                "move_to": None,
+                "chunks": (),
+                "patch_line": i + 1,
+            }
+            made.append(fields)
+            i += 1
+            if lines[i].startswith(_MOVE_HEAD):
+                move_to = lines[i][len(_MOVE_HEAD) :].strip()
+                if not move_to:
+                    return None
+                fields["move_to"] = move_to
+                i += 1
+            chunks: list[Chunk] = []
+            op = ops[i]
+            while op == "@" or (not chunks and op != "*"):
+                start = i + 1
+                anchors: tuple[str, ...] = ()
+                while op == "@":  # the headers
+                    head = lines[i]
+                    if head[:3] == "@@ ":
+                        anchors += (head[3:],)
+                    elif head != "@@":
+                        return None
+                    i += 1
+                    op = ops[i]
+                if at < i:
+                    at = find("@", i)
+                    if at < 0:
+                        at = no_at
+                if star < i:
+                    star = find("*", i)
+                end = at if at < star else star
+                if end == i:  # headers without a body line
+                    return None
+                chunk_ops = ops[i:end]
+                n = end - i
+                o2 = o + n - chunk_ops.count("+")
+                w2 = w + n - chunk_ops.count("-")
+                eof = end == star and lines[end] == END_OF_FILE
+                chunk = _new(Chunk)
+                d = {
+                    "anchor": anchors[0] if anchors else None,
+                    "old_lines": olds[o:o2],
+                    "new_lines": news[w:w2],
+                    "is_end_of_file": eof,
+                    "ops": chunk_ops,
+                    "patch_line": start,
+                    "nested_anchors": anchors if len(anchors) > 1 else (),
+                }
+                _set_dict(chunk, "__dict__", d)
+                made.append(d)
+                chunks.append(chunk)
+                o, w = o2, w2
+                i = end + eof
+                op = ops[i]
+            if not chunks:
+                return None
+            fields["chunks"] = tuple(chunks)
+            hunk: Hunk = _new(UpdateFile)
+        elif line.startswith(_ADD_HEAD):
+            path = line[len(_ADD_HEAD) :].strip()
+            if not path:
+                return None
+            if star <= i:
+                star = find("*", i + 1)
+            if ops.count("+", i + 1, star) != star - i - 1:  # not all '+' up to the next marker
+                return None
+            fields = {"path": path, "lines": tuple(texts[i + 1 : star]), "patch_line": i + 1}
+            made.append(fields)
+            hunk = _new(AddFile)
+            w += star - i - 1
+            i = star
+        elif line.startswith(_DELETE_HEAD):
+            path = line[len(_DELETE_HEAD) :].strip()
+            if not path:
+                return None
+            fields = {"path": path, "patch_line": i + 1}
+            made.append(fields)
+            hunk = _new(DeleteFile)
+            i += 1
+        else:
+            return None
+        _set_dict(hunk, "__dict__", fields)
+        out.append(hunk)
+    if norm.first_line != 1 or norm.dropped:
+        for fields, patch_line in zip(
+            made, norm.original_lines([f["patch_line"] for f in made]), strict=True
+        ):
+            fields["patch_line"] = patch_line
+    return tuple(out)
 
 
 def parse_patch(text: str) -> Patch:
