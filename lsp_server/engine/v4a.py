@@ -523,7 +523,11 @@ def _lark(callbacks: _ToHunks) -> Lark:
 # `bench/bench_ab.py --instructions --rounds 1 2a090b2 70e66a4`, whole CLI applies: many
 # 3160.9 -> 2983.2 M, big 1108.2 -> 1070.2 M. What is left is per line (split, each line's op
 # and text, two compresses: ~35%) and per chunk (its slices, counts and Chunk: ~45%, a tenth
-# of it the garbage collector's passes over the young lines).
+# of it the garbage collector's passes over the young lines). The hunks are made through their
+# constructors (positional), with their patch line mapped as they are made: building them
+# around their frozen __init__ (fields put into __dict__, patch lines rewritten afterwards)
+# saved ~2 ms of the 46k lines (27.7 vs 29.9 ms, `bench_parse.py --against` d4c421d), not worth
+# a frozen object written after it was made (issue 15: honest value types).
 
 # v4a.lark's terminals, as lark compiles them (tests/test_v4a_parse.py checks they still are):
 # the language `_read_patch` reads, spelled by hand there.
@@ -544,12 +548,6 @@ _DELETE_HEAD = "*** Delete File: "
 _UPDATE_HEAD_LINE = "*** Update File: "
 _MOVE_HEAD = "*** Move to: "
 _FIRST_CHAR = itemgetter(0)
-# Hunks are made without their dataclass __init__ (frozen: one object.__setattr__ per field,
-# as much as the rest of a chunk's work): the same fields, in order, in the __dict__ (equality,
-# hash, repr and pickling read them from there). Their `patch_line` is the normalised line until
-# `_read_patch` maps them all at once.
-_new = object.__new__
-_set_dict = object.__setattr__
 
 
 def _read_patch(norm: NormalisedPatch) -> Patch | None:
@@ -582,8 +580,10 @@ def _read_patch(norm: NormalisedPatch) -> Patch | None:
     find = ops.find
     no_at = len(ops)
     at = star = 0  # the next '@' and '*' line at or after the line looked at
-    made: list[dict[str, Any]] = []  # every hunk's and chunk's fields, in patch order
     out: list[Hunk] = []
+    # A hunk's patch line is the normalised one unless the normaliser shifted lines.
+    shifted = norm.first_line != 1 or bool(norm.dropped)
+    line_of = norm.original_line if shifted else int
     o = w = 0
     i = 1
     while i < last:
@@ -592,19 +592,13 @@ def _read_patch(norm: NormalisedPatch) -> Patch | None:
             path = line[len(_UPDATE_HEAD_LINE) :].strip()
             if not path:
                 return None
-            fields: dict[str, Any] = {
-                "path": path,
-                "move_to": None,
-                "chunks": (),
-                "patch_line": i + 1,
-            }
-            made.append(fields)
+            head_line = line_of(i + 1)
+            move_to: str | None = None
             i += 1
             if lines[i].startswith(_MOVE_HEAD):
                 move_to = lines[i][len(_MOVE_HEAD) :].strip()
                 if not move_to:
                     return None
-                fields["move_to"] = move_to
                 i += 1
             chunks: list[Chunk] = []
             op = ops[i]
@@ -633,26 +627,23 @@ def _read_patch(norm: NormalisedPatch) -> Patch | None:
                 o2 = o + n - chunk_ops.count("+")
                 w2 = w + n - chunk_ops.count("-")
                 eof = end == star and lines[end] == END_OF_FILE
-                chunk = _new(Chunk)
-                d = {
-                    "anchor": anchors[0] if anchors else None,
-                    "old_lines": olds[o:o2],
-                    "new_lines": news[w:w2],
-                    "is_end_of_file": eof,
-                    "ops": chunk_ops,
-                    "patch_line": start,
-                    "nested_anchors": anchors if len(anchors) > 1 else (),
-                }
-                _set_dict(chunk, "__dict__", d)
-                made.append(d)
-                chunks.append(chunk)
+                chunks.append(
+                    Chunk(
+                        anchors[0] if anchors else None,
+                        olds[o:o2],
+                        news[w:w2],
+                        eof,
+                        chunk_ops,
+                        line_of(start),
+                        anchors if len(anchors) > 1 else (),
+                    )
+                )
                 o, w = o2, w2
                 i = end + eof
                 op = ops[i]
             if not chunks:
                 return None
-            fields["chunks"] = tuple(chunks)
-            hunk: Hunk = _new(UpdateFile)
+            hunk: Hunk = UpdateFile(path, move_to, tuple(chunks), head_line)
         elif line.startswith(_ADD_HEAD):
             path = line[len(_ADD_HEAD) :].strip()
             if not path:
@@ -661,28 +652,18 @@ def _read_patch(norm: NormalisedPatch) -> Patch | None:
                 star = find("*", i + 1)
             if ops.count("+", i + 1, star) != star - i - 1:  # not all '+' up to the next marker
                 return None
-            fields = {"path": path, "lines": tuple(texts[i + 1 : star]), "patch_line": i + 1}
-            made.append(fields)
-            hunk = _new(AddFile)
+            hunk = AddFile(path, tuple(texts[i + 1 : star]), line_of(i + 1))
             w += star - i - 1
             i = star
         elif line.startswith(_DELETE_HEAD):
             path = line[len(_DELETE_HEAD) :].strip()
             if not path:
                 return None
-            fields = {"path": path, "patch_line": i + 1}
-            made.append(fields)
-            hunk = _new(DeleteFile)
+            hunk = DeleteFile(path, line_of(i + 1))
             i += 1
         else:
             return None
-        _set_dict(hunk, "__dict__", fields)
         out.append(hunk)
-    if norm.first_line != 1 or norm.dropped:
-        for fields, patch_line in zip(
-            made, norm.original_lines([f["patch_line"] for f in made]), strict=True
-        ):
-            fields["patch_line"] = patch_line
     return tuple(out)
 
 
