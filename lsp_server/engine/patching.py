@@ -43,13 +43,15 @@ every line number) instead of taking the first. Matched context lines are left e
 file has them (also under a lenient pass); added lines take the file's first line terminator;
 an updated file ends with a newline.
 
-Seeking never runs Python code per file line: a chunk is found by `list.index` on its longest
-line (a C loop) from the cursor, and verified by one list-slice comparison. Uniqueness needs
-the rest of the window: files with many chunks get an index of the last position of each
-chunk's pivot line (one C-level pass), so a pivot found at its last position needs no scan. 1,000
-chunks on a 100k-line file plan in tens of milliseconds.
+Seeking never runs Python code per file line. The common case (an LF file, every chunk found
+exactly once by the exact pass) is `_exact_edits`: `str.find` on the text from the cursor's
+offset, offsets carried to the edits. Everything else is `_FileSeeker`: a chunk is found by
+`list.index` on its longest line (a C loop) from the cursor, and verified by one list-slice
+comparison. Uniqueness needs the rest of the window: files with many chunks get an index of the
+last position of each chunk's pivot line (one C-level pass), so a pivot found at its last
+position needs no scan. 1,000 chunks on a 100k-line file plan in tens of milliseconds.
 
-Why this module is over 500 lines (~800): planning a patch and seeking its chunks are one
+Why this module is over 500 lines (~900): planning a patch and seeking its chunks are one
 algorithm (the seeker's index is built from the plan's chunks and read back by its uniqueness
 check); the sections (`_Sections`), the exact/lenient chunk matchers and the seeker (`_Level`,
 `_FileSeeker`) are the parts a split would take apart, next.
@@ -324,7 +326,7 @@ def _plan_update(
             if to.exists:
                 raise _add_onto_existing(to.path, hunk.patch_line, None, move=True)
             dest = to
-    edits = _exact_edits(snap.text, hunk.chunks)
+    edits = _exact_edits(snap.text, hunk.chunks, snap)
     if edits is None:
         edits = _FileSeeker(snap, lenient, hunk.chunks).edits(hunk.chunks)
     if dest is not None:
@@ -334,70 +336,116 @@ def _plan_update(
     return dest
 
 
-def _exact_edits(text: str, chunks: Sequence[Chunk]) -> tuple[LineEdit, ...] | None:
+def _exact_edits(
+    text: str, chunks: Sequence[Chunk], snap: Snapshot | None = None
+) -> tuple[LineEdit, ...] | None:
     """`_FileSeeker.edits` for the common case, on the text itself, or None to take the
-    general way.
+    general way (`snap`: the snapshot of `text`, whose lines and CR flag are reused).
 
-    The common case: an LF file ending with a newline, few chunks, none with an anchor, an
-    `*** End of File` or no old lines, each found exactly once by the exact pass. A chunk's
-    old lines are then one substring of the text starting at a line start, so the search is
-    `str.find` and the file is never split into lines. Anything else (no match, several, a
-    lenient pass, a CR) returns None, and `_FileSeeker` decides, errors included; the edits
-    are the ones it would make.
+    The common case: an LF file ending with a newline, every chunk with old lines, each found
+    exactly once by the exact pass (its `@@` anchors exactly too; an `*** End of File` chunk
+    at the very end). A chunk's old lines are then one substring of the text starting at a
+    line start, so it is sought with `str.find` from the cursor's offset (by its longest line,
+    see `_seek`), line numbers are newlines counted between two finds, and every edit carries
+    the offsets the new text is sliced by: no Python work per file line. Proving a match
+    unique needs the rest of the file: a find to the end for a few chunks; past
+    INDEX_FROM_CHUNKS, one C-level pass over the snapshot's lines (which the history and the
+    diff read anyway) tells where each chunk's longest line stands last and whether it stands
+    more than once: a line that stands once gives the chunk's line number too, with nothing
+    counted. Anything else (no match, several, a lenient pass, a CR, a pure addition) returns
+    None, and `_FileSeeker` decides, errors included; the edits are the ones it would make.
+
+    Measured against 2a090b2 (which took only files of under INDEX_FROM_CHUNKS anchorless
+    chunks this way, each sought by its whole text): plan_hunks in-process, snapshots read,
+    GC off, callgrind: 1,000 files 407 -> 324 M instructions (CPU 59-65 -> ~42 ms), one 100k-line
+    file with 1,000 chunks 184 -> 126 M (lines split beforehand: the split, 99 M, is the history's
+    and the diff's too; CPU ~45 -> ~25 ms). Whole CLI, `bench/bench_ab.py --instructions
+    --rounds 1 [--workload big] 2a090b2 WORKTREE`: 1,000 files 3160 -> 3088 M, big 1108 -> 1052 M;
+    CPU (`--rounds 5`, a loaded machine): 643 -> 570 ms, big 237 -> 224 ms.
     """
-    if "\r" in text or not text.endswith("\n") or len(chunks) >= INDEX_FROM_CHUNKS:
+    if not text.endswith("\n") or (snap.has_cr if snap is not None else "\r" in text):
         return None
+    indexed = len(chunks) >= INDEX_FROM_CHUNKS
+    lines: list[str] = []
+    last: dict[str, int] = {}  # a wanted line's last position, -1 where it stands nowhere
+    repeated: set[str] = set()  # the wanted lines that stand more than once
+    if indexed:
+        wanted: set[str] = set()
+        for chunk in chunks:
+            if not chunk.old_lines:
+                return None
+            wanted.add(max(chunk.old_lines, key=len) + "\n")  # (the first longest, as below)
+            wanted.update([a + "\n" for a in chunk.anchors])
+        lines = snap.lines if snap is not None else split_lines(text)
+        last = dict.fromkeys(wanted, -1)
+        for p in compress(range(len(lines)), map(wanted.__contains__, lines)):
+            v = lines[p]
+            if last[v] >= 0:
+                repeated.add(v)
+            last[v] = p
     count = text.count
     line = 0  # the cursor, as a line number and as the offset where that line starts
     pos = 0
-    # (start line, end line, start offset, old lines, new lines), in file order; lines
+    # (start line, end line, start offset, old lines, new lines) of each run of -/+, in file
+    # order, touching runs of consecutive chunks merged (as `_finish` merges them); lines
     # without their `\n` (every one has it).
     runs: list[tuple[int, int, int, Sequence[str], Sequence[str]]] = []
     for chunk in chunks:
         old = chunk.old_lines
-        if chunk.anchor is not None or chunk.is_end_of_file or not old:
+        if not old:
             return None
+        for anchor in chunk.anchors:
+            v = anchor + "\n"
+            at = _find_line_run(text, v, pos)
+            if at < 0:
+                return None
+            line = last[v] + 1 if indexed and v not in repeated else line + count("\n", pos, at) + 1
+            pos = at + len(v)
+        k = len(old)
+        lens = list(map(len, old))
+        pivot = lens.index(max(lens))
         pattern = "\n".join(old) + "\n"
-        at = _find_line_run(text, pattern, pos)
-        if at < 0:
-            return None
-        if _find_line_run(text, pattern, at + 1) >= 0:
-            return None  # AMBIGUOUS: the general way says where
-        start = line + count("\n", pos, at)
-        line = start + len(old)
+        v = old[pivot] + "\n"
+        eof = chunk.is_end_of_file
+        if eof:
+            # Only the last position, not before the cursor (as `_FileSeeker.find`).
+            at = len(text) - len(pattern)
+            if at < pos or not text.endswith(pattern) or (at and text[at - 1] != "\n"):
+                return None
+        else:
+            at = _seek(text, pattern, v, sum(lens[:pivot]) + pivot, pos)
+            if at < 0:
+                return None
+        if indexed and v not in repeated:
+            start = last[v] - pivot  # the one place the pivot line stands: the match is there
+        else:
+            start = line + count("\n", pos, at)
+            if eof:
+                pass
+            elif indexed:
+                # The pivot line stands again further on: is the whole chunk there too?
+                want = [x + "\n" for x in old]
+                stop = min(len(lines) - 1 - k + pivot, last[v])
+                if _scan(lines, want, pivot, start + 1, stop, True):
+                    return None  # AMBIGUOUS: the general way says where
+            elif _seek(text, pattern, v, sum(lens[:pivot]) + pivot, at + 1) >= 0:
+                return None
+        line = start + k
         pos = at + len(pattern)
-        ops = chunk.ops
         new = chunk.new_lines
-        ocount = ops.count
-        for run in _RUN.finditer(ops):
-            a, b = run.span()
-            oi = a - ocount("+", 0, a)
-            ni = a - ocount("-", 0, a)
-            added = ocount("+", a, b)
-            oe = oi + b - a - added
-            runs.append(
-                (
-                    start + oi,
-                    start + oe,
-                    at + sum(map(len, old[:oi])) + oi if oi else at,
-                    old[oi:oe],
-                    new[ni : ni + added],
-                )
-            )
-    # Runs of consecutive chunks that touch are one edit, as `_finish` merges them.
-    if len(runs) > 1:
-        merged = runs[:1]
-        for item in runs[1:]:
-            if item[0] == merged[-1][1]:
-                ms, _, mc, mold, mnew = merged[-1]
-                merged[-1] = (ms, item[1], mc, (*mold, *item[3]), (*mnew, *item[4]))
+        for oi, oe, ni, ne in _runs(chunk.ops):
+            s = start + oi
+            if runs and runs[-1][1] == s:
+                ms, _, mc, mold, mnew = runs[-1]
+                runs[-1] = (ms, start + oe, mc, (*mold, *old[oi:oe]), (*mnew, *new[ni:ne]))
             else:
-                merged.append(item)
-        runs = merged
+                char = at + sum(lens[:oi]) + oi if oi else at
+                runs.append((s, start + oe, char, old[oi:oe], new[ni:ne]))
     out: list[LineEdit] = []
     for s, e, char, old_lines, new_lines in runs:
-        if s != e and new_lines:
-            n, m = e - s, len(new_lines)
+        n, m = e - s, len(new_lines)
+        if n and m and (old_lines[0] == new_lines[0] or old_lines[-1] == new_lines[-1]):
+            # A replaced line may come back unchanged (a `-x`/`+x` pair): keep it minimal.
             p, q = common_ends(old_lines, new_lines)
             if p == n and p == m:
                 continue
@@ -409,6 +457,59 @@ def _exact_edits(text: str, chunks: Sequence[Chunk]) -> tuple[LineEdit, ...] | N
         end = char + sum(map(len, old_lines)) + len(old_lines)
         out.append(LineEdit(s, e, tuple([x + "\n" for x in new_lines]), (char, end)))
     return tuple(out)
+
+
+# A chunk is sought by its longest line when that is at least this long: a shorter one (`}`,
+# a blank line) stands at too many places, each a candidate to check.
+SEEK_BY_LINE_FROM = 8
+
+
+def _seek(text: str, pattern: str, line: str, off: int, start: int) -> int:
+    """The first offset from `start` where `pattern` (whole lines) begins at a line start, or -1.
+
+    Sought by `line`, the pattern's line at offset `off` in it, then the whole compared: a
+    needle under 100 characters is found by CPython's plain search, while a longer one (most
+    chunks' whole text) is first preprocessed for the two-way search, a cost per call that
+    was ~60% of planning the 1,000-file workload.
+    """
+    if len(line) < SEEK_BY_LINE_FROM:
+        line, off = pattern, 0
+    find = text.find
+    q = find(line, start + off)
+    while q >= 0:
+        at = q - off
+        if (not at or text[at - 1] == "\n") and text.startswith(pattern, at):
+            return at
+        q = find(line, q + 1)
+    return -1
+
+
+# A chunk's runs of -/+ ops as (first old line, end old line, first new line, end new line),
+# relative to the chunk, by its ops string: patches repeat a few shapes (`   -+   `), so each
+# is decomposed once. Only short shapes are kept, and at most this many (a server lives long).
+_RUNS_CACHE: dict[str, tuple[tuple[int, int, int, int], ...]] = {}
+_RUNS_CACHE_MAX = 1024
+_RUNS_CACHE_LONGEST = 64
+
+
+def _runs(ops: str) -> tuple[tuple[int, int, int, int], ...]:
+    runs = _RUNS_CACHE.get(ops)
+    if runs is not None:
+        return runs
+    count = ops.count
+    out = []
+    for m in _RUN.finditer(ops):
+        a, b = m.span()
+        oi = a - count("+", 0, a)
+        ni = a - count("-", 0, a)
+        added = count("+", a, b)
+        out.append((oi, oi + (b - a) - added, ni, ni + added))
+    runs = tuple(out)
+    if len(ops) <= _RUNS_CACHE_LONGEST:
+        if len(_RUNS_CACHE) >= _RUNS_CACHE_MAX:
+            _RUNS_CACHE.clear()
+        _RUNS_CACHE[ops] = runs
+    return runs
 
 
 def _find_line_run(text: str, pattern: str, start: int) -> int:
