@@ -143,6 +143,7 @@ class _Sections:
         self.state: dict[str, tuple[str, int, int]] = {}
         self.dest: dict[int, Snapshot] = {}  # a move's index -> its destination's snapshot
         self.combined: list[dict[str, Any]] = []
+        self.shapes: dict[str, Runs] = {}  # the chunk shapes decomposed so far (`_runs`)
 
     def add(self, snap: Snapshot, text: str, line: int) -> None:
         prior = self.state.get(snap.path)
@@ -326,7 +327,7 @@ def _plan_update(
             if to.exists:
                 raise _add_onto_existing(to.path, hunk.patch_line, None, move=True)
             dest = to
-    edits = _exact_edits(snap.text, hunk.chunks, snap)
+    edits = _exact_edits(snap.text, hunk.chunks, snap, sections.shapes)
     if edits is None:
         edits = _FileSeeker(snap, lenient, hunk.chunks).edits(hunk.chunks)
     if dest is not None:
@@ -337,10 +338,14 @@ def _plan_update(
 
 
 def _exact_edits(
-    text: str, chunks: Sequence[Chunk], snap: Snapshot | None = None
+    text: str,
+    chunks: Sequence[Chunk],
+    snap: Snapshot | None = None,
+    shapes: dict[str, Runs] | None = None,
 ) -> tuple[LineEdit, ...] | None:
     """`_FileSeeker.edits` for the common case, on the text itself, or None to take the
-    general way (`snap`: the snapshot of `text`, whose lines and CR flag are reused).
+    general way (`snap`: the snapshot of `text`, whose lines and CR flag are reused; `shapes`:
+    the plan's chunk shapes decomposed so far, see `_runs`).
 
     The common case: an LF file ending with a newline, every chunk with old lines, each found
     exactly once by the exact pass (its `@@` anchors exactly too; an `*** End of File` chunk
@@ -433,7 +438,7 @@ def _exact_edits(
         line = start + k
         pos = at + len(pattern)
         new = chunk.new_lines
-        for oi, oe, ni, ne in _runs(chunk.ops):
+        for oi, oe, ni, ne in _runs(chunk.ops, shapes):
             s = start + oi
             if runs and runs[-1][1] == s:
                 ms, _, mc, mold, mnew = runs[-1]
@@ -485,15 +490,16 @@ def _seek(text: str, pattern: str, line: str, off: int, start: int) -> int:
 
 
 # A chunk's runs of -/+ ops as (first old line, end old line, first new line, end new line),
-# relative to the chunk, by its ops string: patches repeat a few shapes (`   -+   `), so each
-# is decomposed once. Only short shapes are kept, and at most this many (a server lives long).
-_RUNS_CACHE: dict[str, tuple[tuple[int, int, int, int], ...]] = {}
-_RUNS_CACHE_MAX = 1024
-_RUNS_CACHE_LONGEST = 64
+# relative to the chunk.
+Runs = tuple[tuple[int, int, int, int], ...]
+# Patches repeat a few chunk shapes (`   -+   `), so a plan decomposes each once, keeping the
+# short ones in its own `shapes` (per plan, not a module global): 5,000 chunks of one shape
+# 10.9 -> 0.5 ms in process (best of 9).
+_SHAPE_KEPT_UP_TO = 64
 
 
-def _runs(ops: str) -> tuple[tuple[int, int, int, int], ...]:
-    runs = _RUNS_CACHE.get(ops)
+def _runs(ops: str, shapes: dict[str, Runs] | None = None) -> Runs:
+    runs = shapes.get(ops) if shapes is not None else None
     if runs is not None:
         return runs
     count = ops.count
@@ -505,10 +511,8 @@ def _runs(ops: str) -> tuple[tuple[int, int, int, int], ...]:
         added = count("+", a, b)
         out.append((oi, oi + (b - a) - added, ni, ni + added))
     runs = tuple(out)
-    if len(ops) <= _RUNS_CACHE_LONGEST:
-        if len(_RUNS_CACHE) >= _RUNS_CACHE_MAX:
-            _RUNS_CACHE.clear()
-        _RUNS_CACHE[ops] = runs
+    if shapes is not None and len(ops) <= _SHAPE_KEPT_UP_TO:
+        shapes[ops] = runs
     return runs
 
 

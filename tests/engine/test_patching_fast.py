@@ -38,7 +38,7 @@ def index_from(n: int) -> Iterator[None]:
 @contextmanager
 def without_fast_path() -> Iterator[None]:
     fast = patching._exact_edits
-    patching._exact_edits = lambda text, chunks, snap=None: None
+    patching._exact_edits = lambda text, chunks, snap=None, shapes=None: None
     try:
         yield
     finally:
