@@ -553,6 +553,8 @@ def program() -> None:
 
     atexit._run_exitfuncs()  # what the teardown would run next (none on the usual path)
     for stream in (sys.stdout, sys.stderr):
+        if stream is None:  # started with it closed (`>&-`): nothing to flush, as at a usual exit
+            continue
         try:
             stream.flush()
         except (OSError, ValueError):  # a closed pipe: what Python's own exit reports as 120
