@@ -171,8 +171,11 @@ def _load_code(path: str) -> dict[str, CodeType]:
     bytecode version, whose digest matches."""
     import hashlib
 
+    # O_NONBLOCK: a FIFO put there would otherwise block the open (and every command's start)
+    # until a writer came; opened, it is not a regular file, and ignored (as journal.py's).
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(path, flags | getattr(os, "O_NONBLOCK", 0))
     except OSError:
         return {}
     try:
