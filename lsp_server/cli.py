@@ -226,7 +226,9 @@ def main(argv: list[str] | None = None) -> int:
     if given[:1] not in (["serve"], ["mcp"]):  # the servers load inspect anyway (pygls, mcp)
         # Before the parser: its table (lsp_server/arguments.py) is made of dataclasses.
         if startup.dataclasses_without_inspect():
-            startup.cache_dataclass_code(_code_cache_path())
+            cache = _code_cache_path(given)
+            if cache is not None:
+                startup.cache_dataclass_code(cache)
         startup.pathlib_without_urllib()  # the history's journal names its files with Path
     args = _plain(given)
     if args is None:
@@ -259,12 +261,34 @@ def main(argv: list[str] | None = None) -> int:
         startup.save_dataclass_code(args.root)
 
 
-def _code_cache_path() -> str:
+def _code_cache_path(given: list[str]) -> str | None:
     """startup.cache_dataclass_code's file: in the state base (where the journals are, outside
-    every workspace), one per interpreter version."""
-    from lsp_server.engine.state import state_base
+    every workspace), one per interpreter version; None (no cache) when the state base is
+    inside the workspace: a folder `--root` names, else the current one. The cache is read
+    before the arguments are parsed, so before the journal's own DENIED check: a workspace
+    must never supply the code objects this process runs (a cloned repository's files are
+    the user's own), tests/cli/test_startup_code_cache_workspace.py."""
+    from lsp_server.engine import state
+    from lsp_server.engine.errors import EditError
 
-    return os.path.join(state_base(), "code", f"dataclasses-{sys.implementation.cache_tag}.bin")
+    path = os.path.join(
+        state.state_base(), "code", f"dataclasses-{sys.implementation.cache_tag}.bin"
+    )
+    roots = []
+    for i, arg in enumerate(given):
+        name, eq, value = arg.partition("=")
+        # `--root DIR`, `--root=DIR`, and the prefixes argparse takes for it (`--ro DIR`).
+        if len(name) >= 3 and "--root".startswith(name):
+            if eq:
+                roots.append(value)
+            elif i + 1 < len(given):
+                roots.append(given[i + 1])
+    try:
+        for root in roots or ["."]:  # (every one named: which one argparse keeps is its business)
+            state.check_outside(os.path.dirname(path), root)
+    except (EditError, OSError, ValueError):
+        return None
+    return path
 
 
 def _action_args(action: str, ns: Any) -> dict[str, Any]:

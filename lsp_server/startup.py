@@ -28,10 +28,12 @@ gets loaded, compiled or collected, never a value the engine computes; the one t
   keeps a module's) in the state base's `code/` folder; the classes are still made by
   dataclasses, from the same source, so each method is the one `exec` would have made.
   The file is trusted as a .pyc is: only the user's own, private, regular file (no link) of
-  this bytecode version whose sha256 matches (tests/cli/test_startup_code_cache.py); anything
-  else is ignored and rewritten. bench/bench_startup.py --instructions --rounds 3 main ->
-  this (a warm cache; the first run in a state base compiles and writes it): 283.6 -> 187.8 M
-  instructions past interpreter start (-34%), the same 105 modules. With pathlib_without_urllib,
+  this bytecode version whose sha256 matches (tests/cli/test_startup_code_cache.py), and none
+  in a state base inside the workspace (cli._code_cache_path: it is read before the journal's
+  DENIED check); anything else is ignored and rewritten.
+  bench/bench_startup.py --instructions --rounds 3 main -> this (a warm cache; the first run
+  in a state base compiles and writes it): 283.6 -> 187.8 M instructions past interpreter
+  start (-34%), the same 105 modules. With pathlib_without_urllib,
   bench/bench_ab.py --instructions --rounds 3 main <this>: many 3162 -> 3056 M, big 1107 ->
   997 M (the first, cold run: 3174 and 1116 M, the compiles and the file's write).
 - `pathlib_without_urllib`: the history's journal names its files with `pathlib.Path`, and
@@ -167,8 +169,8 @@ def _magic() -> bytes:
 
 def _load_code(path: str) -> dict[str, CodeType]:
     """The cache file's table, or {} when there is none or it is not one to trust: only a
-    regular file (not a link) owned by this user and writable by no one else, made by this
-    bytecode version, whose digest matches."""
+    regular file (not a link) owned by this user and private to it (0600, as written), made by
+    this bytecode version, whose digest matches."""
     import hashlib
 
     # O_NONBLOCK: a FIFO put there would otherwise block the open (and every command's start)
@@ -181,7 +183,10 @@ def _load_code(path: str) -> dict[str, CodeType]:
     try:
         st = os.fstat(fd)
         getuid = getattr(os, "getuid", None)
-        if not stat.S_ISREG(st.st_mode) or st.st_mode & 0o022:
+        # As private as `save_dataclass_code` makes it (0600): a file others can read was not
+        # written by it (a cloned repository's are 0644; tests/cli/test_startup_code_cache_
+        # workspace.py).
+        if not stat.S_ISREG(st.st_mode) or st.st_mode & 0o077:
             return {}
         if getuid is not None and st.st_uid != getuid():
             return {}
