@@ -51,7 +51,7 @@ import marshal
 import os
 import stat
 import sys
-from collections.abc import Coroutine, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from types import CodeType, ModuleType
 
@@ -87,14 +87,22 @@ def dataclasses_without_inspect() -> bool:
         vars(stand_in).update(vars(inspect))
         return getattr(inspect, name)
 
-    stand_in.__getattr__ = load  # type: ignore[method-assign]
-    sys.modules["inspect"] = stand_in
-    try:
+    with _standing_in(stand_in, load):
         import dataclasses  # noqa: F401 - imported for the side effect: it is loaded now
-    finally:
-        if sys.modules.get("inspect") is stand_in:
-            del sys.modules["inspect"]
     return True
+
+
+@contextmanager
+def _standing_in(stand_in: ModuleType, getattr_: Callable[[str], Any]) -> Iterator[None]:
+    """`stand_in` (its attributes read through `getattr_`, PEP 562) in `sys.modules` under its
+    name for the block alone: the module imported in it keeps a reference, nobody else does."""
+    stand_in.__getattr__ = getattr_  # type: ignore[method-assign]
+    sys.modules[stand_in.__name__] = stand_in
+    try:
+        yield
+    finally:
+        if sys.modules.get(stand_in.__name__) is stand_in:
+            del sys.modules[stand_in.__name__]
 
 
 def pathlib_without_urllib() -> None:
@@ -117,13 +125,8 @@ def pathlib_without_urllib() -> None:
         call.__name__ = call.__qualname__ = name
         return call
 
-    stand_in.__getattr__ = forward  # type: ignore[method-assign]
-    sys.modules["urllib.parse"] = stand_in
-    try:
+    with _standing_in(stand_in, forward):
         import pathlib  # noqa: F401 - imported for the side effect: it is loaded now
-    finally:
-        if sys.modules.get("urllib.parse") is stand_in:
-            del sys.modules["urllib.parse"]
 
 
 # The code cache's file starts with this, then the interpreter's bytecode magic number, then the
