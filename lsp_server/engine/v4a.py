@@ -41,6 +41,7 @@ from operator import itemgetter
 
 from lsp_server.engine import errors
 from lsp_server.engine.errors import EditError
+from lsp_server.engine.values import slot_setters
 
 TYPE_CHECKING = False  # typing's constant without importing typing (lsp_server/startup.py)
 if TYPE_CHECKING:
@@ -55,13 +56,16 @@ END_OF_FILE = "*** End of File"
 GRAMMAR_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "v4a.lark")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Chunk:
     """One `@@` section of an Update File: find `old_lines` (after `anchors`), put `new_lines`.
 
     `anchors` are the texts of its `@@ <line>` headers, in order (a bare `@@` adds none): each
     is sought after the previous one, the old lines after the last. `anchor` is the first, or
     None when there is none (what a chunk with one header always had).
+
+    Made at a slots object's cost (values.slot_setters): 1.48 -> 0.35 us each, best of 7 in
+    process, ~5 ms of the 5,000 chunks of the 1,000-file patch.
     """
 
     anchor: str | None
@@ -74,11 +78,49 @@ class Chunk:
     # Every header's text when it has more than one (`anchor` alone says the rest).
     nested_anchors: tuple[str, ...] = ()
 
+    def __init__(
+        self,
+        anchor: str | None,
+        old_lines: tuple[str, ...],
+        new_lines: tuple[str, ...],
+        is_end_of_file: bool = False,
+        ops: str = "",
+        patch_line: int = 0,
+        nested_anchors: tuple[str, ...] = (),
+    ) -> None:
+        _set_anchor(self, anchor)
+        _set_old_lines(self, old_lines)
+        _set_new_lines(self, new_lines)
+        _set_is_end_of_file(self, is_end_of_file)
+        _set_ops(self, ops)
+        _set_patch_line(self, patch_line)
+        _set_nested_anchors(self, nested_anchors)
+
     @property
     def anchors(self) -> tuple[str, ...]:
         if self.nested_anchors:
             return self.nested_anchors
         return () if self.anchor is None else (self.anchor,)
+
+
+(
+    _set_anchor,
+    _set_old_lines,
+    _set_new_lines,
+    _set_is_end_of_file,
+    _set_ops,
+    _set_patch_line,
+    _set_nested_anchors,
+) = slot_setters(
+    Chunk,
+    "anchor",
+    "old_lines",
+    "new_lines",
+    "is_end_of_file",
+    "ops",
+    "patch_line",
+    "nested_anchors",
+)
 
 
 @dataclass(frozen=True)
