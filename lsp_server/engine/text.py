@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from lsp_server.engine import errors
+from lsp_server.engine.values import slot_setters
 
 TYPE_CHECKING = False  # typing's constant without importing typing (lsp_server/startup.py)
 if TYPE_CHECKING:
@@ -144,7 +145,7 @@ def describe_eol(text: str) -> str:
     return kinds[0] if len(kinds) == 1 else "mixed"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True, init=False)
 class DiskRead:
     """What `files.read_snapshot` saw of a file on disk, carried by the snapshot it made.
 
@@ -161,6 +162,22 @@ class DiskRead:
     ctime_ns: int
     read_ns: int  # the time the read started: a save after it is stamped no earlier
     data: bytes  # the bytes `text` was decoded from (UTF-8 and the BOM round-trip exactly)
+
+    # One per file read (values.slot_setters: 1.3 -> 0.5 us each, best of 7 in process).
+    def __init__(
+        self, ino: int, size: int, mtime_ns: int, ctime_ns: int, read_ns: int, data: bytes
+    ) -> None:
+        _set_ino(self, ino)
+        _set_size(self, size)
+        _set_mtime_ns(self, mtime_ns)
+        _set_ctime_ns(self, ctime_ns)
+        _set_read_ns(self, read_ns)
+        _set_data(self, data)
+
+
+_set_ino, _set_size, _set_mtime_ns, _set_ctime_ns, _set_read_ns, _set_data = slot_setters(
+    DiskRead, "ino", "size", "mtime_ns", "ctime_ns", "read_ns", "data"
+)
 
 
 @dataclass(frozen=True)

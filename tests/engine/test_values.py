@@ -1,6 +1,7 @@
-"""LineEdit and Chunk, made through values.slot_setters, are still frozen dataclasses: every
-field as given (positionally or by name, defaults as before), assignment and deletion refused,
-no `__dict__` to put a field into, eq/hash/repr/replace/fields/pickle/copy as a dataclass's."""
+"""LineEdit, Chunk, UpdateFile and DiskRead, made through values.slot_setters, are still
+frozen dataclasses: every field as given (positionally or by name, defaults as before),
+assignment and deletion refused, no `__dict__` to put a field into, eq/hash/repr/replace/
+fields/pickle/copy as a dataclass's."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ import pickle
 import pytest
 
 from lsp_server.engine.model import LineEdit
-from lsp_server.engine.v4a import Chunk
+from lsp_server.engine.text import DiskRead
+from lsp_server.engine.v4a import Chunk, UpdateFile
 from lsp_server.engine.values import slot_setters
 
 
@@ -56,7 +58,12 @@ def test_chunk_fields_defaults_and_keywords() -> None:
 
 @pytest.mark.parametrize(
     "value",
-    [LineEdit(0, 1, ("z\n",), (0, 2)), Chunk("a", ("o",), ("n",), False, "-+", 3, ())],
+    [
+        LineEdit(0, 1, ("z\n",), (0, 2)),
+        Chunk("a", ("o",), ("n",), False, "-+", 3, ()),
+        UpdateFile("p", None, (Chunk(None, ("o",), ()),), 2),
+        DiskRead(1, 2, 3, 4, 5, b"ab"),
+    ],
 )
 def test_frozen_and_a_dataclass_still(value: object) -> None:
     name = dataclasses.fields(value)[0].name  # type: ignore[arg-type]
@@ -74,6 +81,14 @@ def test_frozen_and_a_dataclass_still(value: object) -> None:
     assert repr(value).startswith(type(value).__name__ + "(")
     other = dataclasses.replace(value, **{name: 42})  # type: ignore[type-var]
     assert other != value and getattr(other, name) == 42
+
+
+def test_update_file_and_disk_read_fields() -> None:
+    u = UpdateFile("a.py", "b.py", (), 4)
+    assert (u.path, u.move_to, u.chunks, u.patch_line) == ("a.py", "b.py", (), 4)
+    assert UpdateFile(path="a", move_to=None, chunks=()).patch_line == 0
+    d = DiskRead(ino=1, size=2, mtime_ns=3, ctime_ns=4, read_ns=5, data=b"x")
+    assert (d.ino, d.size, d.mtime_ns, d.ctime_ns, d.read_ns, d.data) == (1, 2, 3, 4, 5, b"x")
 
 
 def test_slot_setters_only_take_slots() -> None:
