@@ -411,6 +411,7 @@ def _exact_edits(
         pivot = lens.index(max(lens))
         pattern = "\n".join(old) + "\n"
         v = old[pivot] + "\n"
+        off = sum(lens[:pivot]) + pivot  # where `v` starts in `pattern`
         eof = chunk.is_end_of_file
         if eof:
             # Only the last position, not before the cursor (as `_FileSeeker.find`).
@@ -418,7 +419,7 @@ def _exact_edits(
             if at < pos or not text.endswith(pattern) or (at and text[at - 1] != "\n"):
                 return None
         else:
-            at = _seek(text, pattern, v, sum(lens[:pivot]) + pivot, pos)
+            at = _seek(text, pattern, v, off, pos)
             if at < 0:
                 return None
         if indexed and v not in repeated:
@@ -433,7 +434,7 @@ def _exact_edits(
                 stop = min(len(lines) - 1 - k + pivot, last[v])
                 if _scan(lines, want, pivot, start + 1, stop, True):
                     return None  # AMBIGUOUS: the general way says where
-            elif _seek(text, pattern, v, sum(lens[:pivot]) + pivot, at + 1) >= 0:
+            elif _seek(text, pattern, v, off, at + 1) >= 0:
                 return None
         line = start + k
         pos = at + len(pattern)
