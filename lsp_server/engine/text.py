@@ -46,8 +46,10 @@ def split_lines(text: str) -> list[str]:
         # none of the other characters it splits on, each looked for by a one-character `in`
         # (memchr). It compared `text.count("\n")` with the pieces before: a per-character
         # loop, 1.5 ms against 0.25 ms for the five `in`s on a 100k-line file (best of 30, in
-        # process); parse+plan+diff of bench_patch's big workload 605.7 -> 582.5 M
-        # instructions (callgrind, one run in process), the 1,000 files 1081.8 -> 1076.1 M.
+        # process); callgrind, c75b687 -> 3b27cca: parse+plan+diff in process of
+        # bench_patch's big workload 605.4 -> 582.8 M instructions, the 1,000 files 1082.1 ->
+        # 1076.6 M; whole CLI applies (`bench/bench_ab.py --instructions`, both after a run
+        # that wrote the code cache) big 811.0 -> 788.1 M, the 1,000 files 2191.9 -> 2154.2 M.
         if not any(map(text.__contains__, _OTHER_BREAKS)) and (
             text.isascii() or not any(map(text.__contains__, _OTHER_WIDE_BREAKS))
         ):
