@@ -63,33 +63,41 @@ if TYPE_CHECKING:
 
 
 def dataclasses_without_inspect() -> bool:
-    """Import `dataclasses` with a stand-in for `inspect` that loads the real module on first use;
-    True when this call imported it (no dataclass was made before: `cache_dataclass_code` may
-    follow), False when it was loaded already.
+    """Import `dataclasses` with stand-ins for `inspect` and `copy` that load the real module on
+    first use; True when this call imported it (no dataclass was made before:
+    `cache_dataclass_code` may follow), False when it was loaded already.
 
-    The stand-in is in `sys.modules` only while `dataclasses` is imported: afterwards only
-    dataclasses' own `inspect` name refers to it, and anyone's `import inspect` gets the real
-    module. The stand-in's first attribute read (PEP 562 `__getattr__`) imports the real module
-    and copies it in, so dataclasses, when it needs a signature, gets the real function.
-    (stdlib's LazyLoader does not do: a second `import inspect` reads `__spec__` and loads it.)
+    The stand-ins are in `sys.modules` only while `dataclasses` is imported: afterwards only
+    dataclasses' own `inspect` and `copy` names refer to them, and anyone's `import inspect` or
+    `import copy` gets the real module. A stand-in's first attribute read (PEP 562
+    `__getattr__`) imports the real module and copies it in, so dataclasses, when it needs a
+    signature (`inspect.signature`) or a deep copy (`copy.deepcopy`, in `asdict`/`astuple`),
+    gets the real function. (stdlib's LazyLoader does not do: a second `import inspect` reads
+    `__spec__` and loads it.)
     """
     if "dataclasses" in sys.modules:
         return False
-    if "inspect" in sys.modules:
-        import dataclasses  # noqa: F401 - as below, with the real inspect: it is loaded
-
-        return True
-    stand_in = ModuleType("inspect")
-
-    def load(name: str) -> Any:
-        import inspect
-
-        vars(stand_in).update(vars(inspect))
-        return getattr(inspect, name)
-
-    with _standing_in(stand_in, load):
+    with _standing_in_for("inspect"), _standing_in_for("copy"):
         import dataclasses  # noqa: F401 - imported for the side effect: it is loaded now
     return True
+
+
+@contextmanager
+def _standing_in_for(name: str) -> Iterator[None]:
+    """A stand-in for the stdlib module `name` (unless it is loaded already: then the block
+    imports with the real one) that loads the real module at its first attribute read."""
+    if name in sys.modules:
+        yield
+        return
+    stand_in = ModuleType(name)
+
+    def load(attr: str) -> Any:
+        real = __import__(name)
+        vars(stand_in).update(vars(real))
+        return getattr(real, attr)
+
+    with _standing_in(stand_in, load):
+        yield
 
 
 @contextmanager
@@ -165,9 +173,11 @@ _code_cache: _CodeCache | None = None
 
 
 def _magic() -> bytes:
-    import importlib._bootstrap_external
+    # The import system's own module, always loaded (`import importlib._bootstrap_external`
+    # is the same object, but imports the `importlib` package and, with it, `warnings`).
+    import _frozen_importlib_external
 
-    return _CODE_HEADER + importlib._bootstrap_external.MAGIC_NUMBER
+    return _CODE_HEADER + _frozen_importlib_external.MAGIC_NUMBER
 
 
 def _load_code(path: str) -> dict[str, CodeType]:

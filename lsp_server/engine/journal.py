@@ -32,7 +32,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import json
-import math
 import os
 import re
 import stat
@@ -469,6 +468,8 @@ def _no_constant(name: str) -> Any:
 
 
 def _finite(text: str) -> float:
+    import math  # here: a record holds a float rarely, and a CLI run need not import it
+
     value = float(text)
     if not math.isfinite(value):  # 1e400: a float that would overflow every later int()
         raise ValueError(f"{text[:20]} is out of range")

@@ -39,6 +39,12 @@ NEVER = {
     "lsp_server.actions.undo": "the undo action, not an edit",
     "urllib": "pathlib's Path.as_uri only (startup.pathlib_without_urllib)",
     "ipaddress": "urllib.parse's, for URLs",
+    "copy": "dataclasses' for asdict/astuple only (startup.dataclasses_without_inspect)",
+    "weakref": "copy's",
+    "importlib": "the code cache's magic number is _frozen_importlib_external's; actions.action "
+    "imports with __import__",
+    "math": "journal._finite's, for a record holding a float",
+    "difflib": "a line changed in place needs no SequenceMatcher (undo/changes.line_diff)",
 }
 # And what a plain command line (`apply-patch [--root R] [--json] [--dry-run] PATCH`, the
 # same for replace and write) skips besides.
@@ -168,6 +174,53 @@ def test_pathlib_without_urllib_keeps_as_uri_and_the_real_module(tmp_path: Path,
         "assert pathlib.Path('/a b/%c\\u00e9').as_uri() == 'file:///a%20b/%25c%C3%A9'\n"
         "assert urllib.parse.quote_from_bytes(b'a b') == 'a%20b'\n"
         "assert urllib.parse.urlsplit('http://h/p').netloc == 'h'\n"
+        'sys.stderr.write("\\nMODULES "',
+    )
+    assert probe != PROBE
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env |= {"PYTHONPATH": str(REPO), "AGENT_EDIT_STATE_DIR": str(tmp_path / "state")}
+    proc = subprocess.run(
+        [sys.executable, "-c", probe, *COMMANDS["apply-patch"]],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert proc.returncode == 0 and "\nMODULES " in proc.stderr, proc.stderr
+
+
+def test_an_apply_after_a_user_edit_loads_nothing_unused(tmp_path: Path, ws: Path) -> None:
+    """The second apply of a file the user changed back in between (as bench_startup's runs
+    do: a fresh tree each time): the history diffs the user's edit (one line changed in
+    place), which needs no difflib."""
+    rc, _, out = _loaded(tmp_path, COMMANDS["apply-patch"])
+    assert rc == 0, out
+    (ws / "a.py").write_text("x = 1\ny = 2\n")  # the user's edit: the line back as it was
+    rc, modules, out = _loaded(tmp_path, COMMANDS["apply-patch"])
+    assert rc == 0, out
+    assert (ws / "a.py").read_text() == "x = 10\ny = 2\n"
+    assert "lsp_server.engine.history.recording" in modules
+    assert not _offenders(modules, NEVER | NEVER_PLAIN)
+
+
+def test_the_copy_stand_in_leaves_asdict_and_the_real_module(tmp_path: Path, ws: Path) -> None:
+    """After a command (dataclasses imported with the `copy` and `inspect` stand-ins), a deep
+    copy through dataclasses works, `import copy` is the real module, and a dataclass without
+    a docstring still gets its signature as one (inspect)."""
+    probe = PROBE.replace(
+        'sys.stderr.write("\\nMODULES "',
+        "import copy, dataclasses, inspect\n"
+        "@dataclasses.dataclass\n"
+        "class P:\n"
+        "    xs: list\n"
+        "p = P([[1], [2]])\n"
+        "d = dataclasses.asdict(p)\n"
+        "assert d == {'xs': [[1], [2]]} and d['xs'][0] is not p.xs[0]\n"
+        "assert dataclasses.astuple(p)[0][1] is not p.xs[1]\n"
+        "assert copy.deepcopy is dataclasses.copy.deepcopy and copy.__spec__ is not None\n"
+        "assert inspect.signature is dataclasses.inspect.signature\n"
+        "assert P.__doc__ == 'P(xs: list)', P.__doc__\n"
         'sys.stderr.write("\\nMODULES "',
     )
     assert probe != PROBE
