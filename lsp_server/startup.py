@@ -5,7 +5,7 @@ anything is most of a small apply (bench/bench_startup.py). Each trick below cha
 gets loaded, compiled or collected, never a value the engine computes; the one that keeps state
 (the code cache) keeps it in a file it checks before use and ignores when in doubt.
 
-- `dataclasses_without_inspect`: dataclasses imports `inspect` (with ast, dis, tokenize and
+- `lean_dataclasses`: dataclasses imports `inspect` (with ast, dis, tokenize and
   more) for one thing, the signature it writes as the docstring of a class that has none.
   bench/bench_startup.py --rounds 15 <this tree> <the same without the call>, alternating in
   one run (2 cores, load average 5.1, so the medians are loose; the fastest runs agree):
@@ -33,10 +33,10 @@ gets loaded, compiled or collected, never a value the engine computes; the one t
   DENIED check); anything else is ignored and rewritten.
   bench/bench_startup.py --instructions --rounds 3 main -> this (a warm cache; the first run
   in a state base compiles and writes it): 283.6 -> 187.8 M instructions past interpreter
-  start (-34%), the same 105 modules. With pathlib_without_urllib,
+  start (-34%), the same 105 modules. With lean_pathlib,
   bench/bench_ab.py --instructions --rounds 3 main <this>: many 3162 -> 3056 M, big 1107 ->
   997 M (the first, cold run: 3174 and 1116 M, the compiles and the file's write).
-- `pathlib_without_urllib`: the history's journal names its files with `pathlib.Path`, and
+- `lean_pathlib`: the history's journal names its files with `pathlib.Path`, and
   pathlib imports urllib.parse (with ipaddress) for `Path.as_uri` alone, which no command
   calls. bench/bench_startup.py --instructions --rounds 3, 71500ba -> this: 187.2 -> 176.3 M
   instructions past interpreter start (-6%), 3 modules fewer.
@@ -62,7 +62,7 @@ if TYPE_CHECKING:
     T = TypeVar("T")
 
 
-def dataclasses_without_inspect() -> bool:
+def lean_dataclasses() -> bool:
     """Import `dataclasses` with stand-ins for `inspect` and `copy` that load the real module on
     first use; True when this call imported it (no dataclass was made before:
     `cache_dataclass_code` may follow), False when it was loaded already.
@@ -92,6 +92,8 @@ def _standing_in_for(name: str) -> Iterator[None]:
     stand_in = ModuleType(name)
 
     def load(attr: str) -> Any:
+        if sys.modules.get(name) is stand_in:  # read inside the block: the real one from now on
+            del sys.modules[name]
         real = __import__(name)
         vars(stand_in).update(vars(real))
         return getattr(real, attr)
@@ -113,14 +115,30 @@ def _standing_in(stand_in: ModuleType, getattr_: Callable[[str], Any]) -> Iterat
             del sys.modules[stand_in.__name__]
 
 
-def pathlib_without_urllib() -> None:
-    """Import `pathlib` with a stand-in for `urllib.parse` (and, through it, `ipaddress`), whose
-    one function pathlib takes at import (`quote_from_bytes`, for `Path.as_uri`) imports the
-    real module when first called and hands the call on. As with `inspect` above, the stand-in
-    is in `sys.modules` only while pathlib is imported: anyone's `import urllib.parse` gets the
-    real module. (A pathlib that takes nothing from it at import, as later ones may, leaves
-    the stand-in unused.)"""
-    if "pathlib" in sys.modules or "urllib.parse" in sys.modules:
+def lean_pathlib() -> None:
+    """Import `pathlib` with stand-ins for what it imports but a command never uses:
+    `urllib.parse` (and, through it, `ipaddress`), whose one function pathlib takes at import
+    (`quote_from_bytes`, for `Path.as_uri`) imports the real module when first called and hands
+    the call on; and `fnmatch` (`Path.glob`/`match`), `ntpath` (`PureWindowsPath`) and
+    `warnings` (deprecated methods), which load the real module at their first attribute read,
+    as `inspect` above. Each stand-in is in `sys.modules` only while pathlib is imported:
+    anyone's `import urllib.parse` (or `fnmatch`...) gets the real module. (A pathlib that
+    takes nothing from urllib at import, as later ones may, leaves that stand-in unused.)"""
+    if "pathlib" in sys.modules:
+        return
+    with (
+        _standing_in_for_urllib(),
+        _standing_in_for("fnmatch"),
+        _standing_in_for("ntpath"),
+        _standing_in_for("warnings"),
+    ):
+        import pathlib  # noqa: F401 - imported for the side effect: it is loaded now
+
+
+@contextmanager
+def _standing_in_for_urllib() -> Iterator[None]:
+    if "urllib.parse" in sys.modules:
+        yield
         return
     stand_in = ModuleType("urllib.parse")
 
@@ -134,7 +152,7 @@ def pathlib_without_urllib() -> None:
         return call
 
     with _standing_in(stand_in, forward):
-        import pathlib  # noqa: F401 - imported for the side effect: it is loaded now
+        yield
 
 
 # The code cache's file starts with this, then the interpreter's bytecode magic number, then the
@@ -227,7 +245,7 @@ def _load_code(path: str) -> dict[str, CodeType]:
 def cache_dataclass_code(path: str) -> None:
     """From now on, the dataclasses made in this process compile their methods at most once per
     `path` (the cache file; read now, written by `save_dataclass_code`). Only when
-    `dataclasses_without_inspect` said it imported dataclasses: a process that made some
+    `lean_dataclasses` said it imported dataclasses: a process that made some
     already (a test runner calling the CLI's `main`) keeps dataclasses as it is."""
     global _code_cache
     dataclasses = sys.modules["dataclasses"]

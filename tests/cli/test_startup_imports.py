@@ -29,7 +29,7 @@ NEVER = {
     "tree_sitter": "diagnostics are the editor front's",
     "lsp_server.engine.syntax": "diagnostics are the editor front's",
     "asyncio": "startup.run_sync drives the headless actions",
-    "inspect": "startup.dataclasses_without_inspect",
+    "inspect": "startup.lean_dataclasses",
     "logging": "only a failed record of a refusal logs",
     "typing": "annotations only: `if TYPE_CHECKING:` imports (lsp_server/startup.py)",
     "datetime": "history entries' times are made with `time` (history/entries.now_iso)",
@@ -37,18 +37,24 @@ NEVER = {
     "lsp_server.actions.history": "the history action, not an edit",
     "lsp_server.actions.read": "the read action, not an edit",
     "lsp_server.actions.undo": "the undo action, not an edit",
-    "urllib": "pathlib's Path.as_uri only (startup.pathlib_without_urllib)",
+    "urllib": "pathlib's Path.as_uri only (startup.lean_pathlib)",
     "ipaddress": "urllib.parse's, for URLs",
-    "copy": "dataclasses' for asdict/astuple only (startup.dataclasses_without_inspect)",
+    "copy": "dataclasses' for asdict/astuple only (startup.lean_dataclasses)",
     "weakref": "copy's",
     "importlib": "the code cache's magic number is _frozen_importlib_external's; actions.action "
     "imports with __import__",
     "math": "journal._finite's, for a record holding a float",
     "difflib": "a line changed in place needs no SequenceMatcher (undo/changes.line_diff)",
+    "ntpath": "pathlib's PureWindowsPath only (startup.lean_pathlib)",
 }
 # And what a plain command line (`apply-patch [--root R] [--json] [--dry-run] PATCH`, the
 # same for replace and write) skips besides.
-NEVER_PLAIN = {"argparse": "cli._plain reads the usual command line"}
+NEVER_PLAIN = {
+    "argparse": "cli._plain reads the usual command line",
+    # (argparse's path imports these itself)
+    "fnmatch": "pathlib's Path.glob/match only (startup.lean_pathlib)",
+    "warnings": "pathlib's deprecated methods only (startup.lean_pathlib)",
+}
 
 PROBE = """
 import json, sys
@@ -165,7 +171,7 @@ def test_help_loads_no_action_and_no_contract(tmp_path: Path) -> None:
         assert not _offenders(set(modules), never), argv
 
 
-def test_pathlib_without_urllib_keeps_as_uri_and_the_real_module(tmp_path: Path, ws: Path) -> None:
+def test_lean_pathlib_keeps_as_uri_and_the_real_module(tmp_path: Path, ws: Path) -> None:
     """After a command (which loaded pathlib with the stand-in), `Path.as_uri` still quotes as
     urllib does, and `import urllib.parse` is the real module, not the stand-in."""
     probe = PROBE.replace(
@@ -174,6 +180,16 @@ def test_pathlib_without_urllib_keeps_as_uri_and_the_real_module(tmp_path: Path,
         "assert pathlib.Path('/a b/%c\\u00e9').as_uri() == 'file:///a%20b/%25c%C3%A9'\n"
         "assert urllib.parse.quote_from_bytes(b'a b') == 'a%20b'\n"
         "assert urllib.parse.urlsplit('http://h/p').netloc == 'h'\n"
+        "import fnmatch, ntpath, warnings\n"
+        "assert pathlib.PurePath('a/b.py').match('*.py') and fnmatch.__spec__ is not None\n"
+        "assert str(pathlib.PureWindowsPath('c:/a', 'b')) == 'c:\\\\a\\\\b'\n"
+        "assert pathlib.PureWindowsPath('c:/a').is_absolute() and ntpath.__spec__ is not None\n"
+        "with warnings.catch_warnings(record=True) as seen:\n"
+        "    warnings.simplefilter('always')\n"
+        "    with pathlib.Path('.'):\n"
+        "        pass\n"
+        "assert [w.category for w in seen] == [DeprecationWarning], seen\n"
+        "assert sys.modules['warnings'] is warnings and warnings.__spec__ is not None\n"
         'sys.stderr.write("\\nMODULES "',
     )
     assert probe != PROBE
