@@ -202,7 +202,7 @@ def _load_code(path: str) -> dict[str, CodeType]:
     """The cache file's table, or {} when there is none or it is not one to trust: only a
     regular file (not a link) owned by this user and private to it (0600, as written), made by
     this bytecode version, whose digest matches."""
-    import hashlib
+    from lsp_server.engine.digests import sha256
 
     # O_NONBLOCK: a FIFO put there would otherwise block the open (and every command's start)
     # until a writer came; opened, it is not a regular file, and ignored (as journal.py's).
@@ -231,7 +231,7 @@ def _load_code(path: str) -> dict[str, CodeType]:
     data = b"".join(chunks)
     magic = _magic()
     digest, body = data[len(magic) : len(magic) + 32], data[len(magic) + 32 :]
-    if not data.startswith(magic) or hashlib.sha256(body).digest() != digest:
+    if not data.startswith(magic) or sha256(body).digest() != digest:
         return {}
     try:
         table = marshal.loads(body)
@@ -260,9 +260,8 @@ def save_dataclass_code(workspace: str) -> None:
     a rename), private to the user, never inside `workspace`, and only in a state base that
     exists (the command made it; a usage error makes none). A cache that cannot be written
     costs the next run its compiles, nothing else: every error is ignored."""
-    import hashlib
-
     from lsp_server.engine import state
+    from lsp_server.engine.digests import sha256
     from lsp_server.engine.errors import EditError
 
     cache = _code_cache
@@ -280,7 +279,7 @@ def save_dataclass_code(workspace: str) -> None:
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
     try:
         body = marshal.dumps(table)  # ValueError: a constant marshal cannot write
-        data = _magic() + hashlib.sha256(body).digest() + body
+        data = _magic() + sha256(body).digest() + body
         state.make_dir(folder)
         fd = os.open(tmp, flags | getattr(os, "O_CLOEXEC", 0), 0o600)
         try:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import hashlib
 import os
 import re
 import stat
@@ -19,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from lsp_server.engine.digests import sha256
 from lsp_server.engine.state import fsync_dir as _fsync_dir
 
 BLOB_DIR = "blobs"  # the folder's name, in the workspace's state folder
@@ -83,7 +83,7 @@ class Blobs:
         `writev`, never joined into one more copy); its name. Without `sync` it is not fsynced
         here: the caller makes the folder's file system durable itself before anything relies
         on it (the disk writer's `syncfs`, files.py)."""
-        digest = hashlib.sha256()
+        digest = sha256()
         for part in parts:
             digest.update(part)
         sha = digest.hexdigest()
@@ -133,7 +133,7 @@ class Blobs:
                 _close(dfd)
         except OSError as exc:
             raise ValueError(f"blob {sha[:12]} cannot be read: {exc.strerror}") from None
-        if hashlib.sha256(data).hexdigest() != sha:
+        if sha256(data).hexdigest() != sha:
             raise ValueError(f"blob {sha[:12]} does not hold what its name says")
         return data
 

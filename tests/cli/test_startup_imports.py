@@ -46,6 +46,8 @@ NEVER = {
     "math": "journal._finite's, for a record holding a float",
     "difflib": "a line changed in place needs no SequenceMatcher (undo/changes.line_diff)",
     "ntpath": "pathlib's PureWindowsPath only (startup.lean_pathlib)",
+    "hashlib": "sha256 and sha1 come from OpenSSL's _hashlib (engine/digests.py)",
+    "_blake2": "hashlib's",
 }
 # And what a plain command line (`apply-patch [--root R] [--json] [--dry-run] PATCH`, the
 # same for replace and write) skips besides.
