@@ -48,6 +48,8 @@ NEVER = {
     "ntpath": "pathlib's PureWindowsPath only (startup.lean_pathlib)",
     "hashlib": "sha256 and sha1 come from OpenSSL's _hashlib (engine/digests.py)",
     "_blake2": "hashlib's",
+    "lsp_server.engine.undo.reverting": "undo plans, loaded by their first use (undo/__init__.py)",
+    "lsp_server.engine.undo.rollback": "rollback plans, only after a failed apply",
 }
 # And what a plain command line (`apply-patch [--root R] [--json] [--dry-run] PATCH`, the
 # same for replace and write) skips besides.
