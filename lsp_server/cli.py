@@ -41,6 +41,7 @@ headless actions are driven by `startup.run_sync`).
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from types import SimpleNamespace
@@ -222,24 +223,13 @@ def main(argv: list[str] | None = None) -> int:
         return version()
     from lsp_server import startup
 
-    if given[:1] in (["serve"], ["mcp"]):  # the servers load inspect anyway (pygls, mcp)
-        return _main(given, argv)
-    # A headless command is a short process: the cyclic collector off from before its imports
-    # on (startup.without_cyclic_gc), not only for the run.
-    with startup.without_cyclic_gc():
+    if given[:1] not in (["serve"], ["mcp"]):  # the servers load inspect anyway (pygls, mcp)
         # Before the parser: its table (lsp_server/arguments.py) is made of dataclasses.
         if startup.lean_dataclasses():
             cache = _code_cache_path(given)
             if cache is not None:
                 startup.cache_dataclass_code(cache)
         startup.lean_pathlib()  # the history's journal names its files with Path
-        return _main(given, argv)
-
-
-def _main(given: list[str], argv: list[str] | None) -> int:
-    """The command line parsed and run (a headless command with the collector off: `main`)."""
-    from lsp_server import startup
-
     args = _plain(given)
     if args is None:
         args = build_parser().parse_args(argv)
@@ -257,7 +247,8 @@ def _main(given: list[str], argv: list[str] | None) -> int:
 
         return mcp_main(args.root)
     try:
-        return _run(args)
+        with startup.without_cyclic_gc():
+            return _run(args)
     except UsageError as exc:
         sys.stderr.write(f"agent-edit: error: {exc}\n")
         return EXIT_USAGE
@@ -498,8 +489,6 @@ def _write_json(result: dict[str, Any], indent: int | None = None) -> None:
     """`result` as one JSON document on stdout, always valid UTF-8: text no file can hold (a
     lone surrogate an agent sent, kept in the history's record of its refused request) is
     written escaped (`\\udcff`), as a JSON-RPC client receives it, never as a raw byte."""
-    import json  # here, not at the module's import: see `main` (the collector)
-
     text = json.dumps(result, ensure_ascii=False, indent=indent)
     try:
         text.encode("utf-8")
