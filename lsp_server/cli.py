@@ -225,11 +225,11 @@ def main(argv: list[str] | None = None) -> int:
 
     if given[:1] not in (["serve"], ["mcp"]):  # the servers load inspect anyway (pygls, mcp)
         # Before the parser: its table (lsp_server/arguments.py) is made of dataclasses.
-        if startup.dataclasses_without_inspect():
+        if startup.lean_dataclasses():
             cache = _code_cache_path(given)
             if cache is not None:
                 startup.cache_dataclass_code(cache)
-        startup.pathlib_without_urllib()  # the history's journal names its files with Path
+        startup.lean_pathlib()  # the history's journal names its files with Path
     args = _plain(given)
     if args is None:
         args = build_parser().parse_args(argv)

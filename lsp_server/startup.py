@@ -5,12 +5,16 @@ anything is most of a small apply (bench/bench_startup.py). Each trick below cha
 gets loaded, compiled or collected, never a value the engine computes; the one that keeps state
 (the code cache) keeps it in a file it checks before use and ignores when in doubt.
 
-- `dataclasses_without_inspect`: dataclasses imports `inspect` (with ast, dis, tokenize and
+- `lean_dataclasses`: dataclasses imports `inspect` (with ast, dis, tokenize and
   more) for one thing, the signature it writes as the docstring of a class that has none.
   bench/bench_startup.py --rounds 15 <this tree> <the same without the call>, alternating in
   one run (2 cores, load average 5.1, so the medians are loose; the fastest runs agree):
   imports 51.9 vs 78.5 ms median, 31.4 vs 38.7 ms fastest, 63 vs 74 modules; the whole
   process 59.5 vs 66.5 ms CPU (medians). Earlier, on a quieter machine: 27.7 vs 33.2 ms.
+  And `copy` (with weakref and _weakrefset), which dataclasses imports for `asdict`'s and
+  `astuple`'s deep copies alone: bench/bench_startup.py --instructions --rounds 3, this tree
+  with -> without the `copy` stand-in: 152.5 vs 155.8 M instructions past interpreter start
+  (-2%), 3 modules fewer.
 - `run_sync`: the CLI drives the async actions (lsp_server/actions) with one `send` instead of
   `asyncio.run`, which imports asyncio (selectors, sockets, ssl, concurrent.futures).
   bench/bench_startup.py, 12 rounds alternating in one run (load average 1.1), `asyncio.run`
@@ -33,13 +37,15 @@ gets loaded, compiled or collected, never a value the engine computes; the one t
   DENIED check); anything else is ignored and rewritten.
   bench/bench_startup.py --instructions --rounds 3 main -> this (a warm cache; the first run
   in a state base compiles and writes it): 283.6 -> 187.8 M instructions past interpreter
-  start (-34%), the same 105 modules. With pathlib_without_urllib,
+  start (-34%), the same 105 modules. With lean_pathlib,
   bench/bench_ab.py --instructions --rounds 3 main <this>: many 3162 -> 3056 M, big 1107 ->
   997 M (the first, cold run: 3174 and 1116 M, the compiles and the file's write).
-- `pathlib_without_urllib`: the history's journal names its files with `pathlib.Path`, and
+- `lean_pathlib`: the history's journal names its files with `pathlib.Path`, and
   pathlib imports urllib.parse (with ipaddress) for `Path.as_uri` alone, which no command
   calls. bench/bench_startup.py --instructions --rounds 3, 71500ba -> this: 187.2 -> 176.3 M
-  instructions past interpreter start (-6%), 3 modules fewer.
+  instructions past interpreter start (-6%), 3 modules fewer. And `fnmatch` (Path.glob and
+  match), `ntpath` (PureWindowsPath) and `warnings` (deprecated methods), d6282cb -> 9f2c64a:
+  158.1 -> 153.9 M (-3%), 3 modules fewer.
 - `without_cyclic_gc`: the collector would only rescan the containers a large apply builds
   (one file's lines, one patch's chunks; none of them cyclic garbage), ~10% of a large apply
   when it was added (bench/bench_patch.py); the language server keeps the collector.
@@ -62,34 +68,44 @@ if TYPE_CHECKING:
     T = TypeVar("T")
 
 
-def dataclasses_without_inspect() -> bool:
-    """Import `dataclasses` with a stand-in for `inspect` that loads the real module on first use;
-    True when this call imported it (no dataclass was made before: `cache_dataclass_code` may
-    follow), False when it was loaded already.
+def lean_dataclasses() -> bool:
+    """Import `dataclasses` with stand-ins for `inspect` and `copy` that load the real module on
+    first use; True when this call imported it (no dataclass was made before:
+    `cache_dataclass_code` may follow), False when it was loaded already.
 
-    The stand-in is in `sys.modules` only while `dataclasses` is imported: afterwards only
-    dataclasses' own `inspect` name refers to it, and anyone's `import inspect` gets the real
-    module. The stand-in's first attribute read (PEP 562 `__getattr__`) imports the real module
-    and copies it in, so dataclasses, when it needs a signature, gets the real function.
-    (stdlib's LazyLoader does not do: a second `import inspect` reads `__spec__` and loads it.)
+    The stand-ins are in `sys.modules` only while `dataclasses` is imported: afterwards only
+    dataclasses' own `inspect` and `copy` names refer to them, and anyone's `import inspect` or
+    `import copy` gets the real module. A stand-in's first attribute read (PEP 562
+    `__getattr__`) imports the real module and copies it in, so dataclasses, when it needs a
+    signature (`inspect.signature`) or a deep copy (`copy.deepcopy`, in `asdict`/`astuple`),
+    gets the real function. (stdlib's LazyLoader does not do: a second `import inspect` reads
+    `__spec__` and loads it.)
     """
     if "dataclasses" in sys.modules:
         return False
-    if "inspect" in sys.modules:
-        import dataclasses  # noqa: F401 - as below, with the real inspect: it is loaded
-
-        return True
-    stand_in = ModuleType("inspect")
-
-    def load(name: str) -> Any:
-        import inspect
-
-        vars(stand_in).update(vars(inspect))
-        return getattr(inspect, name)
-
-    with _standing_in(stand_in, load):
+    with _standing_in_for("inspect"), _standing_in_for("copy"):
         import dataclasses  # noqa: F401 - imported for the side effect: it is loaded now
     return True
+
+
+@contextmanager
+def _standing_in_for(name: str) -> Iterator[None]:
+    """A stand-in for the stdlib module `name` (unless it is loaded already: then the block
+    imports with the real one) that loads the real module at its first attribute read."""
+    if name in sys.modules:
+        yield
+        return
+    stand_in = ModuleType(name)
+
+    def load(attr: str) -> Any:
+        if sys.modules.get(name) is stand_in:  # read inside the block: the real one from now on
+            del sys.modules[name]
+        real = __import__(name)
+        vars(stand_in).update(vars(real))
+        return getattr(real, attr)
+
+    with _standing_in(stand_in, load):
+        yield
 
 
 @contextmanager
@@ -105,14 +121,30 @@ def _standing_in(stand_in: ModuleType, getattr_: Callable[[str], Any]) -> Iterat
             del sys.modules[stand_in.__name__]
 
 
-def pathlib_without_urllib() -> None:
-    """Import `pathlib` with a stand-in for `urllib.parse` (and, through it, `ipaddress`), whose
-    one function pathlib takes at import (`quote_from_bytes`, for `Path.as_uri`) imports the
-    real module when first called and hands the call on. As with `inspect` above, the stand-in
-    is in `sys.modules` only while pathlib is imported: anyone's `import urllib.parse` gets the
-    real module. (A pathlib that takes nothing from it at import, as later ones may, leaves
-    the stand-in unused.)"""
-    if "pathlib" in sys.modules or "urllib.parse" in sys.modules:
+def lean_pathlib() -> None:
+    """Import `pathlib` with stand-ins for what it imports but a command never uses:
+    `urllib.parse` (and, through it, `ipaddress`), whose one function pathlib takes at import
+    (`quote_from_bytes`, for `Path.as_uri`) imports the real module when first called and hands
+    the call on; and `fnmatch` (`Path.glob`/`match`), `ntpath` (`PureWindowsPath`) and
+    `warnings` (deprecated methods), which load the real module at their first attribute read,
+    as `inspect` above. Each stand-in is in `sys.modules` only while pathlib is imported:
+    anyone's `import urllib.parse` (or `fnmatch`...) gets the real module. (A pathlib that
+    takes nothing from urllib at import, as later ones may, leaves that stand-in unused.)"""
+    if "pathlib" in sys.modules:
+        return
+    with (
+        _standing_in_for_urllib(),
+        _standing_in_for("fnmatch"),
+        _standing_in_for("ntpath"),
+        _standing_in_for("warnings"),
+    ):
+        import pathlib  # noqa: F401 - imported for the side effect: it is loaded now
+
+
+@contextmanager
+def _standing_in_for_urllib() -> Iterator[None]:
+    if "urllib.parse" in sys.modules:
+        yield
         return
     stand_in = ModuleType("urllib.parse")
 
@@ -126,7 +158,7 @@ def pathlib_without_urllib() -> None:
         return call
 
     with _standing_in(stand_in, forward):
-        import pathlib  # noqa: F401 - imported for the side effect: it is loaded now
+        yield
 
 
 # The code cache's file starts with this, then the interpreter's bytecode magic number, then the
@@ -165,16 +197,19 @@ _code_cache: _CodeCache | None = None
 
 
 def _magic() -> bytes:
-    import importlib._bootstrap_external
+    # The import system's own module, always loaded (`import importlib._bootstrap_external`
+    # is the same object, but imports the `importlib` package: 0.3 ms of a CLI run, and with
+    # it `warnings`, bench/bench_startup.py `-X importtime`).
+    import _frozen_importlib_external
 
-    return _CODE_HEADER + importlib._bootstrap_external.MAGIC_NUMBER
+    return _CODE_HEADER + _frozen_importlib_external.MAGIC_NUMBER
 
 
 def _load_code(path: str) -> dict[str, CodeType]:
     """The cache file's table, or {} when there is none or it is not one to trust: only a
     regular file (not a link) owned by this user and private to it (0600, as written), made by
     this bytecode version, whose digest matches."""
-    import hashlib
+    from lsp_server.engine.digests import sha256
 
     # O_NONBLOCK: a FIFO put there would otherwise block the open (and every command's start)
     # until a writer came; opened, it is not a regular file, and ignored (as journal.py's).
@@ -203,7 +238,7 @@ def _load_code(path: str) -> dict[str, CodeType]:
     data = b"".join(chunks)
     magic = _magic()
     digest, body = data[len(magic) : len(magic) + 32], data[len(magic) + 32 :]
-    if not data.startswith(magic) or hashlib.sha256(body).digest() != digest:
+    if not data.startswith(magic) or sha256(body).digest() != digest:
         return {}
     try:
         table = marshal.loads(body)
@@ -217,7 +252,7 @@ def _load_code(path: str) -> dict[str, CodeType]:
 def cache_dataclass_code(path: str) -> None:
     """From now on, the dataclasses made in this process compile their methods at most once per
     `path` (the cache file; read now, written by `save_dataclass_code`). Only when
-    `dataclasses_without_inspect` said it imported dataclasses: a process that made some
+    `lean_dataclasses` said it imported dataclasses: a process that made some
     already (a test runner calling the CLI's `main`) keeps dataclasses as it is."""
     global _code_cache
     dataclasses = sys.modules["dataclasses"]
@@ -232,9 +267,8 @@ def save_dataclass_code(workspace: str) -> None:
     a rename), private to the user, never inside `workspace`, and only in a state base that
     exists (the command made it; a usage error makes none). A cache that cannot be written
     costs the next run its compiles, nothing else: every error is ignored."""
-    import hashlib
-
     from lsp_server.engine import state
+    from lsp_server.engine.digests import sha256
     from lsp_server.engine.errors import EditError
 
     cache = _code_cache
@@ -252,7 +286,7 @@ def save_dataclass_code(workspace: str) -> None:
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
     try:
         body = marshal.dumps(table)  # ValueError: a constant marshal cannot write
-        data = _magic() + hashlib.sha256(body).digest() + body
+        data = _magic() + sha256(body).digest() + body
         state.make_dir(folder)
         fd = os.open(tmp, flags | getattr(os, "O_CLOEXEC", 0), 0o600)
         try:

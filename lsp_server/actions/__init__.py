@@ -12,7 +12,6 @@ nothing here imports pygls, lsprotocol or mcp (ruff TID251).
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Awaitable, Callable
 
 from lsp_server.actions.args import InvalidArguments, parse
@@ -45,7 +44,9 @@ EDITS = frozenset({"replace", "write", "applyPatch", "undo"})  # refusals of the
 
 def action(name: str) -> Action:
     """Action `name`'s `run` (KeyError for a name not in NAMES)."""
-    module = importlib.import_module(f"lsp_server.actions.{MODULES[name]}")
+    # `__import__` with a fromlist returns the submodule itself, as importlib.import_module
+    # would: without the `importlib` package's import on every CLI run.
+    module = __import__(f"lsp_server.actions.{MODULES[name]}", fromlist=["run"])
     run_action: Action = module.run
     return run_action
 

@@ -8,9 +8,9 @@ text gives the new text byte for byte.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Sequence
 
+from lsp_server.engine.digests import sha1
 from lsp_server.engine.model import EditedLines, FileChange, LineEdit, minimal_edit
 from lsp_server.engine.text import terminator
 
@@ -111,7 +111,7 @@ def hunks(
 def blob_sha1(text: str, bom: bool = False) -> str:
     """Git's blob id for a content, for `index a..b` lines."""
     data = (b"\xef\xbb\xbf" if bom else b"") + text.encode("utf-8", "surrogatepass")
-    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+    return sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
 def _has_lone_cr(text: str) -> bool:

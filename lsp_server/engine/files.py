@@ -65,7 +65,6 @@ piece for the disk-writer issue and not yet split. The split to make next, by st
 from __future__ import annotations
 
 import errno
-import hashlib
 import json
 import os
 import stat
@@ -77,6 +76,7 @@ from pathlib import Path
 
 from lsp_server.engine import errors
 from lsp_server.engine.blobs import BLOB_DIR, Blobs, Pack
+from lsp_server.engine.digests import sha256
 from lsp_server.engine.errors import EditError
 from lsp_server.engine.folders import FolderChanged, Folders, split
 from lsp_server.engine.model import FileChange, Plan
@@ -624,7 +624,7 @@ def _steps(
             removes.append(_removal(before, pre, stats))
             continue
         data = _new_bytes(change)
-        sha = hashlib.sha256(data).hexdigest()
+        sha = sha256(data).hexdigest()
         if not change.bom and change.digest.sha256 is None:
             # Without a BOM the bytes are the UTF-8 text: fill the change's digest (what the
             # result reports) instead of encoding and hashing megabytes a second time.
@@ -1768,7 +1768,7 @@ def _sha_at(fd: int, name: str) -> tuple[str | None, _Ident | None]:
         ident = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
         if not stat.S_ISREG(st.st_mode):
             return ("<directory>" if stat.S_ISDIR(st.st_mode) else "<special>"), ident
-        h = hashlib.sha256()
+        h = sha256()
         while chunk := os.read(f, 1 << 20):
             h.update(chunk)
         return h.hexdigest(), ident
@@ -2004,7 +2004,7 @@ def _rollback(
                 # as the apply found it or as someone else left it since (deleted, say): not
                 # the apply's to put back.
                 continue
-            pre_sha = hashlib.sha256(pre).hexdigest() if pre is not None else None
+            pre_sha = sha256(pre).hexdigest() if pre is not None else None
             current, ident = _sha_at(fd, name) if fd >= 0 else (None, None)
             if current == pre_sha:
                 continue  # untouched (or already back)

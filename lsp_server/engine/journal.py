@@ -32,7 +32,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import json
-import math
 import os
 import re
 import stat
@@ -60,7 +59,8 @@ LOCK_NAME = "journal.lock"
 DEFAULT_MAX_BYTES = 16 * 1024 * 1024
 BLOB_MIN = 64 * 1024  # characters: a value this long goes to a blob file, not the line
 BLOB_TEXT, BLOB_JSON = "$blob", "$json"  # markers: a string's UTF-8, a list's JSON
-_NAMED = re.compile(rb'"\$blobs":\[([^\]]*)\]')
+# Compiled by its first use (`re`'s cache), not at import: only a compaction reads it.
+_NAMED = rb'"\$blobs":\[([^\]]*)\]'
 
 
 def state_base(env: Mapping[str, str] | None = None) -> Path:
@@ -469,6 +469,8 @@ def _no_constant(name: str) -> Any:
 
 
 def _finite(text: str) -> float:
+    import math  # here: a record holds a float rarely, and a CLI run need not import it
+
     value = float(text)
     if not math.isfinite(value):  # 1e400: a float that would overflow every later int()
         raise ValueError(f"{text[:20]} is out of range")
@@ -563,6 +565,6 @@ def _checkpoint_end(lines: list[bytes]) -> int | None:
 def _named_blobs(data: bytes) -> set[str]:
     """Every blob the journal bytes `data` name (each record's `$blobs` list)."""
     out: set[str] = set()
-    for m in _NAMED.finditer(data):
+    for m in re.finditer(_NAMED, data):
         out.update(x.strip(b'" ').decode("ascii", "replace") for x in m.group(1).split(b","))
     return out

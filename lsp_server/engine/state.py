@@ -14,12 +14,12 @@ written (full disk, unwritable base, a file where the folder should be) is an
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sys
 from collections.abc import Mapping
 
 from lsp_server.engine import errors
+from lsp_server.engine.digests import sha256
 from lsp_server.engine.errors import EditError
 
 ENV_STATE_DIR = "AGENT_EDIT_STATE_DIR"
@@ -71,7 +71,7 @@ def check_outside(directory: str | os.PathLike[str], workspace: str | os.PathLik
 def workspace_state_path(workspace: str | os.PathLike[str], base: str | None = None) -> str:
     """The workspace's state folder (not created), checked to be outside the workspace."""
     real = os.path.realpath(workspace)
-    digest = hashlib.sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    digest = sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:16]
     name = os.path.basename(real) or "root"
     directory = os.path.join(base or state_base(), "workspaces", f"{name}-{digest}")
     check_outside(directory, real)

@@ -11,13 +11,13 @@ and `"".join(lines)` is the text again.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 
 from lsp_server.engine import errors
+from lsp_server.engine.digests import sha256
 from lsp_server.engine.values import slot_setters
 
 TYPE_CHECKING = False  # typing's constant without importing typing (lsp_server/startup.py)
@@ -108,7 +108,7 @@ def keep_line_breaks(region: list[str], before: str | None, after: str | None) -
 
 def sha256_text(text: str) -> str:
     """The token of a content: sha256 of its UTF-8 text (BOM excluded, so buffer and disk agree)."""
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    return sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 # A big text's hash keeps its running state every this many characters, so an edit at offset k
@@ -119,7 +119,7 @@ HashMark = tuple[int, "Any"]  # (offset in characters, sha256 state over text[:o
 
 def hash_with_marks(text: str, start: int = 0, state: Any = None) -> tuple[str, list[HashMark]]:
     """`sha256_text(text)`, resumed from `state` (the hash of `text[:start]`), with its marks."""
-    h = state.copy() if state is not None else hashlib.sha256()
+    h = state.copy() if state is not None else sha256()
     marks: list[HashMark] = []
     pos, n = start, len(text)
     while pos < n:

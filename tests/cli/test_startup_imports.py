@@ -29,7 +29,7 @@ NEVER = {
     "tree_sitter": "diagnostics are the editor front's",
     "lsp_server.engine.syntax": "diagnostics are the editor front's",
     "asyncio": "startup.run_sync drives the headless actions",
-    "inspect": "startup.dataclasses_without_inspect",
+    "inspect": "startup.lean_dataclasses",
     "logging": "only a failed record of a refusal logs",
     "typing": "annotations only: `if TYPE_CHECKING:` imports (lsp_server/startup.py)",
     "datetime": "history entries' times are made with `time` (history/entries.now_iso)",
@@ -37,12 +37,28 @@ NEVER = {
     "lsp_server.actions.history": "the history action, not an edit",
     "lsp_server.actions.read": "the read action, not an edit",
     "lsp_server.actions.undo": "the undo action, not an edit",
-    "urllib": "pathlib's Path.as_uri only (startup.pathlib_without_urllib)",
+    "urllib": "pathlib's Path.as_uri only (startup.lean_pathlib)",
     "ipaddress": "urllib.parse's, for URLs",
+    "copy": "dataclasses' for asdict/astuple only (startup.lean_dataclasses)",
+    "weakref": "copy's",
+    "importlib": "the code cache's magic number is _frozen_importlib_external's; actions.action "
+    "imports with __import__",
+    "math": "journal._finite's, for a record holding a float",
+    "difflib": "a line changed in place needs no SequenceMatcher (undo/changes.line_diff)",
+    "ntpath": "pathlib's PureWindowsPath only (startup.lean_pathlib)",
+    "hashlib": "sha256 and sha1 come from OpenSSL's _hashlib (engine/digests.py)",
+    "_blake2": "hashlib's",
+    "lsp_server.engine.undo.reverting": "undo plans, loaded by their first use (undo/__init__.py)",
+    "lsp_server.engine.undo.rollback": "rollback plans, only after a failed apply",
 }
 # And what a plain command line (`apply-patch [--root R] [--json] [--dry-run] PATCH`, the
 # same for replace and write) skips besides.
-NEVER_PLAIN = {"argparse": "cli._plain reads the usual command line"}
+NEVER_PLAIN = {
+    "argparse": "cli._plain reads the usual command line",
+    # (argparse's path imports these itself)
+    "fnmatch": "pathlib's Path.glob/match only (startup.lean_pathlib)",
+    "warnings": "pathlib's deprecated methods only (startup.lean_pathlib)",
+}
 
 PROBE = """
 import json, sys
@@ -159,7 +175,7 @@ def test_help_loads_no_action_and_no_contract(tmp_path: Path) -> None:
         assert not _offenders(set(modules), never), argv
 
 
-def test_pathlib_without_urllib_keeps_as_uri_and_the_real_module(tmp_path: Path, ws: Path) -> None:
+def test_lean_pathlib_keeps_as_uri_and_the_real_module(tmp_path: Path, ws: Path) -> None:
     """After a command (which loaded pathlib with the stand-in), `Path.as_uri` still quotes as
     urllib does, and `import urllib.parse` is the real module, not the stand-in."""
     probe = PROBE.replace(
@@ -168,6 +184,63 @@ def test_pathlib_without_urllib_keeps_as_uri_and_the_real_module(tmp_path: Path,
         "assert pathlib.Path('/a b/%c\\u00e9').as_uri() == 'file:///a%20b/%25c%C3%A9'\n"
         "assert urllib.parse.quote_from_bytes(b'a b') == 'a%20b'\n"
         "assert urllib.parse.urlsplit('http://h/p').netloc == 'h'\n"
+        "import fnmatch, ntpath, warnings\n"
+        "assert pathlib.PurePath('a/b.py').match('*.py') and fnmatch.__spec__ is not None\n"
+        "assert str(pathlib.PureWindowsPath('c:/a', 'b')) == 'c:\\\\a\\\\b'\n"
+        "assert pathlib.PureWindowsPath('c:/a').is_absolute() and ntpath.__spec__ is not None\n"
+        "with warnings.catch_warnings(record=True) as seen:\n"
+        "    warnings.simplefilter('always')\n"
+        "    with pathlib.Path('.'):\n"
+        "        pass\n"
+        "assert [w.category for w in seen] == [DeprecationWarning], seen\n"
+        "assert sys.modules['warnings'] is warnings and warnings.__spec__ is not None\n"
+        'sys.stderr.write("\\nMODULES "',
+    )
+    assert probe != PROBE
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env |= {"PYTHONPATH": str(REPO), "AGENT_EDIT_STATE_DIR": str(tmp_path / "state")}
+    proc = subprocess.run(
+        [sys.executable, "-c", probe, *COMMANDS["apply-patch"]],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert proc.returncode == 0 and "\nMODULES " in proc.stderr, proc.stderr
+
+
+def test_an_apply_after_a_user_edit_loads_nothing_unused(tmp_path: Path, ws: Path) -> None:
+    """The second apply of a file the user changed back in between (as bench_startup's runs
+    do: a fresh tree each time): the history diffs the user's edit (one line changed in
+    place), which needs no difflib."""
+    rc, _, out = _loaded(tmp_path, COMMANDS["apply-patch"])
+    assert rc == 0, out
+    (ws / "a.py").write_text("x = 1\ny = 2\n")  # the user's edit: the line back as it was
+    rc, modules, out = _loaded(tmp_path, COMMANDS["apply-patch"])
+    assert rc == 0, out
+    assert (ws / "a.py").read_text() == "x = 10\ny = 2\n"
+    assert "lsp_server.engine.history.recording" in modules
+    assert not _offenders(modules, NEVER | NEVER_PLAIN)
+
+
+def test_the_copy_stand_in_leaves_asdict_and_the_real_module(tmp_path: Path, ws: Path) -> None:
+    """After a command (dataclasses imported with the `copy` and `inspect` stand-ins), a deep
+    copy through dataclasses works, `import copy` is the real module, and a dataclass without
+    a docstring still gets its signature as one (inspect)."""
+    probe = PROBE.replace(
+        'sys.stderr.write("\\nMODULES "',
+        "import copy, dataclasses, inspect\n"
+        "@dataclasses.dataclass\n"
+        "class P:\n"
+        "    xs: list\n"
+        "p = P([[1], [2]])\n"
+        "d = dataclasses.asdict(p)\n"
+        "assert d == {'xs': [[1], [2]]} and d['xs'][0] is not p.xs[0]\n"
+        "assert dataclasses.astuple(p)[0][1] is not p.xs[1]\n"
+        "assert copy.deepcopy is dataclasses.copy.deepcopy and copy.__spec__ is not None\n"
+        "assert inspect.signature is dataclasses.inspect.signature\n"
+        "assert P.__doc__ == 'P(xs: list)', P.__doc__\n"
         'sys.stderr.write("\\nMODULES "',
     )
     assert probe != PROBE

@@ -17,7 +17,7 @@ from operator import attrgetter
 from lsp_server.engine.errors import EditError
 from lsp_server.engine.model import Plan
 from lsp_server.engine.text import content, split_lines
-from lsp_server.engine.undo import ChangeRecord, undo_paths
+from lsp_server.engine.undo import ChangeRecord
 
 TYPE_CHECKING = False  # typing's constant without importing typing (lsp_server/startup.py)
 if TYPE_CHECKING:
@@ -111,6 +111,8 @@ class Entry:
 
     @property
     def paths(self) -> list[str]:
+        from lsp_server.engine.undo import undo_paths  # here: see undo/__init__.py
+
         return undo_paths(self.changes)
 
     @property

@@ -60,13 +60,7 @@ from lsp_server.engine.history.replay import Replay
 from lsp_server.engine.journal import BLOB_MIN, Journal
 from lsp_server.engine.model import Plan
 from lsp_server.engine.text import Snapshot
-from lsp_server.engine.undo import (
-    ChangeRecord,
-    line_diff,
-    plan_undo,
-    record_change,
-    rollback_records,
-)
+from lsp_server.engine.undo import ChangeRecord, line_diff, record_change
 
 TYPE_CHECKING = False  # typing's constant without importing typing (lsp_server/startup.py)
 if TYPE_CHECKING:
@@ -453,6 +447,8 @@ class History(Replay):
         all landed -> "applied"; none -> NOT_APPLIED; some -> PARTIAL with the committed list.
         Undo stays available through `plan_undo` for what landed."""
         entry = self.entry(entry_id)
+        from lsp_server.engine.undo import rollback_records  # here: see undo/__init__.py
+
         committed, _ = rollback_records(entry.changes, observed)
         states = {c["state"] for c in committed}
         if states == {"applied"}:
@@ -510,6 +506,8 @@ class History(Replay):
                 argument="editId",
                 editId=entry_id,
             )
+        from lsp_server.engine.undo import plan_undo  # here: see undo/__init__.py
+
         return plan_undo(entry, current)
 
     # -- rendering: the history's answers are rendering.py's functions, as methods -------------
