@@ -36,7 +36,7 @@ WORKTREE`: 3,161 -> 2,598 M instructions on the 1,000 files, 1,108 -> 1,034 M on
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Container, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
 from lsp_server.engine import errors, state
@@ -90,6 +90,16 @@ def packed(baselines: Mapping[str, Any], pack: Pack) -> dict[str, Any]:
         else:
             out[path] = {"at": list(where), "bom": data["bom"], "exists": data["exists"]}
     return out
+
+
+def _in_pack(plan: Plan, pack: Pack | None) -> Container[str]:
+    """The paths whose change records the begin record writes without their hunks' context
+    lines (undo/changes.py `CONTEXT_IN_PACK`): those whose pre-image is in the record's pack,
+    from which replay reads them again; none in a plan naming a path twice (the pack's bytes of
+    a path are then not the ones each of its changes was made from)."""
+    if pack is None or len({c.path for c in plan.changes}) != len(plan.changes):
+        return ()
+    return pack.at
 
 
 class History(Replay):
@@ -265,8 +275,8 @@ class History(Replay):
                 _baselines=baselines,
                 pid=os.getpid(),
             )
-            rec = self._begin_json(e)
             pack = self._pack(plan, baselines, sync)
+            rec = self._begin_json(e, _in_pack(plan, pack))
             if pack is not None:
                 rec["baselines"] = packed(baselines, pack)
                 rec["pack"] = e.pack = pack.sha
