@@ -259,7 +259,10 @@ def _record_hunks(
 # such a record as one without context (tests/engine/test_journal_context_in_pack.py): it undoes
 # the edit where it is, relocates a moved region only where it is unique, and its history's
 # per-file diffs (finish records hold the diff) are not affected. A lost pack loses the context
-# (and the net diff's baselines), not the edit nor its undo.
+# (and the net diff's baselines), not the edit nor its undo. Whole applies against main 03eec8d,
+# `bench/bench_ab.py --instructions --rounds 1 [--workload big] main WORKTREE`: 2,346 -> 2,175 M
+# instructions on the 1,000 files, 933 -> 800 M on the 100k-line file; the next run's replay
+# of that journal (History.load, callgrind, imports subtracted) 1,046 -> 1,008 M and 328 -> 320 M.
 CONTEXT_IN_PACK = "pack"
 _NO_CONTEXT: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
 
