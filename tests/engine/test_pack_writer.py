@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import errno
 import os
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -24,15 +23,34 @@ from lsp_server.engine.model import Plan
 from lsp_server.engine.patching import plan_patch
 
 
-def make_plan(root: Path, count: int = 30, first: int = 0) -> Plan:
+def make_plan(root: Path, count: int = 3, first: int = 0) -> Plan:
+    """`count` files of 40 kB (a pack of a few large files: `_PackWriter`'s case)."""
     patch = ["*** Begin Patch\n"]
     for i in range(first, first + count):
         path = root / f"f{i}.py"
         if not path.exists():
-            path.write_text("".join(f"row {i} {j} {'z' * 40}\n" for j in range(60)))
+            path.write_text("".join(f"row {i} {j} {'z' * 40}\n" for j in range(800)))
         patch += [f"*** Update File: f{i}.py\n", "@@\n", f"-row {i} 30 {'z' * 40}\n", "+thirty\n"]
     patch.append("*** End Patch\n")
     return plan_patch("".join(patch), lambda rel: files.read_snapshot(str(root), rel))
+
+
+@pytest.fixture(autouse=True)
+def writers(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """Every `_PackWriter` made: none may still be working when `begin` returns."""
+    made: list[Any] = []
+    real = recording._PackWriter.__init__
+
+    def init(self: Any, *a: Any, **k: Any) -> None:
+        made.append(self)
+        real(self, *a, **k)
+
+    monkeypatch.setattr(recording._PackWriter, "__init__", init)
+    return made
+
+
+def done(writers: list[Any]) -> None:
+    assert not [w for w in writers if w._done.locked()]
 
 
 @pytest.fixture
@@ -58,11 +76,10 @@ def check_pack(root: Path, plan: Plan) -> None:
     want = b"".join(c.before.disk.data for c in plan.changes if c.path in entry._baselines)
     assert data == want
     assert not [n for n in os.listdir(j.blobs.dir) if n.endswith(".tmp")]
-    assert not [t for t in threading.enumerate() if t.name == "agent-edit-pack"]
 
 
 def test_the_staged_file_removed_before_it_is_named(
-    root: Path, monkeypatch: pytest.MonkeyPatch
+    root: Path, monkeypatch: pytest.MonkeyPatch, writers: list[Any]
 ) -> None:
     """A compaction of another process (under the lock `begin` waits for) removes the staged
     temporary file as a crash's leftover: `begin` writes the pack itself, and the record names
@@ -79,9 +96,13 @@ def test_the_staged_file_removed_before_it_is_named(
     h = History.load(journal(root))
     h.begin(plan, {}, sync=True)
     check_pack(root, plan)
+    assert len(writers) == 1
+    done(writers)
 
 
-def test_a_write_error_in_the_thread(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_write_error_in_the_thread(
+    root: Path, monkeypatch: pytest.MonkeyPatch, writers: list[Any]
+) -> None:
     """The thread's write fails (ENOSPC): `begin` writes the pack itself; when that fails too,
     the plan is refused (nothing sent) with the journal's error, no file left behind."""
     plan = make_plan(root)
@@ -101,10 +122,11 @@ def test_a_write_error_in_the_thread(root: Path, monkeypatch: pytest.MonkeyPatch
     assert "undo record could not be written" in err.value.message
     blobs = journal(root).blobs
     assert not [n for n in os.listdir(blobs.dir) if n.endswith(".tmp")]
-    assert not [t for t in threading.enumerate() if t.name == "agent-edit-pack"]
+    assert len(writers) == 2
+    done(writers)
 
 
-def test_another_process_tracked_a_file_meanwhile(root: Path) -> None:
+def test_another_process_tracked_a_file_meanwhile(root: Path, writers: list[Any]) -> None:
     """This history read the journal before another process edited one of the plan's files:
     the thread packs that file too, but under the lock the file is tracked (not a baseline),
     so the pack is written again without it and the thread's file removed."""
@@ -118,10 +140,12 @@ def test_another_process_tracked_a_file_meanwhile(root: Path) -> None:
     again = History.load(journal(root))
     (entry,) = [e for e in again.entries if len(e.changes) == len(plan.changes)]
     assert "f0.py" not in entry._baselines and "f1.py" in entry._baselines
+    assert len(writers) == 1  # (the other process's one-file plan has no pack)
+    done(writers)
 
 
 def test_an_error_in_begin_leaves_no_file_nor_thread(
-    root: Path, monkeypatch: pytest.MonkeyPatch
+    root: Path, monkeypatch: pytest.MonkeyPatch, writers: list[Any]
 ) -> None:
     plan = make_plan(root)
 
@@ -133,13 +157,23 @@ def test_an_error_in_begin_leaves_no_file_nor_thread(
         History.load(journal(root)).begin(plan, {}, sync=True)
     blobs = journal(root).blobs
     assert not [n for n in os.listdir(blobs.dir) if n.endswith(".tmp")]
-    assert not [t for t in threading.enumerate() if t.name == "agent-edit-pack"]
+    assert len(writers) == 1
+    done(writers)
 
 
-def test_a_small_plan_starts_no_thread(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A one-file edit (no pack) pays for no thread."""
-    plan = make_plan(root, count=1)
+def test_no_thread_for_a_small_plan_nor_many_files(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A small edit (no pack) pays for no thread; a pack of many files is written in place
+    (see THREADED_PARTS_MAX)."""
+    (root / "small.py").write_text("one\ntwo\n")
+    small = plan_patch(
+        "*** Begin Patch\n*** Update File: small.py\n@@\n-one\n+ONE\n*** End Patch\n",
+        lambda rel: files.read_snapshot(str(root), rel),
+    )
+    many = make_plan(root, count=recording.THREADED_PARTS_MAX + 1, first=10)
     monkeypatch.setattr(recording._PackWriter, "__init__", None)  # would raise if called
     h = History.load(journal(root))
-    h.finish(h.begin(plan, {}), "applied")
-    assert History.load(journal(root)).skipped == 0
+    h.finish(h.begin(small, {}), "applied")
+    h.begin(many, {}, sync=True)
+    check_pack(root, many)

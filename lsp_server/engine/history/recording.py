@@ -35,6 +35,7 @@ WORKTREE`: 3,161 -> 2,598 M instructions on the 1,000 files, 1,108 -> 1,034 M on
 
 from __future__ import annotations
 
+import _thread
 import os
 from collections.abc import Callable, Container, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -547,6 +548,10 @@ class History(Replay):
     iter_diff_text = rendering.iter_diff_text
 
 
+# At most this many pre-images in a pack `_PackWriter` writes in a thread (see there).
+THREADED_PARTS_MAX = 4
+
+
 class _PackWriter:
     """A plan's pack written in a thread (`Blobs.stage`: hashed, written and, with `sync`,
     fsynced; hashlib and the writes let go of the GIL) while `begin` makes the change records
@@ -560,21 +565,31 @@ class _PackWriter:
     `close` removes the staged file. The pack is durable before the record naming it is
     appended, as before.
 
-    `begin`'s CPU in the calling thread (time.thread_time, its workload as /tmp/prof's driver
-    runs bench_patch's, best of 3 rounds of 5, against the commit before this one): 1,000
-    files 53.9 -> 47.1 ms, the 100k-line file (sync, so the pack's fsync too) 14.7 -> 7.6 ms;
-    the process's CPU and instructions are the same (the work moved, it did not go)."""
+    Only for a pack of a few files (THREADED_PARTS_MAX): the thread needs the GIL back after
+    each file's hash and write, and while `begin` runs Python it gets it only every switch
+    interval (5 ms), so the 1,000 parts of a 1,000-file pack would be hashed at the join,
+    not meanwhile (its instructions grew by 26 M, bench_ab). For bench_patch's 100k-line file
+    (one 4.5 MB part; one file, so `sync`: the pack is fsynced here), `begin`'s CPU in the
+    calling thread (time.thread_time, best of 3 rounds of 5, against the commit before this
+    one) 14.7 -> 7.6 ms: the hash, the write and the fsync's wait overlap the change records,
+    the lock and the record's encoding."""
 
     def __init__(self, blobs: Blobs, parts: list[bytes], sync: bool) -> None:
-        import threading  # here: only a plan with a pack starts one (files.py does the same)
-
         self._blobs = blobs
         self._parts = parts
         self._sync = sync
         self._staged: Staged | None = None
         self._taken = False
-        self._thread = threading.Thread(target=self._run, name="agent-edit-pack", daemon=True)
-        self._thread.start()
+        # `_thread`, not `threading`: that module's import was most of what this trick added
+        # to the 100k-line apply (+23 M instructions, bench_ab); a lock held until it is done
+        # is all the joining `begin` needs.
+        self._done = _thread.allocate_lock()
+        self._done.acquire()
+        try:
+            _thread.start_new_thread(self._run, ())
+        except BaseException:
+            self._done.release()  # no thread: `take` finds nothing staged
+            raise
 
     @classmethod
     def start(
@@ -589,7 +604,7 @@ class _PackWriter:
             for c in plan.changes
             if c.before.disk is not None and c.before.link is None and c.path not in tracked
         ]
-        if sum(map(len, parts)) < PACK_MIN:
+        if len(parts) > THREADED_PARTS_MAX or sum(map(len, parts)) < PACK_MIN:
             return None
         return cls(journal.blobs, parts, sync)
 
@@ -598,11 +613,17 @@ class _PackWriter:
             self._staged = self._blobs.stage(self._parts, self._sync)
         except OSError:
             self._staged = None  # `_pack` writes it itself, and reports what fails then
+        finally:
+            self._done.release()
+
+    def _join(self) -> None:
+        with self._done:
+            pass
 
     def take(self, parts: Sequence[bytes]) -> str | None:
         """The staged pack's name, now named in the blobs folder, when it holds `parts` (the
         same bytes objects, in order); None when it does not or could not be named."""
-        self._thread.join()
+        self._join()
         staged = self._staged
         same = len(parts) == len(self._parts) and all(
             a is b for a, b in zip(parts, self._parts, strict=True)
@@ -618,7 +639,7 @@ class _PackWriter:
 
     def close(self) -> None:
         """Wait for the thread; remove the staged file unless `take` named it."""
-        self._thread.join()
+        self._join()
         if self._staged is not None and not self._taken:
             self._blobs.discard(self._staged)
 
