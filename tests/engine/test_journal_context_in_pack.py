@@ -225,3 +225,35 @@ def test_the_previous_release_reads_the_new_journal(ws: Path, tmp_path: Path) ->
     assert "+forty-two" in seen["entry"]["diff"]
     assert seen["undo"] is True
     assert {p: (ws / p).read_bytes() for p in old} == old
+
+
+def test_a_bom_crlf_and_unterminated_files_hunks_read_back(ws: Path) -> None:
+    """The pack holds a file's bytes (BOM and all) and replay decodes its text after the BOM:
+    the lines the context is read from must be the snapshot's own, CRLF and a last line
+    without its newline included."""
+    old: dict[str, bytes] = {}
+    patch = ["*** Begin Patch\n"]
+    for i in range(12):
+        lines = [f"crlf {i} {j} {'w' * 40}\r\n" for j in range(120)]
+        data = b"\xef\xbb\xbf" * (i % 2) + "".join(lines).encode() + b"no newline"
+        (ws / f"g{i}.txt").write_bytes(data)
+        old[f"g{i}.txt"] = data
+        patch += [f"*** Update File: g{i}.txt\n", "@@\n", f"-{lines[60].rstrip()}\n", "+mid\n"]
+        patch += ["@@\n", f" {lines[119].rstrip()}\n", "-no newline\n", "+the end\n"]
+        patch.append("*** End of File\n")
+    patch.append("*** End Patch\n")
+    history: list[History] = []
+
+    async def go() -> dict[str, Any]:
+        async with headless.open(str(ws)) as ctx:
+            result = wire(await actions.run(ctx, "applyPatch", {"patch": "".join(patch)}))
+            history.append(ctx.history)  # type: ignore[attr-defined]
+            return result
+
+    assert asyncio.run(go())["ok"]
+    assert all(c.get("context") == CONTEXT_IN_PACK for c in _begin_line(ws)["changes"])
+    (made,) = [e for e in history[0].entries if e.action == "applyPatch"]
+    assert any(h.ctx_before for c in made.changes for h in c.hunks)
+    assert History.load(Journal(ws)).entry(made.id).changes == made.changes
+    assert run(ws, "undo", {"editId": made.id})["ok"]
+    assert {p: (ws / p).read_bytes() for p in old} == old
