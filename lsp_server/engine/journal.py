@@ -363,12 +363,6 @@ def _member(value: Any, blobs: Blobs, used: list[str]) -> str:
         return f"[{','.join(items)}]"
     if type(value) in _KEPT:
         return _dumps(value)
-    # Encoded first: under BLOB_MIN characters it holds nothing the walk would move (see
-    # `_dump`), and the walk is the cost (a begin record's `baselines`, a dict a file: the
-    # 1,000-file record's ~1,000 calls of `_externalize`).
-    text = _dumps(value)
-    if len(text) < BLOB_MIN:
-        return text
     return _dumps(_externalize(value, blobs, used))
 
 

@@ -257,3 +257,17 @@ def test_a_bom_crlf_and_unterminated_files_hunks_read_back(ws: Path) -> None:
     assert History.load(Journal(ws)).entry(made.id).changes == made.changes
     assert run(ws, "undo", {"editId": made.id})["ok"]
     assert {p: (ws / p).read_bytes() for p in old} == old
+
+
+def test_a_hand_edited_hunk_outside_its_file_is_kept_not_skipped() -> None:
+    """Hunks near each other (read again by `_record_hunks`) of which one is past the file's
+    end: the record is kept as written (without context), not a crash that drops it."""
+    old = split_lines("".join(f"l{i}\n" for i in range(10)))
+    data = {
+        "path": "f.py",
+        "change": "update",
+        "lines": len(old),
+        "context": CONTEXT_IN_PACK,
+        "hunks": [[1, 2, 1, ["l1\n"], ["x\n"], [], []], [3, 40, 3, [], ["y\n"], [], []]],
+    }
+    assert with_context(data, old) == ChangeRecord.from_json(data)

@@ -560,15 +560,14 @@ class _PackWriter:
     Started before the lock, with the pre-images of the files not tracked yet: the pack holds
     those of the files touched for the first time (`_prepare`, under the lock, after what
     other processes journaled since is taken in), nearly always the same; when not, or
-    anything failed (a compaction's clean-up
-    removed the staged file, a write error), `_pack` writes the pack itself as before, and
-    `close` removes the staged file. The pack is durable before the record naming it is
-    appended, as before.
+    anything failed (a compaction's clean-up removed the staged file, a write error), `_pack`
+    writes the pack itself as before, and `close` removes the staged file. The pack is durable
+    before the record naming it is appended, as before.
 
     Only for a pack of a few files (THREADED_PARTS_MAX): the thread needs the GIL back after
     each file's hash and write, and while `begin` runs Python it gets it only every switch
     interval (5 ms), so the 1,000 parts of a 1,000-file pack would be hashed at the join,
-    not meanwhile (its instructions grew by 26 M, bench_ab). For bench_patch's 100k-line file
+    not meanwhile. For bench_patch's 100k-line file
     (one 4.5 MB part; one file, so `sync`: the pack is fsynced here), `begin`'s CPU in the
     calling thread (time.thread_time, best of 3 rounds of 5, against the commit before this
     one) 14.7 -> 7.6 ms: the hash, the write and the fsync's wait overlap the change records,
@@ -580,8 +579,8 @@ class _PackWriter:
         self._sync = sync
         self._staged: Staged | None = None
         self._taken = False
-        # `_thread`, not `threading`: that module's import was most of what this trick added
-        # to the 100k-line apply (+23 M instructions, bench_ab); a lock held until it is done
+        # `_thread`, not `threading`: a one-file apply does not import that module otherwise
+        # (files.py imports it for many files only), and a lock held until the thread is done
         # is all the joining `begin` needs.
         self._done = _thread.allocate_lock()
         self._done.acquire()

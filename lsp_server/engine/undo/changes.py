@@ -20,7 +20,7 @@ from lsp_server.engine.text import Snapshot
 
 TYPE_CHECKING = False  # typing's constant without importing typing (lsp_server/startup.py)
 if TYPE_CHECKING:
-    from typing import Any, overload
+    from typing import Any
 
 CONTEXT = 3
 # A diff between two versions of a file trims the common prefix and suffix first (O(n)); only the
@@ -316,43 +316,15 @@ def _with_context_rebuilt(data: Mapping[str, Any], before: Sequence[str]) -> Cha
     """`with_context` of a record with a hunk near another or the file's end: all its hunks
     made again from their edits (`_record_hunks`), kept only when they are the ones stored."""
     bare = ChangeRecord.from_json(data)
+    n = len(before)
+    fits = (0 <= h.start <= h.end <= n and matches(before, h.start, h.before) for h in bare.hunks)
+    if not all(fits):
+        return bare  # (a hand-edited line: kept as written, not skipped on an IndexError)
     edits = [LineEdit(x.start, x.end, x.after) for x in bare.hunks]
     made = _record_hunks(before, EditedLines(before, edits), edits)
     if [x[:5] for x in made] != [x[:5] for x in bare.hunks]:
         return bare
     return ChangeRecord.from_json(data, made)
-
-
-class _NewLines(Sequence[str]):
-    """The lines after `edits` (`EditedLines`), made only when `_record_hunks` reads one: it
-    reads the old lines and the edits' own for nearly every hunk, and an `EditedLines` costs
-    ~2 us to make (its edits' new starts, its last line), 1,000 of them for a 1,000-file
-    patch."""
-
-    __slots__ = ("_edits", "_lines", "_new")
-
-    def __init__(self, lines: Sequence[str], edits: Sequence[LineEdit]) -> None:
-        self._lines = lines
-        self._edits = edits
-        self._new: EditedLines | None = None
-
-    def _made(self) -> EditedLines:
-        if self._new is None:
-            self._new = EditedLines(self._lines, self._edits)
-        return self._new
-
-    def __len__(self) -> int:
-        return len(self._made())
-
-    if TYPE_CHECKING:  # the overloads are the type checker's (no typing at run time)
-
-        @overload
-        def __getitem__(self, i: int) -> str: ...
-        @overload
-        def __getitem__(self, i: slice) -> list[str]: ...
-
-    def __getitem__(self, i: int | slice) -> str | list[str]:
-        return self._made()[i]
 
 
 def record_change(fc: FileChange, *, hashes: bool = False) -> ChangeRecord:
@@ -377,7 +349,7 @@ def record_change(fc: FileChange, *, hashes: bool = False) -> ChangeRecord:
     else:
         # Only the lines around the edits are read: no need to build the whole new file.
         lines = fc.before.lines
-        hunks = _record_hunks(lines, _NewLines(lines, fc.edits), fc.edits)
+        hunks = _record_hunks(lines, EditedLines(lines, fc.edits), fc.edits)
     return ChangeRecord(
         fc.path,
         fc.change,
