@@ -31,6 +31,11 @@ workload, gc off as in the CLI): 1,000 files begin + finish 141 -> 72 ms, the ne
 either way. Whole applies, `bench/bench_ab.py --instructions --rounds 1 [--workload big] main
 WORKTREE`: 3,161 -> 2,598 M instructions on the 1,000 files, 1,108 -> 1,034 M on the big file;
 `--rounds 5` at load 9: CPU 853 -> 788 ms and 222 -> 203 ms.
+
+Then (branch `record2`): the change records of files whose pre-image is in the pack leave their
+hunks' context lines to be read again from it (undo/changes.py `CONTEXT_IN_PACK`, its figures
+there), and a pack of a few files is hashed, written and fsynced in a thread while the rest of
+`begin` runs (`_PackWriter`, its figures there).
 """
 
 from __future__ import annotations
