@@ -42,6 +42,15 @@ class Pack:
         return self.data.get(rel) is pre
 
 
+@dataclass(frozen=True)
+class Staged:
+    """A blob written under its temporary name (`Blobs.stage`), not named yet."""
+
+    sha: str
+    size: int
+    sync: bool
+
+
 class Blobs:
     """Content-addressed files in the journal's folder (`blobs/<sha256>`) holding the values too
     large for a journal line: written once (a value already there is not written again, so a
@@ -116,6 +125,60 @@ class Blobs:
         if created and sync:
             _fsync_dir(self.dir.parent)
         return sha
+
+    def stage(self, parts: Sequence[bytes], sync: bool = True) -> Staged:
+        """The first half of `put_parts`, which needs no lock, so that it can run in a thread
+        while the caller does other work (history/recording.py `_PackWriter`): `parts`
+        hashed and written (with `sync`, fsynced) under their temporary name. `commit` names
+        it under the journal's lock; until then a compaction's clean-up may remove it, which
+        `commit` then says (OSError). `discard` removes one that is not wanted."""
+        digest = hashlib.sha256()
+        for part in parts:
+            digest.update(part)
+        sha = digest.hexdigest()
+        dfd, created = self._open_dir(create=True)
+        try:
+            tmp, at = self._at(dfd, f".{sha}.{os.getpid()}.tmp")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | NOFOLLOW, 0o600, dir_fd=at)
+            try:
+                _write_parts(fd, parts)
+                if sync:
+                    os.fsync(fd)
+            finally:
+                os.close(fd)
+        finally:
+            _close(dfd)
+        if created and sync:
+            _fsync_dir(self.dir.parent)
+        return Staged(sha, sum(map(len, parts)), sync)
+
+    def commit(self, staged: Staged) -> str:
+        """Name a `stage`d blob (under the journal's lock): renamed into place, its folder
+        fsynced when it was staged with `sync`; OSError when its temporary file is gone or
+        is not the one staged (then nothing is named: the caller writes it with `put_parts`)."""
+        dfd, _ = self._open_dir(create=False)
+        try:
+            tmp, at = self._at(dfd, f".{staged.sha}.{os.getpid()}.tmp")
+            fd = os.open(tmp, os.O_RDONLY | NOFOLLOW | getattr(os, "O_NONBLOCK", 0), dir_fd=at)
+            try:
+                st = os.fstat(fd)
+            finally:
+                os.close(fd)
+            if not stat.S_ISREG(st.st_mode) or st.st_size != staged.size:
+                raise OSError(errno.EINVAL, "not the staged blob", tmp)
+            os.replace(tmp, self._at(dfd, staged.sha)[0], src_dir_fd=at, dst_dir_fd=at)
+            if staged.sync and dfd != _NO_FD:
+                os.fsync(dfd)
+            elif staged.sync:  # pragma: no cover - Windows
+                _fsync_dir(self.dir)
+        finally:
+            _close(dfd)
+        return staged.sha
+
+    def discard(self, staged: Staged) -> None:
+        """Remove a `stage`d blob's temporary file (gone already: nothing to do)."""
+        with contextlib.suppress(OSError):
+            os.unlink(self.dir / f".{staged.sha}.{os.getpid()}.tmp")
 
     def path(self, sha: str) -> Path:
         """Where the blob `sha` lives (for a reader outside the journal: files.py's recovery)."""

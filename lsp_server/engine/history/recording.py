@@ -31,16 +31,22 @@ workload, gc off as in the CLI): 1,000 files begin + finish 141 -> 72 ms, the ne
 either way. Whole applies, `bench/bench_ab.py --instructions --rounds 1 [--workload big] main
 WORKTREE`: 3,161 -> 2,598 M instructions on the 1,000 files, 1,108 -> 1,034 M on the big file;
 `--rounds 5` at load 9: CPU 853 -> 788 ms and 222 -> 203 ms.
+
+Then (branch `record2`): the change records of files whose pre-image is in the pack leave their
+hunks' context lines to be read again from it (undo/changes.py `CONTEXT_IN_PACK`, its figures
+there), and a pack of a few files is hashed, written and fsynced in a thread while the rest of
+`begin` runs (`_PackWriter`, its figures there).
 """
 
 from __future__ import annotations
 
+import _thread
 import os
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Container, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
 from lsp_server.engine import errors, state
-from lsp_server.engine.blobs import Pack
+from lsp_server.engine.blobs import Blobs, Pack, Staged
 from lsp_server.engine.diffing import file_diff
 from lsp_server.engine.errors import Code, EditError
 from lsp_server.engine.history import rendering
@@ -84,6 +90,16 @@ def packed(baselines: Mapping[str, Any], pack: Pack) -> dict[str, Any]:
         else:
             out[path] = {"at": list(where), "bom": data["bom"], "exists": data["exists"]}
     return out
+
+
+def _in_pack(plan: Plan, pack: Pack | None) -> Container[str]:
+    """The paths whose change records the begin record writes without their hunks' context
+    lines (undo/changes.py `CONTEXT_IN_PACK`): those whose pre-image is in the record's pack,
+    from which replay reads them again; none in a plan naming a path twice (the pack's bytes of
+    a path are then not the ones each of its changes was made from)."""
+    if pack is None or len({c.path for c in plan.changes}) != len(plan.changes):
+        return ()
+    return pack.at
 
 
 class History(Replay):
@@ -218,12 +234,13 @@ class History(Replay):
         record is not fsynced twice. The baselines of a disk plan go to one blob, which the
         disk writer's apply journal can name too (`pack_of`).
         """
-        records = [record_change(c) for c in plan.changes]
-        # Not every file's diff when the caller has the whole one: a 1,000-file plan's diffs
-        # cost ~40 ms, and past ENTRY_DIFF_CAP they are only cut to one line each anyway.
-        diffs = {} if diff is not None else {c.path: file_diff(c) for c in plan.changes}
+        writer = _PackWriter.start(self.journal, plan, sync, self._by_path)
         try:
-            return self._begin(plan, args, undoes, action, records, diffs, diff, sync)
+            records = [record_change(c) for c in plan.changes]
+            # Not every file's diff when the caller has the whole one: a 1,000-file plan's diffs
+            # cost ~40 ms, and past ENTRY_DIFF_CAP they are only cut to one line each anyway.
+            diffs = {} if diff is not None else {c.path: file_diff(c) for c in plan.changes}
+            return self._begin(plan, args, undoes, action, records, diffs, diff, sync, writer)
         except OSError as exc:
             # Without the pre-images on disk a crash could not be undone: do not send the plan.
             self.journal_error = f"writing the journal failed: {exc}"
@@ -233,6 +250,9 @@ class History(Replay):
                 f"({self.journal.dir if self.journal else '?'}), then retry.",
                 path=str(self.journal.path) if self.journal else None,
             ) from None
+        finally:
+            if writer is not None:
+                writer.close()  # not taken (an error, or other paths packed): its file goes
 
     def _begin(
         self,
@@ -244,6 +264,7 @@ class History(Replay):
         diffs: dict[str, str],
         diff: str | None,
         sync: bool,
+        writer: _PackWriter | None = None,
     ) -> int:
         with self._txn(apply=False) as write:
             user, baselines = self._prepare(plan)
@@ -259,8 +280,8 @@ class History(Replay):
                 _baselines=baselines,
                 pid=os.getpid(),
             )
-            rec = self._begin_json(e)
-            pack = self._pack(plan, baselines, sync)
+            pack = self._pack(plan, baselines, sync, writer)
+            rec = self._begin_json(e, _in_pack(plan, pack))
             if pack is not None:
                 rec["baselines"] = packed(baselines, pack)
                 rec["pack"] = e.pack = pack.sha
@@ -332,9 +353,16 @@ class History(Replay):
         self._notify(entry)
         return entry
 
-    def _pack(self, plan: Plan, baselines: Mapping[str, Any], sync: bool) -> Pack | None:
+    def _pack(
+        self,
+        plan: Plan,
+        baselines: Mapping[str, Any],
+        sync: bool,
+        writer: _PackWriter | None = None,
+    ) -> Pack | None:
         """The baselines' bytes in one blob (the pack, see the module docstring), or None
-        (no journal, not read from disk, or too small to be worth a file of their own)."""
+        (no journal, not read from disk, or too small to be worth a file of their own);
+        the one `writer` staged when it holds these very bytes."""
         if self.journal is None:
             return None
         parts: list[bytes] = []
@@ -351,7 +379,9 @@ class History(Replay):
             offset += len(disk.data)
         if offset < PACK_MIN:
             return None
-        sha = self.journal.blobs.put_parts(parts, sync=sync)
+        sha = writer.take(parts) if writer is not None else None
+        if sha is None:
+            sha = self.journal.blobs.put_parts(parts, sync=sync)
         return Pack(sha, self.journal.blobs.path(sha), at, data)
 
     def pack_of(self, entry_id: int) -> Pack | None:
@@ -519,6 +549,101 @@ class History(Replay):
     iter_json = rendering.iter_json
     to_diff_text = rendering.to_diff_text
     iter_diff_text = rendering.iter_diff_text
+
+
+# At most this many pre-images in a pack `_PackWriter` writes in a thread (see there).
+THREADED_PARTS_MAX = 4
+
+
+class _PackWriter:
+    """A plan's pack written in a thread (`Blobs.stage`: hashed, written and, with `sync`,
+    fsynced; hashlib and the writes let go of the GIL) while `begin` makes the change records
+    and encodes its record; `take` names it under the journal's lock (`Blobs.commit`).
+
+    Started before the lock, with the pre-images of the files not tracked yet: the pack holds
+    those of the files touched for the first time (`_prepare`, under the lock, after what
+    other processes journaled since is taken in), nearly always the same; when not, or
+    anything failed (a compaction's clean-up removed the staged file, a write error), `_pack`
+    writes the pack itself as before, and `close` removes the staged file. The pack is durable
+    before the record naming it is appended, as before.
+
+    Only for a pack of a few files (THREADED_PARTS_MAX): the thread needs the GIL back after
+    each file's hash and write, and while `begin` runs Python it gets it only every switch
+    interval (5 ms), so the 1,000 parts of a 1,000-file pack would be hashed at the join,
+    not meanwhile. For bench_patch's 100k-line file
+    (one 4.5 MB part; one file, so `sync`: the pack is fsynced here), `begin`'s CPU in the
+    calling thread (time.thread_time, best of 3 rounds of 5, against the commit before this
+    one) 14.7 -> 7.6 ms: the hash, the write and the fsync's wait overlap the change records,
+    the lock and the record's encoding."""
+
+    def __init__(self, blobs: Blobs, parts: list[bytes], sync: bool) -> None:
+        self._blobs = blobs
+        self._parts = parts
+        self._sync = sync
+        self._staged: Staged | None = None
+        self._taken = False
+        # `_thread`, not `threading`: a one-file apply does not import that module otherwise
+        # (files.py imports it for many files only), and a lock held until the thread is done
+        # is all the joining `begin` needs.
+        self._done = _thread.allocate_lock()
+        self._done.acquire()
+        try:
+            _thread.start_new_thread(self._run, ())
+        except BaseException:
+            self._done.release()  # no thread: `take` finds nothing staged
+            raise
+
+    @classmethod
+    def start(
+        cls, journal: Journal | None, plan: Plan, sync: bool, tracked: Container[str]
+    ) -> _PackWriter | None:
+        """One writing what `_pack` will most likely pack (the pre-images of the files not
+        `tracked` yet), or None (no journal, too small)."""
+        if journal is None:
+            return None
+        parts = [
+            c.before.disk.data
+            for c in plan.changes
+            if c.before.disk is not None and c.before.link is None and c.path not in tracked
+        ]
+        if len(parts) > THREADED_PARTS_MAX or sum(map(len, parts)) < PACK_MIN:
+            return None
+        return cls(journal.blobs, parts, sync)
+
+    def _run(self) -> None:
+        try:
+            self._staged = self._blobs.stage(self._parts, self._sync)
+        except OSError:
+            self._staged = None  # `_pack` writes it itself, and reports what fails then
+        finally:
+            self._done.release()
+
+    def _join(self) -> None:
+        with self._done:
+            pass
+
+    def take(self, parts: Sequence[bytes]) -> str | None:
+        """The staged pack's name, now named in the blobs folder, when it holds `parts` (the
+        same bytes objects, in order); None when it does not or could not be named."""
+        self._join()
+        staged = self._staged
+        same = len(parts) == len(self._parts) and all(
+            a is b for a, b in zip(parts, self._parts, strict=True)
+        )
+        if staged is None or not same:
+            return None
+        try:
+            sha = self._blobs.commit(staged)
+        except OSError:
+            return None
+        self._taken = True
+        return sha
+
+    def close(self) -> None:
+        """Wait for the thread; remove the staged file unless `take` named it."""
+        self._join()
+        if self._staged is not None and not self._taken:
+            self._blobs.discard(self._staged)
 
 
 def open_history(workspace: str | os.PathLike[str], **kwargs: Any) -> History:
