@@ -92,6 +92,22 @@ if mode in ("begun", "before-begin"):
         die()
 
     History.begin = killed_begin
+elif mode == "temps-written":  # the worker wrote every temporary file, no journal yet
+    write_temps = files._write_temps
+
+    def killed_write(prepared):
+        write_temps(prepared)
+        die()
+
+    files._write_temps = killed_write
+elif mode == "journalled":  # the journal written, the worker's `TEMPS` not yet removed
+    journal = files._begin
+
+    def killed_journal(*args, **kwargs):
+        journal(*args, **kwargs)
+        die()
+
+    files._begin = killed_journal
 elif mode == "committed":  # the writer committed (its journal gone), `finish` not written
     History.finish = die
 
