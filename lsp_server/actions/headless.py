@@ -197,8 +197,13 @@ class DiskAttempt:
                 raise self.refusal
             writing = self.writing
             if writing is not None:
-                self.writing = None
-                writing.finish(pack)
+                try:
+                    writing.finish(pack)
+                finally:
+                    # Stopped in its join (Ctrl-C), the worker still ends before the rollback
+                    # below removes the temporary files it names.
+                    writing.join()
+                    self.writing = None
             else:
                 self.recovered += files.apply_plan(
                     self.root, self.plan, locked=self.sdir, pack=pack

@@ -1432,10 +1432,11 @@ class WritingApply:
     def _write(self) -> None:
         try:
             _write_temps(self.prepared)
-        except BaseException as exc:  # handed to the caller's thread by `_join`
+        except BaseException as exc:  # handed to the caller's thread by `join`
             self.failure = exc
 
-    def _join(self) -> BaseException | None:
+    def join(self) -> BaseException | None:
+        """Wait for the worker (again: a no-op); what stopped it, if anything."""
         thread = self.thread
         if thread is not None:
             thread.join()  # (cleared only once joined: a Ctrl-C here leaves it to `abort`)
@@ -1447,7 +1448,7 @@ class WritingApply:
         """Join the worker, write the journal (naming `pack` when it holds the pre-images),
         flush, and commit (`PreparedApply.commit`); raises `EditError` as `apply_plan` does."""
         prepared = self.prepared
-        failure = self._join()
+        failure = self.join()
         if failure is None:
             try:
                 journal_fd = _begin(
@@ -1494,7 +1495,7 @@ class WritingApply:
     def abort(self) -> dict[str, Any]:
         """Undo what was started: the worker joined, its temporary files, created folders and
         `TEMPS` removed; the rollback report."""
-        self._join()
+        self.join()
         return self.prepared.abort()
 
 

@@ -182,3 +182,35 @@ def test_sigkill_around_the_journal_of_an_overlapped_apply(
     if mode == "journalled" or entries:
         (entry,) = entries
         assert entry["outcome"] == "NOT_APPLIED", entry
+
+
+def test_ctrl_c_while_waiting_for_the_worker(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C arrives while `finish` waits for the worker, which is still writing: the rollback
+    must wait for it too, or the temporary files it writes afterwards stay behind with nothing
+    naming them (`TEMPS` already removed by the rollback)."""
+    old, patch = make_tree(ws)
+    release = threading.Event()
+    real_temp, real_join = files._write_temp, files.WritingApply.join
+    joins: list[int] = []
+
+    def slow(*args: Any) -> None:
+        assert release.wait(30)
+        real_temp(*args)
+
+    def join(self: files.WritingApply) -> BaseException | None:
+        joins.append(1)
+        if len(joins) == 1:
+            raise KeyboardInterrupt  # in `finish`, the worker not done
+        release.set()
+        return real_join(self)
+
+    monkeypatch.setattr(files, "_write_temp", slow)
+    monkeypatch.setattr(files.WritingApply, "join", join)
+    with pytest.raises(KeyboardInterrupt):
+        apply(ws, patch)
+    release.set()
+    for t in threading.enumerate():
+        if t is not threading.main_thread():
+            t.join(30)
+    assert tree(ws) == old
+    assert left_behind(ws) == []
