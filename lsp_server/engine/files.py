@@ -1512,7 +1512,10 @@ def _ignore_rollback(rollback: Callable[[], object]) -> None:
 # the time `begin` ended (the GIL convoy). Figures, 1,000 files (/tmp microbenchmark on this
 # loaded 2-core machine, nice -15, tmpfs, medians of 7: 90 ms of Python beside 48 ms of file
 # creation): in turn 160 ms, in a thread 149 (5 ms), 139 (200 us), 138 (50 us), 142 (20 us).
-# The CLI's own wall A/B could not be measured here (load 3-6: runs of 1-2 s for 0.5 s).
+# The CLI's own wall A/B could not be measured here: bench/bench_ab.py --rounds 7 main
+# WORKTREE at load 5, twice a minute apart: many 1363 -> 1966 ms wall (603 -> 666 ms CPU),
+# then 2692 -> 2507 (1309 -> 1180): noise of runs 3-5x their quiet length. To be measured in
+# a quiet moment; `overlaps` is the one switch.
 _SWITCH = 0.0002
 
 
