@@ -132,7 +132,7 @@ class Blobs:
         hashed and written (with `sync`, fsynced) under their temporary name. `commit` names
         it under the journal's lock; until then a compaction's clean-up may remove it, which
         `commit` then says (OSError). `discard` removes one that is not wanted."""
-        digest = hashlib.sha256()
+        digest = sha256()
         for part in parts:
             digest.update(part)
         sha = digest.hexdigest()
