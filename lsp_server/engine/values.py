@@ -20,6 +20,8 @@ only): parse, resolve and read, plan and diff in process (one run, GC off): the 
 
 from __future__ import annotations
 
+from dataclasses import FrozenInstanceError
+
 TYPE_CHECKING = False  # typing's constant without importing typing (lsp_server/startup.py)
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -28,10 +30,41 @@ if TYPE_CHECKING:
 
 def slot_setters(cls: type, *names: str) -> tuple[Callable[[Any, Any], None], ...]:
     """The `__set__` of each of `cls`'s slots `names` (the member descriptors of a slots class),
-    for its `__init__` to set its fields with while it constructs the object."""
+    for its `__init__` to set its fields with while it constructs the object; and `cls`'s
+    refusal of writes made right when it is a frozen dataclass (`_refuse_writes`)."""
     out = []
     for name in names:
         descriptor = cls.__dict__[name]
         assert type(descriptor).__name__ == "member_descriptor", (cls, name)
         out.append(descriptor.__set__)
+    params = getattr(cls, "__dataclass_params__", None)
+    if params is not None and params.frozen:
+        _refuse_writes(cls)
     return tuple(out)
+
+
+def _refuse_writes(cls: type) -> None:
+    """`cls`'s `__setattr__`/`__delattr__` as a frozen dataclass's, naming `cls` itself.
+
+    dataclass(slots=True) makes a new class after it wrote those two, and they keep naming the
+    class it replaced (CPython 3.11): a write of a name that is not a field reached
+    `super(<that class>, self)` and raised TypeError, not FrozenInstanceError (an
+    AttributeError), and a subclass could set no attribute of its own
+    (tests/engine/test_values_frozen_writes.py). Neither runs while constructing: the slots'
+    setters do that."""
+    fields = frozenset(cls.__dataclass_fields__)  # type: ignore[attr-defined]
+    owner: Any = cls  # (mypy reads a closure's `type` argument to super() as an instance)
+
+    def __setattr__(self: object, name: str, value: Any) -> None:
+        if type(self) is cls or name in fields:
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(owner, self).__setattr__(name, value)
+
+    def __delattr__(self: object, name: str) -> None:
+        if type(self) is cls or name in fields:
+            raise FrozenInstanceError(f"cannot delete field {name!r}")
+        super(owner, self).__delattr__(name)
+
+    for method in (__setattr__, __delattr__):
+        method.__qualname__ = f"{cls.__qualname__}.{method.__name__}"
+        setattr(cls, method.__name__, method)
