@@ -17,56 +17,30 @@ Needs the repository's history (`git archive`); without it the test is skipped.
 
 from __future__ import annotations
 
-import importlib
-import io
-import os
 import random
-import subprocess
-import sys
-import tarfile
 from types import ModuleType
 from typing import Any
 
 import pytest
 
 from lsp_server.engine import diffing, errors, patching, text
+from tests.old_engine import engine_from_git
 
 BEFORE = "03eec8d"
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 OLD_PACKAGE = "lsp_server_before_rlean"  # its own name: test_speed_fidelity loads another commit
 
 
 @pytest.fixture(scope="module")
 def before(tmp_path_factory: pytest.TempPathFactory) -> dict[str, ModuleType]:
-    try:
-        out = subprocess.run(
-            ["git", "-C", ROOT, "archive", BEFORE, "lsp_server/__init__.py", "lsp_server/engine"],
-            capture_output=True,
-            check=True,
-        )
-    except (OSError, subprocess.CalledProcessError):
+    modules = engine_from_git(
+        BEFORE,
+        OLD_PACKAGE,
+        ("patching", "text", "errors", "diffing"),
+        str(tmp_path_factory.mktemp("before_rlean")),
+    )
+    if modules is None:
         pytest.skip(f"commit {BEFORE} is not in this checkout's history (git archive failed)")
-    base = str(tmp_path_factory.mktemp("before_rlean"))
-    with tarfile.open(fileobj=io.BytesIO(out.stdout)) as tar:
-        for member in tar.getmembers():
-            if not member.isfile():
-                continue
-            data = tar.extractfile(member).read()  # type: ignore[union-attr]
-            name = OLD_PACKAGE + member.name[len("lsp_server") :]
-            if name.endswith(".py"):
-                data = data.replace(b"lsp_server.", OLD_PACKAGE.encode() + b".")
-            path = os.path.join(base, name)
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            with open(path, "wb") as f:
-                f.write(data)
-    sys.path.insert(0, base)
-    try:
-        return {
-            m: importlib.import_module(f"{OLD_PACKAGE}.engine.{m}")
-            for m in ("patching", "text", "errors", "diffing")
-        }
-    finally:
-        sys.path.remove(base)
+    return modules
 
 
 NOW = {"patching": patching, "text": text, "errors": errors, "diffing": diffing}

@@ -16,12 +16,7 @@ Needs the repository's history (`git archive`); without it the test is skipped.
 from __future__ import annotations
 
 import hashlib
-import importlib
-import io
 import os
-import subprocess
-import sys
-import tarfile
 from types import ModuleType
 from typing import Any
 
@@ -31,41 +26,14 @@ from hypothesis import strategies as st
 
 from lsp_server.engine import errors, patching, text, v4a
 from tests.engine.test_conformance import SCENARIOS
+from tests.old_engine import engine_from_git
 
 BEFORE = "2a090b2"
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 OLD_PACKAGE = "lsp_server_before_speed"
 
 
 def _load_before(base: str) -> dict[str, ModuleType] | None:
-    try:
-        out = subprocess.run(
-            ["git", "-C", ROOT, "archive", BEFORE, "lsp_server/__init__.py", "lsp_server/engine"],
-            capture_output=True,
-            check=True,
-        )
-    except (OSError, subprocess.CalledProcessError):
-        return None
-    with tarfile.open(fileobj=io.BytesIO(out.stdout)) as tar:
-        for member in tar.getmembers():
-            if not member.isfile():
-                continue
-            data = tar.extractfile(member).read()  # type: ignore[union-attr]
-            name = OLD_PACKAGE + member.name[len("lsp_server") :]
-            if name.endswith(".py"):
-                data = data.replace(b"lsp_server.", OLD_PACKAGE.encode() + b".")
-            path = os.path.join(base, name)
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            with open(path, "wb") as f:
-                f.write(data)
-    sys.path.insert(0, base)
-    try:
-        return {
-            m: importlib.import_module(f"{OLD_PACKAGE}.engine.{m}")
-            for m in ("patching", "text", "errors", "v4a")
-        }
-    finally:
-        sys.path.remove(base)
+    return engine_from_git(BEFORE, OLD_PACKAGE, ("patching", "text", "errors", "v4a"), base)
 
 
 @pytest.fixture(scope="module")
