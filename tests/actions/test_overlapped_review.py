@@ -9,6 +9,7 @@ the rest, which nothing named any more (left in the workspace for good).
 
 from __future__ import annotations
 
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -59,7 +60,7 @@ def test_stopped_before_finish_joins_the_worker(
     monkeypatch.setattr(files.WritingApply, "join", join)
     monkeypatch.setattr(files, "recover_locked", recover)
     monkeypatch.setattr(History, "pack_of", pack_of)
-    before = threading.active_count()
+    before, switch = threading.active_count(), sys.getswitchinterval()
     if exc is KeyboardInterrupt:
         with pytest.raises(KeyboardInterrupt):
             apply(ws, patch)
@@ -71,5 +72,6 @@ def test_stopped_before_finish_joins_the_worker(
         if t is not threading.main_thread():
             t.join(30)
     assert threading.active_count() == before
+    assert sys.getswitchinterval() == switch
     assert tree(ws) == old
     assert left_behind(ws) == []
