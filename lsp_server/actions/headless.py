@@ -214,7 +214,10 @@ class DiskAttempt:
             # One the writer did not turn into its result (an OSError, a UnicodeError, Ctrl-C):
             # what it left (temporary files, its journal, a file already renamed into place) is
             # rolled back now, under the lock still held, not at the next start; `execute` then
-            # reports from what the files show.
+            # reports from what the files show. A worker not joined yet (stopped before `finish`)
+            # ends first: else it writes temporary files after the rollback removed `TEMPS`.
+            if self.writing is not None:
+                self.writing.join()
             self.recovered += files.recover_locked(self.root, self.sdir)
             raise
         return Applied()

@@ -129,6 +129,11 @@ class ChangeRecord:
     after_text: str | None = None  # add: the whole new text
     # False once the pre-images were dropped (outside the undo window or over the size cap).
     preimage: bool = True
+    # True when its hunks' context lines were left to its begin record's pack and could not be
+    # read again (the pack lost, or not the pre-image: `with_context`); written `"context":
+    # "lost"`. Without them a region the edit removed has nothing to be placed by: undo refuses
+    # it (undo/reverting.py `reverse_hunks`) rather than put the lines back by position alone.
+    context_lost: bool = False
 
     @property
     def target_path(self) -> str:
@@ -179,6 +184,8 @@ class ChangeRecord:
             out["context"] = CONTEXT_IN_PACK
         elif self.hunks:
             out["hunks"] = [h.to_json() for h in self.hunks]
+            if self.context_lost:
+                out["context"] = CONTEXT_LOST
         if self.before_text is not None:
             out["beforeText"] = self.before_text
         if self.after_text is not None:
@@ -204,6 +211,9 @@ class ChangeRecord:
             before_text=data.get("beforeText"),
             after_text=data.get("afterText"),
             preimage=bool(data.get("preimage", True)),
+            # Read without the hunks `with_context` made: a record written without its context
+            # lines has lost them.
+            context_lost=hunks is None and data.get("context") in (CONTEXT_IN_PACK, CONTEXT_LOST),
         )
 
     def size(self) -> int:
@@ -271,6 +281,7 @@ def _record_hunks(
 # instructions on the 1,000 files, 933 -> 800 M on the 100k-line file; the next run's replay
 # of that journal (History.load, callgrind, imports subtracted) 1,046 -> 1,008 M and 328 -> 320 M.
 CONTEXT_IN_PACK = "pack"
+CONTEXT_LOST = "lost"  # (`ChangeRecord.context_lost`)
 _NO_CONTEXT: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
 
 
