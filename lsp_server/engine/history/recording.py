@@ -32,10 +32,10 @@ either way. Whole applies, `bench/bench_ab.py --instructions --rounds 1 [--workl
 WORKTREE`: 3,161 -> 2,598 M instructions on the 1,000 files, 1,108 -> 1,034 M on the big file;
 `--rounds 5` at load 9: CPU 853 -> 788 ms and 222 -> 203 ms.
 
-Then (branch `record2`): the change records of files whose pre-image is in the pack leave their
-hunks' context lines to be read again from it (undo/changes.py `CONTEXT_IN_PACK`, its figures
-there), and a pack of a few files is hashed, written and fsynced in a thread while the rest of
-`begin` runs (`_PackWriter`, its figures there).
+Then (branch `record2`): a pack of a few files is hashed, written and fsynced in a thread while
+the rest of `begin` runs (`_PackWriter`, its figures there). (Change records written without
+their hunks' context lines, read again from the pack, were tried and taken out: no gain above
+bench_ab's noise, and a release before it undid such a record's deletion at the wrong line.)
 """
 
 from __future__ import annotations
@@ -90,16 +90,6 @@ def packed(baselines: Mapping[str, Any], pack: Pack) -> dict[str, Any]:
         else:
             out[path] = {"at": list(where), "bom": data["bom"], "exists": data["exists"]}
     return out
-
-
-def _in_pack(plan: Plan, pack: Pack | None) -> Container[str]:
-    """The paths whose change records the begin record writes without their hunks' context
-    lines (undo/changes.py `CONTEXT_IN_PACK`): those whose pre-image is in the record's pack,
-    from which replay reads them again; none in a plan naming a path twice (the pack's bytes of
-    a path are then not the ones each of its changes was made from)."""
-    if pack is None or len({c.path for c in plan.changes}) != len(plan.changes):
-        return ()
-    return pack.at
 
 
 class History(Replay):
@@ -281,7 +271,7 @@ class History(Replay):
                 pid=os.getpid(),
             )
             pack = self._pack(plan, baselines, sync, writer)
-            rec = self._begin_json(e, _in_pack(plan, pack))
+            rec = self._begin_json(e)
             if pack is not None:
                 rec["baselines"] = packed(baselines, pack)
                 rec["pack"] = e.pack = pack.sha

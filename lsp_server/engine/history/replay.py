@@ -19,7 +19,7 @@ The server, a restarted server and the CLI all replay the same journal, so they 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Container, Mapping
+from collections.abc import Callable, Mapping
 from itertools import islice
 
 from lsp_server.engine import errors
@@ -36,9 +36,7 @@ from lsp_server.engine.history.netdiff import edits_from
 from lsp_server.engine.history.tracked import Tracked, fits, unsure
 from lsp_server.engine.journal import Batch, line_size
 from lsp_server.engine.records import problem
-from lsp_server.engine.text import split_lines
 from lsp_server.engine.undo import ChangeRecord
-from lsp_server.engine.undo.changes import CONTEXT_IN_PACK, with_context
 
 TYPE_CHECKING = False  # typing's constant without importing typing (lsp_server/startup.py)
 if TYPE_CHECKING:
@@ -86,26 +84,6 @@ class _Untracked:
 # baselines, which the budgets would have let go; a replay of a long journal must not hold them
 # all (settling early costs nothing: the next read would pay the same).
 UNTRACKED_MAX = 32
-
-
-def _change_record(
-    data: Mapping[str, Any], baselines: Mapping[str, Any], lines: dict[str, list[str]]
-) -> ChangeRecord:
-    """A begin record's change record; one written without its context lines
-    (undo/changes.py `CONTEXT_IN_PACK`) has them read again from its file's baseline (from the
-    record's pack), whose lines go into `lines` for the net diff to start from (not split
-    again). Without that baseline (the pack lost: `_baselines` said so) it is kept as it is,
-    without context: listed and undoable where its lines are."""
-    if data.get("context") != CONTEXT_IN_PACK or not data.get("hunks"):
-        return ChangeRecord.from_json(data)
-    path = data["path"]
-    text = baselines.get(path, {}).get("text")
-    if not isinstance(text, str):
-        return ChangeRecord.from_json(data)
-    before = lines.get(path)
-    if before is None:
-        before = lines[path] = split_lines(text)
-    return with_context(data, before)
 
 
 class Replay:
@@ -220,9 +198,7 @@ class Replay:
         return baselines
 
     def _apply_begin(self, rec: Mapping[str, Any]) -> None:
-        baselines = self._baselines(rec)
-        lines: dict[str, list[str]] = {}
-        changes = tuple(_change_record(c, baselines, lines) for c in rec.get("changes", []))
+        changes = tuple(ChangeRecord.from_json(c) for c in rec.get("changes", []))
         entry = Entry(
             id=int(rec["id"]),
             time=str(rec.get("time", "")),
@@ -234,8 +210,7 @@ class Replay:
             pack=rec.get("pack"),
             changes=changes,
             _user=dict(rec.get("user", {})),
-            _baselines=baselines,
-            _base_lines=lines,
+            _baselines=self._baselines(rec),
         )
         self._entries[entry.id] = entry
 
@@ -421,16 +396,14 @@ class Replay:
                 sizes[i] = 0
         return [r for r, s in zip(records, sizes, strict=True) if s] + [checkpoint]
 
-    def _begin_json(self, e: Entry, packed: Container[str] = ()) -> dict[str, Any]:
-        """`e`'s begin record; the change records of the paths in `packed` without their
-        context lines (their pre-images are in the record's pack: `_change_record`)."""
+    def _begin_json(self, e: Entry) -> dict[str, Any]:
         rec: dict[str, Any] = {
             "t": "begin",
             "id": e.id,
             "time": e.time,
             "action": e.action,
             "args": e.args,
-            "changes": [c.to_json(c.path not in packed) for c in e.changes],
+            "changes": [c.to_json() for c in e.changes],
         }
         if e._user:
             rec["user"] = e._user

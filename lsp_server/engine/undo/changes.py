@@ -129,11 +129,6 @@ class ChangeRecord:
     after_text: str | None = None  # add: the whole new text
     # False once the pre-images were dropped (outside the undo window or over the size cap).
     preimage: bool = True
-    # True when its hunks' context lines were left to its begin record's pack and could not be
-    # read again (the pack lost, or not the pre-image: `with_context`); written `"context":
-    # "lost"`. Without them a region the edit removed has nothing to be placed by: undo refuses
-    # it (undo/reverting.py `reverse_hunks`) rather than put the lines back by position alone.
-    context_lost: bool = False
 
     @property
     def target_path(self) -> str:
@@ -161,10 +156,7 @@ class ChangeRecord:
             out["movedTo"] = self.moved_to
         return out
 
-    def to_json(self, context: bool = True) -> dict[str, Any]:
-        """The record as the journal keeps it. Without `context`, its hunks' context lines are
-        left out (written empty, with `"context": "pack"` saying so): a begin record whose file's
-        pre-image is in the record's pack writes that (`with_context` reads them again)."""
+    def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "path": self.path,
             "change": self.change,
@@ -177,15 +169,8 @@ class ChangeRecord:
         }
         if self.moved_to:
             out["movedTo"] = self.moved_to
-        # Only the last hunk may reach the file's end: one there holds the new file's lines to
-        # its end, a later hunk's too, so its region is not an edit `with_context` can use.
-        if self.hunks and not context and all(h.end < self.before_lines for h in self.hunks[:-1]):
-            out["hunks"] = [h[:5] + _NO_CONTEXT for h in self.hunks]
-            out["context"] = CONTEXT_IN_PACK
-        elif self.hunks:
+        if self.hunks:
             out["hunks"] = [h.to_json() for h in self.hunks]
-            if self.context_lost:
-                out["context"] = CONTEXT_LOST
         if self.before_text is not None:
             out["beforeText"] = self.before_text
         if self.after_text is not None:
@@ -193,10 +178,7 @@ class ChangeRecord:
         return out
 
     @classmethod
-    def from_json(
-        cls, data: Mapping[str, Any], hunks: tuple[Hunk, ...] | None = None
-    ) -> ChangeRecord:
-        """The record `to_json` wrote; with `hunks`, those instead of its own (`with_context`)."""
+    def from_json(cls, data: Mapping[str, Any]) -> ChangeRecord:
         return cls(
             # Interned: a long session repeats the same few paths in thousands of records.
             path=sys.intern(str(data["path"])),
@@ -207,13 +189,10 @@ class ChangeRecord:
             before_sha256=data.get("beforeSha256"),
             after_sha256=data.get("afterSha256"),
             before_lines=int(data.get("lines", 0)),
-            hunks=tuple(map(Hunk.from_json, data.get("hunks", ()))) if hunks is None else hunks,
+            hunks=tuple(Hunk.from_json(h) for h in data.get("hunks", ())),
             before_text=data.get("beforeText"),
             after_text=data.get("afterText"),
             preimage=bool(data.get("preimage", True)),
-            # Read without the hunks `with_context` made: a record written without its context
-            # lines has lost them.
-            context_lost=hunks is None and data.get("context") in (CONTEXT_IN_PACK, CONTEXT_LOST),
         )
 
     def size(self) -> int:
@@ -265,84 +244,6 @@ def _record_hunks(
         delta += len(e.new_lines) - (e.end - e.start)
         prev_end = e.end
     return tuple(out)
-
-
-# A change record's `context` when its hunks' context lines were left out of its journal line
-# (`ChangeRecord.to_json(context=False)`), to be read again from its file's pre-image.
-#
-# Why: they are most of a begin record (bench_patch's 1,000 files: 2.25 MB of change records,
-# 0.81 MB without them), and the record's pack holds the lines they are read from. The hunks keep
-# their seven items, the context two empty lists, so a release before this one (03eec8d) reads
-# such a record as one without context (tests/engine/test_journal_context_in_pack.py): it undoes
-# the edit where it is, relocates a moved region only where it is unique, and its history's
-# per-file diffs (finish records hold the diff) are not affected. A lost pack loses the context
-# (and the net diff's baselines), not the edit nor its undo. Whole applies against main 03eec8d,
-# `bench/bench_ab.py --instructions --rounds 1 [--workload big] main WORKTREE`: 2,346 -> 2,175 M
-# instructions on the 1,000 files, 933 -> 800 M on the 100k-line file; the next run's replay
-# of that journal (History.load, callgrind, imports subtracted) 1,046 -> 1,008 M and 328 -> 320 M.
-CONTEXT_IN_PACK = "pack"
-CONTEXT_LOST = "lost"  # (`ChangeRecord.context_lost`)
-_NO_CONTEXT: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
-
-
-def with_context(data: Mapping[str, Any], before: Sequence[str]) -> ChangeRecord:
-    """The record `data` (a journal line's, written without context: `CONTEXT_IN_PACK`) with its
-    hunks' context lines read from `before`, the file's lines before the change (the record's
-    pack): the hunks `record_change` made. Without them (as `from_json` reads it) when `before`
-    is not the pre-image its hunks were made from (another line count, a hunk's old lines not
-    where it says).
-
-    A hunk CONTEXT lines clear of its neighbours and of the file's end (nearly all of them) has
-    its old lines around it as context, two slices, made as the hunk is decoded (no second
-    record: `dataclasses.replace` cost ~5 us a record); any other has the record's hunks made
-    again by `_record_hunks` over them as edits, which reads the same lines the first time did
-    (the hunks' edits give the same new file as the change's own edits)."""
-    raw = data.get("hunks", ())
-    n = len(before)
-    hunks: list[Hunk] = []
-    if int(data.get("lines", 0)) == n:
-        prev_end = 0
-        for k, h in enumerate(raw):
-            start, end = int(h[0]), int(h[1])
-            # (`h[3]` a list, as JSON decodes it, so the slice compares to it as it is.)
-            if not 0 <= start <= end <= n or before[start:end] != h[3]:
-                hunks = []
-                break
-            nxt = int(raw[k + 1][0]) if k + 1 < len(raw) else n
-            if not (prev_end <= start - CONTEXT or start < CONTEXT and k == 0) or not (
-                end + CONTEXT < n - 1 and nxt >= end + CONTEXT
-            ):
-                return _with_context_rebuilt(data, before)
-            hunks.append(
-                Hunk(
-                    start,
-                    end,
-                    int(h[2]),
-                    tuple(h[3]),
-                    tuple(h[4]),
-                    tuple(before[max(0, start - CONTEXT) : start]),
-                    tuple(before[end : end + CONTEXT]),
-                )
-            )
-            prev_end = end
-    if len(hunks) != len(raw):
-        return ChangeRecord.from_json(data)
-    return ChangeRecord.from_json(data, tuple(hunks))
-
-
-def _with_context_rebuilt(data: Mapping[str, Any], before: Sequence[str]) -> ChangeRecord:
-    """`with_context` of a record with a hunk near another or the file's end: all its hunks
-    made again from their edits (`_record_hunks`), kept only when they are the ones stored."""
-    bare = ChangeRecord.from_json(data)
-    n = len(before)
-    fits = (0 <= h.start <= h.end <= n and matches(before, h.start, h.before) for h in bare.hunks)
-    if not all(fits):
-        return bare  # (a hand-edited line: kept as written, not skipped on an IndexError)
-    edits = [LineEdit(x.start, x.end, x.after) for x in bare.hunks]
-    made = _record_hunks(before, EditedLines(before, edits), edits)
-    if [x[:5] for x in made] != [x[:5] for x in bare.hunks]:
-        return bare
-    return ChangeRecord.from_json(data, made)
 
 
 def record_change(fc: FileChange, *, hashes: bool = False) -> ChangeRecord:

@@ -162,17 +162,6 @@ def reverse_hunks(
     slack = abs(len(lines) - (rec.before_lines + delta))
     for h in rec.hunks:
         expected = h.after_start + shift
-        if rec.context_lost and not h.after and not exact:
-            # Lines the edit removed, whose context was lost with its pack: nothing says where
-            # they go now (its position moves with every later edit), so refuse, never guess.
-            if ok:
-                conflicts.file(
-                    rec.target_path,
-                    "the lines around a region this edit removed were lost with its pre-image "
-                    "pack, so where to put them back cannot be checked",
-                )
-            ok = False
-            continue
         p = expected if exact else _relocate(lines, h, expected, floor, slack)
         if p is None:
             ok = False
@@ -239,10 +228,7 @@ def _undo_one(
         if origin is not None and origin.exists:
             conflicts.file(rec.path, "a file now exists at the path the edit moved away from")
             return None
-    # A record whose context was lost is undone in place when the file is still exactly what
-    # the edit left (its hunks are then where they were made), else only where its lines show.
-    exact = rec.context_lost and rec.after_sha256 is not None and snap.sha256 == rec.after_sha256
-    edits = reverse_hunks(rec, snap, conflicts, exact=exact)
+    edits = reverse_hunks(rec, snap, conflicts, exact=False)
     if edits is None:
         return None
     if rec.change == "move":
