@@ -161,11 +161,6 @@ class DiskAttempt:
     plan: Plan
     recovered: list[dict[str, Any]]
     history: History
-    # A large plan's temporary files, written by the writer's worker thread from `prepare` on
-    # while `execute` has the history begin the entry (files.WritingApply), and the refusal
-    # (STALE...) that stopped its start, which `apply` returns as `apply_plan` raised it there.
-    writing: files.WritingApply | None = None
-    refusal: EditError | None = None
 
     @property
     def flushes_state(self) -> bool:
@@ -179,13 +174,6 @@ class DiskAttempt:
         files.check_writable(self.root, self.plan)
 
     async def prepare(self) -> recovery.Recovery | None:
-        if files.overlaps(self.plan):
-            try:
-                self.writing = files.start_plan(self.root, self.sdir, self.plan)
-            except EditError as err:
-                # Recorded as when `apply_plan` refuses: the entry is begun, then finished with
-                # it (`apply`), so the history says the same whichever way the plan went.
-                self.refusal = err
         return None  # `open` rolled back what was interrupted, under the lock still held
 
     async def apply(self, edit_id: int) -> Applied:
@@ -193,44 +181,20 @@ class DiskAttempt:
             # The history stored the pre-images already (`begin`): the writer's apply journal
             # names that blob instead of holding a second copy.
             pack = self.history.pack_of(edit_id)
-            if self.refusal is not None:
-                raise self.refusal
-            writing = self.writing
-            if writing is not None:
-                try:
-                    writing.finish(pack)
-                finally:
-                    # Stopped in its join (Ctrl-C), the worker still ends before the rollback
-                    # below removes the temporary files it names.
-                    writing.join()
-                    self.writing = None
-            else:
-                self.recovered += files.apply_plan(
-                    self.root, self.plan, locked=self.sdir, pack=pack
-                )
+            self.recovered += files.apply_plan(self.root, self.plan, locked=self.sdir, pack=pack)
         except EditError as err:  # rolled back by the writer itself, or PARTIAL saying what
             return Applied(err)
         except BaseException:
             # One the writer did not turn into its result (an OSError, a UnicodeError, Ctrl-C):
             # what it left (temporary files, its journal, a file already renamed into place) is
             # rolled back now, under the lock still held, not at the next start; `execute` then
-            # reports from what the files show. A worker not joined yet (stopped before `finish`)
-            # ends first: else it writes temporary files after the rollback removed `TEMPS`.
-            if self.writing is not None:
-                self.writing.join()
+            # reports from what the files show.
             self.recovered += files.recover_locked(self.root, self.sdir)
             raise
         return Applied()
 
     def abort(self) -> None:
-        """What `prepare` started and `apply` did not take (the history's `begin` failed, or
-        Ctrl-C): the worker joined, its temporary files and journal removed."""
-        writing, self.writing = self.writing, None
-        if writing is not None:
-            try:
-                writing.abort()
-            except (OSError, ValueError, KeyError, TypeError):
-                pass  # the journal stays: the next run's recovery removes what it names
+        pass  # the writer cleans up after itself
 
     def landed(self, change: FileChange) -> tuple[int | None, int | None]:
         return None, None  # on disk: no buffer, no version

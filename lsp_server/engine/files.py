@@ -24,10 +24,6 @@ halves, for a caller that must do something in between, such as a mixed editor+d
    the renames are made durable the same way;
 6. the journal is removed: that is the commit point.
 
-A large headless apply (`start_plan`, `WritingApply`) writes step 3's temporary files in a
-worker thread while the history records the plan, before step 2's journal: `TEMPS` names them
-meanwhile, so recovery removes them if the run dies before the journal is written.
-
 If the journal is still there on the next run (`recover`, called by the CLI before any command
 and by `apply_plan` itself), the apply was interrupted: every file is put back to its pre-image,
 temporaries and created folders are removed, and the rollback is reported. A file that was
@@ -104,8 +100,6 @@ if TYPE_CHECKING:
 STATE_DIR_ENV = ENV_STATE_DIR  # the state folder is engine/state.py's
 CRASH_ENV = "AGENT_EDIT_CRASH_AFTER"
 JOURNAL = "journal.json"
-# The temporary files an apply is writing before its journal exists (`WritingApply`).
-TEMPS = "temps.json"
 _THREADS = 8
 _THREADED_FROM = 16  # below this many files the thread pool costs more than it saves
 _SYNCFS_FROM = 16  # from this many files one syncfs beats an fsync each (see _Flusher)
@@ -1218,21 +1212,6 @@ def _begin(
     (version 3): one copy of the pre-images, made durable by the same flush as the journal.
     Otherwise (or for any step it does not hold) they follow the header, as in version 2.
     """
-    header, blob = _journal_record(root, steps, dirs, folders, pack)
-    path = os.path.join(sdir, JOURNAL)
-    if os.path.lexists(path):
-        raise _pending_error(path)
-    try:
-        return _write_journal(path, header, blob)
-    except OSError as exc:
-        raise _journal_error(sdir, exc) from None
-
-
-def _journal_record(
-    root: str, steps: list[_Step], dirs: list[str], folders: Folders, pack: Pack | None
-) -> tuple[dict[str, Any], list[bytes]]:
-    """The journal record of `steps`: its header and the pre-images that follow it (see
-    `_begin`)."""
     entries = []
     blob: list[bytes] = []
     offset = 0
@@ -1248,7 +1227,13 @@ def _journal_record(
                 blob.append(pre)
                 offset += len(pre)
         header = _journal_header(root, dirs, entries, offset, folders)
-    return header, blob
+    path = os.path.join(sdir, JOURNAL)
+    if os.path.lexists(path):
+        raise _pending_error(path)
+    try:
+        return _write_journal(path, header, blob)
+    except OSError as exc:
+        raise _journal_error(sdir, exc) from None
 
 
 def _pending_error(path: str) -> EditError:
@@ -1303,14 +1288,31 @@ def _prepare(
         return PreparedApply(root, sdir, [], folders, [])
     journal_fd = _begin(root, sdir, steps, dirs, folders, pack)
     prepared = PreparedApply(root, sdir, steps, folders, dirs)
+    writes = [s for s in steps if s.op == "write"]
     try:
-        _write_temps(prepared)
+        for d in dirs:
+            folders.make(d)
+        # Every folder is still the one opened, before anything is written in it.
+        folders.check_all()
+        heads = list(dict.fromkeys(s.head for s in steps))
+        flusher = prepared.flusher = _Flusher(sdir, [folders.fds[h] for h in heads], len(writes))
+        per_file = flusher.per_file
+        # fsync waits on the disk: with it, a few threads overlap the waits. Without it, creating
+        # files is CPU work in the kernel, which threads only make contend.
+        umask = os.umask(0o022)
+        os.umask(umask)
+        ids = (os.geteuid(), os.getegid()) if hasattr(os, "geteuid") else (-1, -1)
+        _each(
+            lambda s: _write_temp(folders, s, per_file, umask, ids),
+            writes,
+            prepared.crash,
+            threaded=per_file,
+        )
         # The journal and every temporary file are durable before anything the user can see
         # changes (2. above).
-        assert prepared.flusher is not None
-        if prepared.flusher.per_file:
+        if per_file:
             os.fsync(journal_fd)
-        _flush_while(prepared.flusher, meanwhile)
+        _flush_while(flusher, meanwhile)
     except (OSError, _Refused, _Changed) as exc:
         failure: BaseException | None = exc
     else:
@@ -1323,219 +1325,6 @@ def _prepare(
         prepared.fail(failure)
     _hook("written")
     return prepared
-
-
-def _write_temps(prepared: PreparedApply) -> None:
-    """Make the apply's missing folders and write every new content to its temporary file
-    (step 3 of the module docstring); sets `prepared.flusher`."""
-    folders = prepared.folders
-    steps = prepared.steps
-    writes = [s for s in steps if s.op == "write"]
-    for d in prepared.dirs:
-        folders.make(d)
-    # Every folder is still the one opened, before anything is written in it.
-    folders.check_all()
-    heads = list(dict.fromkeys(s.head for s in steps))
-    flusher = prepared.flusher = _Flusher(
-        prepared.sdir, [folders.fds[h] for h in heads], len(writes)
-    )
-    per_file = flusher.per_file
-    # fsync waits on the disk: with it, a few threads overlap the waits. Without it, creating
-    # files is CPU work in the kernel, which threads only make contend.
-    umask = os.umask(0o022)
-    os.umask(umask)
-    ids = (os.geteuid(), os.getegid()) if hasattr(os, "geteuid") else (-1, -1)
-    _each(
-        lambda s: _write_temp(folders, s, per_file, umask, ids),
-        writes,
-        prepared.crash,
-        threaded=per_file,
-    )
-
-
-def start_plan(root: str, sdir: str, plan: Plan) -> WritingApply:
-    """`apply_plan`'s first half started, its temporary files written by a worker thread
-    while the caller does its own work (the history's `begin` record): `finish(pack)` then
-    journals the plan's pre-images, makes everything durable and commits; `abort()` undoes it.
-
-    For a plan `overlaps` says is worth it; call with the workspace lock held (`sdir`) until
-    `finish` or `abort` returns. Every target is checked (STALE) here, in the caller's
-    thread, as `apply_plan` checks it. Why the new order survives SIGKILL at any point: see
-    `WritingApply`.
-    """
-    folders = _open_root(root)
-    try:
-        _hook("resolved")
-        stats = _check_unchanged(root, folders, plan)
-        steps = _steps(root, plan, stats)
-        dirs = _missing_dirs(folders, steps)
-        _check_writable(root, folders, steps, dirs)
-        _hook("checked")
-        return WritingApply(root, sdir, steps, folders, dirs)
-    except BaseException:
-        folders.close()
-        raise
-
-
-def overlaps(plan: Plan) -> bool:
-    """Whether `start_plan` is worth its thread for `plan`: the plans whose temporary files
-    are made durable by one `syncfs` (`flushes_state`); a few files' are written in a few
-    milliseconds, less than the thread costs."""
-    return flushes_state(plan)
-
-
-class WritingApply:
-    """An apply whose temporary files are being written in a worker thread (`start_plan`).
-
-    The overlap: creating 1,000 temporary files is 45-110 ms of kernel work (inode creation),
-    which ran after the history's `begin` (~100 ms of Python) and now runs during it; the
-    worker's Python between its system calls still takes the GIL (`_SWITCH`). Only for plans
-    `overlaps` says: a few files' apply, and the one-file 100k-line one, keep `apply_plan`.
-
-    Why this order survives a SIGKILL (or a power loss) at any point, with `_prepare`'s:
-    1. Before the worker creates the first temporary file, the state folder has `TEMPS`, whole
-       (written to a temporary name and renamed), naming every temporary file (op "temp") and
-       the folders to create: a run killed from then on until the journal is written is
-       rolled back from it (`_recover`): the temporary files and the folders it made removed,
-       nothing else (no target is touched before the journal exists). The history's `begin`
-       record, if it was written, is then an unfinished entry that the next run settles from
-       the files, which show their old content.
-    2. Once the worker is joined and the history's `begin` (with its pack) is written, the
-       journal is written as `_prepare` writes it (`_begin`, naming that pack), whole or
-       absent, and only then `TEMPS` removed: killed in between, the next run rolls back
-       from the journal, which names the same temporary files, and removes `TEMPS` with it.
-       From then on it is `_prepare`'s order: one flush (`_Flusher`) makes the pack, the
-       history's record, the journal and every temporary file durable before the first
-       rename, and so on.
-    """
-
-    def __init__(
-        self, root: str, sdir: str, steps: list[_Step], folders: Folders, dirs: list[str]
-    ) -> None:
-        import threading
-
-        self.prepared = prepared = PreparedApply(root, sdir, steps, folders, dirs)
-        self.failure: BaseException | None = None
-        _write_temps_record(root, sdir, steps, dirs, folders)
-        prepared.journal = os.path.join(sdir, TEMPS)  # what a rollback reads until `finish`
-        self.thread: threading.Thread | None = threading.Thread(target=self._write, daemon=True)
-        self.switch = sys.getswitchinterval()
-        sys.setswitchinterval(_SWITCH)
-        try:
-            self.thread.start()
-        except BaseException:
-            self.thread = None
-            sys.setswitchinterval(self.switch)
-            self.abort()
-            raise
-
-    def _write(self) -> None:
-        try:
-            _write_temps(self.prepared)
-        except BaseException as exc:  # handed to the caller's thread by `join`
-            self.failure = exc
-
-    def join(self) -> BaseException | None:
-        """Wait for the worker (again: a no-op); what stopped it, if anything."""
-        thread = self.thread
-        if thread is not None:
-            thread.join()  # (cleared only once joined: a Ctrl-C here leaves it to `abort`)
-            self.thread = None
-            sys.setswitchinterval(self.switch)
-        return self.failure
-
-    def finish(self, pack: Pack | None = None) -> None:
-        """Join the worker, write the journal (naming `pack` when it holds the pre-images),
-        flush, and commit (`PreparedApply.commit`); raises `EditError` as `apply_plan` does."""
-        prepared = self.prepared
-        failure = self.join()
-        if failure is None:
-            try:
-                journal_fd = _begin(
-                    prepared.root,
-                    prepared.sdir,
-                    prepared.steps,
-                    prepared.dirs,
-                    prepared.folders,
-                    pack,
-                )
-            except EditError:
-                # The journal could not be written: the temporary files go (from `TEMPS`) and
-                # its refusal says nothing was changed.
-                _ignore_rollback(prepared.abort)
-                raise
-            try:
-                temps, prepared.journal = prepared.journal, os.path.join(prepared.sdir, JOURNAL)
-                os.unlink(temps)  # (2. above: the journal names them all now)
-                assert prepared.flusher is not None
-                if prepared.flusher.per_file:
-                    os.fsync(journal_fd)
-                _flush_while(prepared.flusher, None)
-            except (OSError, _Refused, _Changed) as exc:
-                failure = exc
-            except BaseException:
-                # One the writer does not turn into its result (Ctrl-C): as `_prepare`, the
-                # caller rolls back from the journal (DiskAttempt.apply).
-                prepared.folders.close()
-                raise
-            finally:
-                os.close(journal_fd)
-        if failure is not None:
-            if isinstance(failure, (OSError, _Refused, _Changed)):
-                prepared.fail(failure)
-            prepared.folders.close()
-            raise failure  # one the writer does not turn into its result: as `_prepare`
-        try:
-            _hook("written")
-        except BaseException:
-            prepared.folders.close()
-            raise
-        prepared.commit()
-
-    def abort(self) -> dict[str, Any]:
-        """Undo what was started: the worker joined, its temporary files, created folders and
-        `TEMPS` removed; the rollback report."""
-        self.join()
-        return self.prepared.abort()
-
-
-def _ignore_rollback(rollback: Callable[[], object]) -> None:
-    try:
-        rollback()
-    except (OSError, ValueError, KeyError, TypeError):
-        pass  # `TEMPS` stays: the next run's recovery removes what it names
-
-
-# The switch interval while the worker writes (restored when it is joined): the worker needs
-# the GIL back after each of its ~4 system calls a file, and with the default 5 ms it waited
-# that long each time while the history's `begin` held it, so it had written a few files by
-# the time `begin` ended (the GIL convoy). Figures, 1,000 files (/tmp microbenchmark on this
-# loaded 2-core machine, nice -15, tmpfs, medians of 7: 90 ms of Python beside 48 ms of file
-# creation): in turn 160 ms, in a thread 149 (5 ms), 139 (200 us), 138 (50 us), 142 (20 us).
-# The CLI's own wall A/B could not be measured here: bench/bench_ab.py --rounds 7 main
-# WORKTREE at load 5, twice a minute apart: many 1363 -> 1966 ms wall (603 -> 666 ms CPU),
-# then 2692 -> 2507 (1309 -> 1180): noise of runs 3-5x their quiet length. To be measured in
-# a quiet moment; `overlaps` is the one switch.
-_SWITCH = 0.0002
-
-
-def _write_temps_record(
-    root: str, sdir: str, steps: list[_Step], dirs: list[str], folders: Folders
-) -> None:
-    """`TEMPS` for `WritingApply` (its 1.): the temporary file names, whole or absent."""
-    entries = [
-        {"path": s.path, "op": "temp", "pre": None, "newSha256": None, "tmp": s.tmp}
-        for s in steps
-        if s.op == "write"
-    ]
-    header = _journal_header(root, dirs, entries, 0, folders)
-    for name in (JOURNAL, TEMPS):
-        if os.path.lexists(os.path.join(sdir, name)):
-            raise _pending_error(os.path.join(sdir, name))
-    try:
-        os.close(_write_journal(os.path.join(sdir, TEMPS), header, []))
-    except OSError as exc:
-        raise _journal_error(sdir, exc) from None
 
 
 class PreparedApply:
@@ -1552,8 +1341,6 @@ class PreparedApply:
         self.dirs = dirs
         self.crash = _Crasher()
         self.flusher: _Flusher | None = None
-        # The record a rollback reads: the journal (`TEMPS` while `WritingApply` writes).
-        self.journal = os.path.join(sdir, JOURNAL)
         self.done = not steps
         # The files renamed into place or removed so far (what a failed rollback may leave new).
         self.applied: set[str] = set()
@@ -1587,7 +1374,7 @@ class PreparedApply:
             self.flusher.flush(state=False)
             # The commit point. A journal that cannot be removed would have the next run roll
             # this apply back: it is rolled back now instead, and the result says so.
-            os.unlink(self.journal)
+            os.unlink(os.path.join(self.sdir, JOURNAL))
         except (OSError, _Refused, _Changed) as exc:
             self.fail(exc)
         self.done = True
@@ -1603,7 +1390,7 @@ class PreparedApply:
         try:
             return _rollback(
                 self.root,
-                self.journal,
+                os.path.join(self.sdir, JOURNAL),
                 self.folders,
                 "rollback",
                 self.applied,
@@ -1633,7 +1420,7 @@ class PreparedApply:
         """Roll back after `exc` stopped the apply, and raise the result saying what happened
         and what the rollback did."""
         self.done = True
-        journal_path = self.journal
+        journal_path = os.path.join(self.sdir, JOURNAL)
         failure: BaseException | None = None
         try:
             report: dict[str, Any] | None = _rollback(
@@ -1842,35 +1629,6 @@ def recover_locked(root: str, sdir: str) -> list[dict[str, Any]]:
 
 
 def _recover(root: str, journal_path: str) -> list[dict[str, Any]]:
-    reports = _recover_from(root, journal_path)
-    temps = os.path.join(os.path.dirname(journal_path), TEMPS)
-    if not os.path.lexists(temps) and not os.path.lexists(temps + ".tmp"):
-        return reports
-    if os.path.lexists(journal_path):
-        return reports  # its rollback failed: `TEMPS` waits for it (the journal names them)
-    if reports:
-        # The journal was written after `TEMPS` (`WritingApply`, 2.) and names every
-        # temporary file `TEMPS` names: rolled back with it.
-        for path in (temps, temps + ".tmp"):
-            try:
-                os.unlink(path)
-            except FileNotFoundError:
-                pass
-        return reports
-    return _recover_from(root, temps)
-
-
-def interrupted(sdir: str) -> bool:
-    """Whether an apply may have been interrupted in the workspace of state folder `sdir`
-    (its journal, or `TEMPS`, or either's temporary name, is there): `recover` has work."""
-    for name in (JOURNAL, TEMPS):
-        path = os.path.join(sdir, name)
-        if os.path.lexists(path) or os.path.lexists(path + ".tmp"):
-            return True
-    return False
-
-
-def _recover_from(root: str, journal_path: str) -> list[dict[str, Any]]:
     if not os.path.exists(journal_path):
         # A journal that never finished being written means nothing was touched yet.
         tmp = journal_path + ".tmp"
@@ -1969,7 +1727,7 @@ def _check_journal(journal: dict[str, Any], blob_size: int) -> None:
                 raise ValueError(f"bad {key}")
         if type(entry.get("link", False)) is not bool:
             raise ValueError("bad link")
-        if entry["op"] not in ("write", "remove", "temp"):
+        if entry["op"] not in ("write", "remove"):
             raise ValueError("bad op")
     for d in journal.get("dirs", []):
         _safe_rel(d)
@@ -2192,10 +1950,6 @@ def _rollback(
     made = (lambda tmp: True) if created is None else created.__contains__
     journal, blob = _read_journal(journal_path)
     _check_journal(journal, len(blob))
-    if all(e["op"] == "temp" for e in journal["files"]):
-        # `WritingApply`'s first record: its full one never followed, so no target was
-        # renamed or removed; only the temporary files (and created folders) are its.
-        applied = set()
     restored: list[str] = []
     removed: list[str] = []
     conflicts: list[dict[str, str]] = []

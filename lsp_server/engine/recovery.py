@@ -61,7 +61,8 @@ def recover(root: str, locked: str | None = None, wait: bool = True) -> Recovery
         if locked is not None:
             return Recovery(files.recover_locked(root, locked))
         sdir = state.state_dir(root)  # IO_ERROR when it cannot be made: said by every caller
-        if not files.interrupted(sdir):
+        journal = os.path.join(sdir, files.JOURNAL)
+        if not os.path.exists(journal) and not os.path.exists(journal + ".tmp"):
             # No apply began since the last one ended: nothing to roll back, and no need to
             # wait for the lock (a server start must not wait for a running CLI apply).
             return Recovery()
