@@ -123,7 +123,12 @@ async def test_fault_at_each_change(client: LanguageClient, tmp_path, mode, inde
         client,
         "visual-studio-code",
         tmp_path,
-        options={"applyTimeoutMs": 400, "verifyTimeoutMs": 400},
+        # A skipped change is waited for until verifyTimeoutMs, and so is the rollback of what
+        # did land. On a loaded 2-core CI machine, [0-partial] once failed: `committed` named
+        # lib.py and gone.txt, the view taken after showed both old. Not confirmed, but most
+        # likely the rollback's didChange came after the 400 ms wait. 1.5 s still keeps the
+        # skip's wait short.
+        options={"applyTimeoutMs": 400, "verifyTimeoutMs": 1500 if mode == "partial" else 400},
     )
     seed(ed)
     if mode == "partial":
