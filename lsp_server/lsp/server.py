@@ -35,11 +35,6 @@ from lsp_server.engine.history import History, open_history
 from lsp_server.engine.policy import PathPolicy
 from lsp_server.engine.results import wire
 from lsp_server.engine.text import Snapshot
-
-# A long-lived server loads what the CLI defers (the undo package's lazy modules, PEP 562) at
-# start, not inside a rollback's verify wait: from source (no .pyc, as on a fresh CI clone) that
-# first import is the likeliest reason test_lsp_faults [0-partial] failed twice on CI (unconfirmed).
-from lsp_server.engine.undo import reverting, rollback  # noqa: F401
 from lsp_server.lsp import lenses, protocol_reader
 from lsp_server.lsp.apply import Location, Verifier, reports_late_by_name, uri_of
 from lsp_server.lsp.diagnostics import document_changed, document_opened
