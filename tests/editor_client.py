@@ -122,6 +122,12 @@ class Editor:
         self._unsent: dict[str, list[t.TextDocumentContentChangePartial]] = {}
         # Called with each change's index before the editor applies it (the user types meanwhile).
         self.before_change: Any = None
+        # (n, index): the n-th applyEdit (1 = the first) stops before its change `index` until
+        # `resume()`, then applies the rest and answers (an editor busy mid-edit, answering late).
+        self.stall_at: tuple[int, int] | None = None
+        self.stalled = asyncio.Event()
+        self._resume = asyncio.Event()
+        self.stall_done = asyncio.Event()  # the stalled applyEdit finished and answered
         self._held = asyncio.Event()
 
         # pytest-lsp fails a test on any exception in a client handler; a deliberate error answer
@@ -258,6 +264,9 @@ class Editor:
         self.never_answer = False
         self._held.set()
 
+    def resume(self) -> None:
+        self._resume.set()
+
     # -- the editor's side of workspace/applyEdit ---------------------------------------------
 
     def _stale(self, tde: t.TextDocumentEdit) -> bool:
@@ -288,11 +297,16 @@ class Editor:
                         f"{c.text_document.version}, you have {doc.version}"
                     )
         first = True
+        stalled = False
         skip, self.skip_changes = self.skip_changes, set()
         fail_at, self.fail_at = self.fail_at, None
         for index, c in enumerate(changes):
             if self.before_change is not None:
                 self.before_change(index)
+            if self.stall_at == (len(self.apply_requests), index):
+                stalled = True
+                self.stalled.set()
+                await self._resume.wait()
             if index == fail_at:
                 return await self._fail(index)
             if index in skip:
@@ -336,6 +350,8 @@ class Editor:
                 old.rename(new)
                 if was_open:
                     self.open(str(new.relative_to(self.root)), text)
+        if stalled:
+            self.stall_done.set()
         return t.ApplyWorkspaceEditResult(applied=True)
 
     async def _fail(self, index: int) -> t.ApplyWorkspaceEditResult:

@@ -469,7 +469,9 @@ async def _await_outcome(
                 ours=False,
             )
             if any(v != "old" for v in st.values()):
-                return Outcome(st, error)  # part of it shows, or typing: judged now
+                # Part of it shows, or typing: judged now. The answer may still come (the
+                # rollback of a partial edit waits for it: EditorAttempt._roll_back).
+                return Outcome(st, error, late_answer=answer_future)
             # Not refused either: it may still land. The entry stays pending until the editor
             # answers or shows the files (lsp/pending.py), and "not-applied" is not claimed.
             error.hint = (

@@ -26,7 +26,14 @@ from lsp_server.engine.recovery import Recovery
 from lsp_server.engine.results import EditResult
 from lsp_server.engine.undo import plan_rollback
 from lsp_server.lsp import disk_side
-from lsp_server.lsp.apply import Location, Outcome, apply_and_verify, transactional, uri_of
+from lsp_server.lsp.apply import (
+    Location,
+    Outcome,
+    apply_and_verify,
+    file_state,
+    transactional,
+    uri_of,
+)
 from lsp_server.lsp.diagnostics import publish_after_edit
 
 if TYPE_CHECKING:
@@ -233,6 +240,8 @@ class EditorAttempt:
         if not back.changes:
             return error
         outcome = await self._apply(back, "rollback")
+        if outcome.error is not None and outcome.late_answer is not None:
+            outcome = await self._rollback_answered_late(back, outcome)
         landed = [c for c in committed if c.get("state") == "applied"]
         # Every file that is not as it was (landed, or changed otherwise) must be reverted by the
         # rollback: one the rollback cannot touch (typed into meanwhile) is not "as it was".
@@ -248,6 +257,15 @@ class EditorAttempt:
             )
         observed = {p: snapshot(r) for p, r in self.where.items()}
         committed, _ = plan_rollback(plan, observed)
+        if outcome.late_answer is not None and not outcome.late_answer.done():
+            # The editor has not answered the rollback: it may still be restoring these files,
+            # so "applied" (still in effect) is not known either.
+            sent = {p for c in back.changes for p in (c.path, c.target_path)}
+            late = "a rollback was sent and not answered yet: it may still restore the file"
+            for c in committed:
+                if c["state"] != "not-applied" and (c["path"] in sent or c.get("movedTo") in sent):
+                    c["state"] = "unknown"
+                    c["note"] = f"{c['note']}; {late}" if c.get("note") else late
         return errors.partial(
             f"{error.message} The rollback of what landed could not be verified either.",
             "Some files are changed and some are not (details.files): inspect them with "
@@ -256,6 +274,32 @@ class EditorAttempt:
             files=committed,
             committed=[c for c in committed if c.get("state") == "applied"],
         )
+
+    async def _rollback_answered_late(self, back: Plan, outcome: Outcome) -> Outcome:
+        """The editor did not answer the rollback in time but shows part of it: busy, not gone.
+        Its answer is waited for once more (applyTimeoutMs), then what it shows (verifyTimeoutMs),
+        before the rollback is judged. The Outcome keeps `late_answer` only if still unanswered."""
+        late = outcome.late_answer
+        assert late is not None
+        settings = self.server.settings
+        try:
+            answer = await asyncio.wait_for(asyncio.shield(late), settings.apply_timeout_ms / 1000)
+        except TimeoutError:
+            return outcome
+        except Exception:  # noqa: BLE001 - an error answer: the rollback was refused
+            return Outcome(outcome.states, outcome.error)
+        if not getattr(answer, "applied", False):
+            return Outcome(outcome.states, outcome.error)
+        changes, store = list(back.changes), self.server.store
+
+        def restored() -> bool:
+            return all(
+                v == "new" for c in changes for v in file_state(c, self.locations, store).values()
+            )
+
+        if await self.server.verifier.wait(restored, settings.verify_timeout_ms / 1000, True):
+            return Outcome({p: "new" for p in outcome.states})
+        return Outcome(outcome.states, outcome.error)
 
     async def _save_touched(self, changes: list[FileChange], result: EditResult) -> EditResult:
         """Ask the editor to save what the edit touched (`agentEdit/saveDocuments`).
