@@ -84,6 +84,21 @@ class Blobs:
         """`name` and the dir_fd to use it with (a path, where there are no dir_fds)."""
         return (name, dfd) if dfd != _NO_FD else (str(self.dir / name), None)
 
+    def _write_temp(
+        self, dfd: int, sha: str, parts: Sequence[bytes], sync: bool
+    ) -> tuple[str, int | None]:
+        """`parts` written (fsynced with `sync`) under blob `sha`'s temporary name, private to
+        this user and never through a symlink; that name and its dir_fd."""
+        tmp, at = self._at(dfd, f".{sha}.{os.getpid()}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | NOFOLLOW, 0o600, dir_fd=at)
+        try:
+            _write_parts(fd, parts)
+            if sync:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        return tmp, at
+
     def put(self, data: bytes) -> str:
         return self.put_parts([data])
 
@@ -107,14 +122,7 @@ class Blobs:
                     return sha
             except OSError:
                 pass
-            tmp, at = self._at(dfd, f".{sha}.{os.getpid()}.tmp")
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | NOFOLLOW, 0o600, dir_fd=at)
-            try:
-                _write_parts(fd, parts)
-                if sync:
-                    os.fsync(fd)
-            finally:
-                os.close(fd)
+            tmp, at = self._write_temp(dfd, sha, parts, sync)
             os.replace(tmp, self._at(dfd, sha)[0], src_dir_fd=at, dst_dir_fd=at)
             if sync and dfd != _NO_FD:
                 os.fsync(dfd)
@@ -138,14 +146,7 @@ class Blobs:
         sha = digest.hexdigest()
         dfd, created = self._open_dir(create=True)
         try:
-            tmp, at = self._at(dfd, f".{sha}.{os.getpid()}.tmp")
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | NOFOLLOW, 0o600, dir_fd=at)
-            try:
-                _write_parts(fd, parts)
-                if sync:
-                    os.fsync(fd)
-            finally:
-                os.close(fd)
+            self._write_temp(dfd, sha, parts, sync)
         finally:
             _close(dfd)
         if created and sync:
