@@ -37,6 +37,12 @@ Every path must resolve (symlinks followed) inside `--root` (default: the curren
 the link itself, never the file it points to (actions/headless.py). The LSP layer is imported
 lazily inside `serve`, so headless commands start fast and never load pygls (nor asyncio: the
 headless actions are driven by `startup.run_sync`).
+
+Why this module is over 500 lines (~590): it is the whole of the command line's surface, and
+nothing else: the parser made from the actions' argument fields, the path around argparse for
+the common forms (`_plain`), the way to a live editor's server (`_through_editor`), and the
+printing of each result. Every headless run needs all of it, so a split would only add
+modules to each start-up (tests/cli/test_startup_imports.py counts them).
 """
 
 from __future__ import annotations

@@ -274,6 +274,27 @@ class DocumentStore:
     def get(self, uri: str) -> Document | None:
         return self._by_uri.get(uri)
 
+    def change(
+        self,
+        uri: str,
+        version: int,
+        changes: list[tuple[tuple[int, int] | None, tuple[int, int] | None, str]],
+        encoding: str,
+    ) -> Document | None:
+        """A didChange: each change as (start, end, text), positions as (line, character) in
+        `encoding`, both None for a whole new text; the document, or None if it is not open."""
+        doc = self._by_uri.get(uri)
+        if doc is None:
+            return None
+        for start, end, text in changes:
+            if start is None or end is None:
+                doc.replace_all(text)
+            else:
+                doc.replace_range(start, end, text, encoding)
+        doc.version = version
+        doc.reports += 1
+        return doc
+
     def by_path(self, path: str) -> Document | None:
         return self._by_path.get(path)
 

@@ -74,9 +74,7 @@ class AgentEditProtocol(LanguageServerProtocol):
         server: AgentEditServer = self._server  # type: ignore[assignment]
         td = params.text_document
         server.store.open(td.uri, td.language_id, td.version, td.text)
-        server.verifier.notify()
-        if server.pending:
-            server.pending.settle()
+        server.document_reported()
         document_opened(server, td.uri)
         trim_memory_soon()  # the message's copy of a big text is garbage now
         yield from ()
@@ -84,28 +82,12 @@ class AgentEditProtocol(LanguageServerProtocol):
     @lsp_method(t.TEXT_DOCUMENT_DID_CHANGE)
     def lsp_text_document__did_change(self, params: t.DidChangeTextDocumentParams) -> Any:
         server: AgentEditServer = self._server  # type: ignore[assignment]
-        doc = server.store.get(params.text_document.uri)
-        if doc is not None:
-            encoding = server.encoding
-            for change in params.content_changes:
-                if isinstance(change, t.TextDocumentContentChangePartial):
-                    r = change.range
-                    doc.replace_range(
-                        (r.start.line, r.start.character),
-                        (r.end.line, r.end.character),
-                        change.text,
-                        encoding,
-                    )
-                else:
-                    doc.replace_all(change.text)
-            doc.version = params.text_document.version
-            doc.reports += 1
-            server.verifier.notify()
-            if server.pending:
-                server.pending.settle()
-            document_changed(server, params.text_document.uri)
+        uri, version = params.text_document.uri, params.text_document.version
+        if server.store.change(uri, version, _changes(params), server.encoding) is None:
+            log.warning("didChange for a document that is not open: %s", uri)
         else:
-            log.warning("didChange for a document that is not open: %s", params.text_document.uri)
+            server.document_reported()
+            document_changed(server, uri)
         yield from ()
 
     @lsp_method(t.TEXT_DOCUMENT_DID_CLOSE)
@@ -115,6 +97,30 @@ class AgentEditProtocol(LanguageServerProtocol):
         server.verifier.notify()
         trim_memory_soon()
         yield from ()
+
+
+def _changes(
+    params: t.DidChangeTextDocumentParams,
+) -> list[tuple[tuple[int, int] | None, tuple[int, int] | None, str]]:
+    """A didChange's content changes as DocumentStore.change takes them."""
+    out: list[tuple[tuple[int, int] | None, tuple[int, int] | None, str]] = []
+    for c in params.content_changes:
+        if isinstance(c, t.TextDocumentContentChangePartial):
+            r = c.range
+            out.append(((r.start.line, r.start.character), (r.end.line, r.end.character), c.text))
+        else:
+            out.append((None, None, c.text))
+    return out
+
+
+def _workspace_roots(params: t.InitializeParams) -> list[str]:
+    """The workspace folders `initialize` names (else its rootUri, else its rootPath)."""
+    roots = [p for f in params.workspace_folders or [] if (p := to_fs_path(f.uri))]
+    if not roots and params.root_uri and (path := to_fs_path(params.root_uri)):
+        roots.append(path)
+    if not roots and params.root_path:
+        roots.append(params.root_path)
+    return roots
 
 
 class AgentEditServer(LanguageServer):
@@ -152,6 +158,26 @@ class AgentEditServer(LanguageServer):
     def shutdown(self) -> None:
         self.endpoint.stop()
         super().shutdown()
+
+    def start_session(self, params: t.InitializeParams) -> None:
+        """`initialize`: the workspace, the settings, the history, and the endpoint."""
+        roots = _workspace_roots(params)
+        client = params.client_info.name if params.client_info else None
+        self.settings = self.settings.updated(params.initialization_options)
+        self.verifier.reports_late = reports_late_by_name(client)
+        policy, problems = initial_policy(roots, params.initialization_options)
+        for problem in problems:
+            log.error("%s; that setting is ignored", problem)
+        self.paths = WorkspacePaths(policy)
+        self.open_history()
+        # Found by `agent-edit mcp`, the CLI and other servers on this workspace (discovery.py).
+        self.endpoint.start(roots, client or "", params.process_id)
+
+    def document_reported(self) -> None:
+        """A document opened or changed: edits waiting to be seen look again."""
+        self.verifier.notify()
+        if self.pending:
+            self.pending.settle()
 
     def _warn_user(self, message: str) -> None:
         self.window_show_message(t.ShowMessageParams(type=t.MessageType.Warning, message=message))
@@ -311,32 +337,7 @@ def create_server() -> AgentEditServer:
 
     @server.feature(t.INITIALIZE)
     def initialize(ls: AgentEditServer, params: t.InitializeParams) -> None:
-        roots: list[str] = []
-        for folder in params.workspace_folders or []:
-            path = to_fs_path(folder.uri)
-            if path:
-                roots.append(path)
-        if not roots and params.root_uri:
-            path = to_fs_path(params.root_uri)
-            if path:
-                roots.append(path)
-        if not roots and params.root_path:
-            roots.append(params.root_path)
-        ls.settings = ls.settings.updated(params.initialization_options)
-        ls.verifier.reports_late = reports_late_by_name(
-            params.client_info.name if params.client_info else None
-        )
-        policy, problems = initial_policy(roots, params.initialization_options)
-        for problem in problems:
-            log.error("%s; that setting is ignored", problem)
-        ls.paths = WorkspacePaths(policy)
-        ls.open_history()
-        # Found by `agent-edit mcp`, the CLI and other servers on this workspace (discovery.py).
-        ls.endpoint.start(
-            roots,
-            params.client_info.name if params.client_info else "",
-            params.process_id,
-        )
+        ls.start_session(params)
 
     @server.feature(t.INITIALIZED)
     def initialized(ls: AgentEditServer, params: t.InitializedParams) -> None:

@@ -36,6 +36,11 @@ Then (branch `record2`): a pack of a few files is hashed, written and fsynced in
 the rest of `begin` runs (`_PackWriter`, its figures there). (Change records written without
 their hunks' context lines, read again from the pack, were tried and taken out: no gain above
 bench_ab's noise, and a release before it undid such a record's deletion at the wrong line.)
+
+Why this module is over 500 lines (~660): `History` is the journal's one transaction API
+(begin, finish, record, recovery, undo plans), and `_PackWriter` is the thread its `begin`
+writes the pack with; the figures above, which keep each of begin's tricks accountable, sit
+with the code they measure.
 """
 
 from __future__ import annotations
