@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from lsp_server import __version__
 from lsp_server.engine.results import refusal
+from lsp_server.mcp.drain import Drain
 from lsp_server.mcp.handshake import INSTRUCTIONS, NAME
 from lsp_server.mcp.router import Router
 from lsp_server.mcp.surrogates import Repaired, encodable
@@ -99,8 +100,13 @@ async def serve(root: str, early: Early | None = None) -> None:
         # The wire handshake.py took: its replay of what it read, then the rest (public API).
         stdin, stdout = early.sdk_stdin(), early.sdk_stdout()
         streams = stdio_server(anyio.wrap_file(stdin), anyio.wrap_file(stdout))
+    drain = Drain()  # every request read is answered before the end of stdin is passed on
     async with streams as (read, write):
-        await server.run(Repaired(read), write, server.create_initialization_options())
+        await server.run(
+            drain.reader(Repaired(read)),
+            drain.writer(write),
+            server.create_initialization_options(),
+        )
 
 
 def main(root: str, early: Early | None = None) -> int:

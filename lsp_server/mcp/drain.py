@@ -1,0 +1,140 @@
+"""Every request answered before the MCP server ends: the end of stdin held back until then.
+
+A client may send its requests and close stdin at once (a script piping one batch, a harness
+closing its side after the last call). On EOF the SDK's dispatcher cancels the handlers still
+running, so a tools/call in flight got no answer, even after its edit had landed: the client
+never learnt that the file changed. `Drain` sits between the SDK and its stdio streams: it
+notes each request read (but `initialize`, which handshake.py may answer itself) and each answer
+written, and gives the SDK the end of stdin only once every request read has its answer, or
+the client cancelled it (`notifications/cancelled`, which gets none), or DRAIN_LIMIT_S passed
+(a handler that never ends must not keep the process alive for ever).
+"""
+
+from __future__ import annotations
+
+from types import TracebackType
+from typing import Any
+
+# How long the end of stdin is held back for answers still due. An action's own waits (the
+# editor's applyTimeoutMs and verifyTimeoutMs, the peers' 5 s) end well before.
+DRAIN_LIMIT_S = 60.0
+
+
+class Drain:
+    """One MCP connection's requests still unanswered; `reader` and `writer` wrap its streams."""
+
+    def __init__(self) -> None:
+        import anyio
+
+        self._due: set[Any] = set()
+        self._answered = anyio.Event()  # set whenever `_due` becomes empty
+
+    def reader(self, inner: Any) -> DrainedReader:
+        return DrainedReader(inner, self)
+
+    def writer(self, inner: Any) -> DrainedWriter:
+        return DrainedWriter(inner, self)
+
+    def read(self, item: Any) -> None:
+        message = getattr(item, "message", None)
+        method = getattr(message, "method", None)
+        if method is None:
+            return
+        ident = getattr(message, "id", None)
+        if ident is not None and method != "initialize":
+            self._due.add(ident)
+        elif method == "notifications/cancelled":
+            params = getattr(message, "params", None) or {}
+            self._settle(params.get("requestId") if isinstance(params, dict) else None)
+
+    def wrote(self, item: Any) -> None:
+        message = getattr(item, "message", None)
+        if getattr(message, "method", None) is None:  # an answer (result or error)
+            self._settle(getattr(message, "id", None))
+
+    def _settle(self, ident: Any) -> None:
+        self._due.discard(ident)
+        if not self._due:
+            self._answered.set()
+
+    async def all_answered(self) -> None:
+        import anyio
+
+        with anyio.move_on_after(DRAIN_LIMIT_S):
+            while self._due:
+                self._answered = anyio.Event()
+                await self._answered.wait()
+
+
+class DrainedReader:
+    """The SDK's read stream: EOF passed on only once every request read is answered."""
+
+    def __init__(self, inner: Any, drain: Drain) -> None:
+        self._inner = inner
+        self._drain = drain
+
+    @property
+    def last_context(self) -> Any:
+        return getattr(self._inner, "last_context", None)
+
+    async def receive(self) -> Any:
+        import anyio
+
+        try:
+            item = await self._inner.receive()
+        except anyio.EndOfStream:
+            await self._drain.all_answered()
+            raise
+        self._drain.read(item)
+        return item
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    def __aiter__(self) -> DrainedReader:
+        return self
+
+    async def __anext__(self) -> Any:
+        import anyio
+
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> DrainedReader:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+
+class DrainedWriter:
+    """The SDK's write stream: each answer written is noted."""
+
+    def __init__(self, inner: Any, drain: Drain) -> None:
+        self._inner = inner
+        self._drain = drain
+
+    async def send(self, item: Any) -> None:
+        await self._inner.send(item)
+        self._drain.wrote(item)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> DrainedWriter:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
