@@ -25,8 +25,10 @@ from lsp_server.engine.model import apply_line_edits
 from lsp_server.engine.results import HistoryTexts
 from lsp_server.engine.text import Snapshot, absent
 from lsp_server.engine.undo import ChangeRecord, plan_undo
+from lsp_server.engine.values import frozen_writes_refused
 
 
+@frozen_writes_refused
 @dataclass(frozen=True, slots=True)
 class _OneFile:
     """One change record of an entry, as `plan_undo` takes an entry: one file at a time, so a

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 from lsp_server.engine.errors import Code
 from lsp_server.engine.model import FileChange
+from lsp_server.engine.values import frozen_writes_refused
 
 TYPE_CHECKING = False  # typing's constant without importing typing (lsp_server/startup.py)
 if TYPE_CHECKING:
@@ -92,6 +93,7 @@ def declared(cls: type) -> bool:
 
 
 @result
+@frozen_writes_refused
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FileResult:
     """One file an edit changed (or would change)."""
@@ -109,6 +111,7 @@ class FileResult:
 
 
 @result
+@frozen_writes_refused
 @dataclass(frozen=True, slots=True, kw_only=True)
 class EditResult:
     """The success of replace, write, applyPatch and undo, applied or a dry run."""
@@ -129,6 +132,7 @@ class EditResult:
 
 
 @result
+@frozen_writes_refused
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ReadResult:
     """A file as the caller sees it, or a line range of it."""
@@ -147,6 +151,7 @@ class ReadResult:
 
 
 @result
+@frozen_writes_refused
 @dataclass(frozen=True, slots=True, kw_only=True)
 class HistoryEntries:
     """history `format: json`: the latest entries and the net change per file."""
@@ -187,6 +192,7 @@ _RENDERED = frozenset(
 
 
 @result
+@frozen_writes_refused
 @dataclass(frozen=True, slots=True, kw_only=True)
 class HistoryDiff:
     """history `format: diff`: one unified diff."""
@@ -196,6 +202,7 @@ class HistoryDiff:
 
 
 @result
+@frozen_writes_refused
 @dataclass(frozen=True, slots=True, kw_only=True)
 class HistoryTexts:
     """history `texts: true`: whole texts before and after, of one edit or the net change."""
@@ -209,6 +216,7 @@ CODES = tuple(str(c) for c in Code)
 
 
 @result
+@frozen_writes_refused
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Refusal:
     """Any action's failure: nothing changed, unless `committed` says what did."""

@@ -25,7 +25,9 @@ from dataclasses import FrozenInstanceError
 TYPE_CHECKING = False  # typing's constant without importing typing (lsp_server/startup.py)
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from typing import Any
+    from typing import Any, TypeVar
+
+    T = TypeVar("T")
 
 
 def slot_setters(cls: type, *names: str) -> tuple[Callable[[Any, Any], None], ...]:
@@ -41,6 +43,13 @@ def slot_setters(cls: type, *names: str) -> tuple[Callable[[Any, Any], None], ..
     if params is not None and params.frozen:
         _refuse_writes(cls)
     return tuple(out)
+
+
+def frozen_writes_refused(cls: T) -> T:
+    """Class decorator, above `@dataclass(frozen=True, slots=True)`: writes refused as a frozen
+    dataclass's (FrozenInstanceError) for any name, not TypeError (`_refuse_writes`)."""
+    _refuse_writes(cls)  # type: ignore[arg-type]
+    return cls
 
 
 def _refuse_writes(cls: type) -> None:

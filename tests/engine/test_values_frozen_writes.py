@@ -52,3 +52,37 @@ def test_a_subclass_keeps_its_own_attributes(value: Any) -> None:
     assert sub.note == "kept"
     del sub.note
     assert sub == Sub(*dataclasses.astuple(value))
+
+
+def _frozen_slots_classes() -> list[type]:
+    """Every frozen slots dataclass the engine defines."""
+    import importlib
+    import pkgutil
+
+    import lsp_server.engine as engine
+
+    out = []
+    for info in pkgutil.walk_packages(engine.__path__, "lsp_server.engine."):
+        module = importlib.import_module(info.name)
+        for obj in vars(module).values():
+            params = getattr(obj, "__dataclass_params__", None)
+            if (
+                isinstance(obj, type)
+                and obj.__module__ == module.__name__
+                and params is not None
+                and params.frozen
+                and "__slots__" in obj.__dict__
+            ):
+                out.append(obj)
+    return out
+
+
+@pytest.mark.parametrize("cls", _frozen_slots_classes(), ids=lambda c: c.__qualname__)
+def test_every_frozen_slots_class_refuses_a_write_as_frozen(cls: type) -> None:
+    """Not only the four above: results, edit texts, change records (the same 3.11 quirk)."""
+    value = object.__new__(cls)  # no field needed: the write is refused before any is read
+    for name in (dataclasses.fields(cls)[0].name, "not_a_field"):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(value, name, 1)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            delattr(value, name)

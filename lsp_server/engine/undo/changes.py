@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 
 from lsp_server.engine.model import ChangeKind, EditedLines, FileChange, LineEdit, minimal_edit
 from lsp_server.engine.text import Snapshot
+from lsp_server.engine.values import frozen_writes_refused
 
 TYPE_CHECKING = False  # typing's constant without importing typing (lsp_server/startup.py)
 if TYPE_CHECKING:
@@ -110,6 +111,7 @@ class Hunk(_HunkFields):
         return LineEdit(self.start, self.end, self.after)
 
 
+@frozen_writes_refused
 @dataclass(frozen=True, slots=True)
 class ChangeRecord:
     """One file's change as the journal keeps it: enough to verify and reverse it later."""
