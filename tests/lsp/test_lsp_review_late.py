@@ -118,3 +118,29 @@ async def test_rollback_refused_after_the_result_then_undo(client: LanguageClien
     assert entry["undoable"], entry
     undo = await ed.command("agentEdit.undo", {"editId": entry["id"]})
     assert undo["ok"] and visible(ed.view()) == OLD, (undo, ed.view())
+
+
+@pytest.mark.asyncio
+async def test_edit_answered_late_while_the_user_types(client: LanguageClient, tmp_path):
+    """The editor stalls before the first change of the edit and the user types in lib.py
+    meanwhile: at applyTimeoutMs nothing of the edit shows, one file shows typing. The editor
+    may still apply the edit, so no file may be called "not-applied" (nor the entry finished as
+    if nothing was changed) until it answers or shows the files."""
+    ed = await start_session(client, "visual-studio-code", tmp_path, options=OPTIONS)
+    seed(ed)
+    ed.stall_at = (1, 0)
+    command = asyncio.ensure_future(ed.command("agentEdit.applyPatch", {"patch": PATCH}))
+    await ed.stalled.wait()
+    ed.type("lib.py", 1, 0, "# typed\n")
+    done, _ = await asyncio.wait([command], timeout=30)
+    assert done, "the server waited for the stalled editor without end"
+    result = command.result()
+    assert not result["ok"], result
+    states = {f["path"]: f["state"] for f in result["details"]["files"]}
+    assert "not-applied" not in states.values(), result
+    ed.resume()
+    await ed.stall_done.wait()
+    hist = await ed.command("agentEdit.history", {"format": "json"})
+    entry = hist["entries"][-1]
+    # Settled from what the files show (or still pending): never "changed nothing".
+    assert entry["outcome"] not in ("TIMEOUT", "NOT_APPLIED"), entry
