@@ -291,8 +291,9 @@ class EditorAttempt:
         return errors.partial(
             f"{error.message} The rollback of what landed could not be verified either."
             if outcome.error is not None
-            else f"{error.message} What landed was undone again, but the editor has not "
-            "answered the edit itself: the files it has not changed yet may still change.",
+            else f"{error.message}{' What landed was undone again.' if back.changes else ''}"
+            " The editor has not answered the edit itself: the files it has not changed yet may "
+            "still change (unknown).",
             "Some files are changed and some are not (details.files): inspect them with "
             "agentEdit.read and agentEdit.history, then undo or fix them; do not resend the "
             "whole edit.",
