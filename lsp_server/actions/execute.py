@@ -94,7 +94,7 @@ async def execute(
         error = applied.error
         error.details["editId"] = edit_id
         if not applied.held:  # a held one is settled when the editor shows its files
-            ctx.history.finish(edit_id, str(error.code), error=error, committed=error.committed)
+            ctx.history.finish(edit_id, str(error.code), error=error, committed=recorded(error))
         raise Journalled(error)
     versions: dict[str, int | None] = {}
     for c in changes:
@@ -109,6 +109,20 @@ async def execute(
         ctx.session.saw(c.target_path, version, c.new_sha256, opened)
     ctx.history.finish(edit_id, "applied", versions=versions)
     return await attempt.report(success(edit_id, "applied", changes, versions, diff=diff))
+
+
+def recorded(error: EditError) -> list[dict[str, Any]]:
+    """The committed list the history keeps for a refused edit: what landed, the files that
+    may be changed ("unknown": a rollback or the edit itself the editor has not answered yet),
+    so undo is offered for them and checks what they show, never "changed nothing", and those
+    that did not change ("not-applied"), which undo leaves alone."""
+    committed = list(error.committed or [])
+    listed = {c.get("path") for c in committed}
+    files = error.details.get("files") or []
+    known = [
+        f for f in files if isinstance(f, dict) and f.get("state") in ("unknown", "not-applied")
+    ]
+    return committed + [f for f in known if f.get("path") not in listed]
 
 
 def unexpected(ctx: Context, attempt: Attempt, plan: Plan, exc: BaseException) -> EditError:

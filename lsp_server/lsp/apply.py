@@ -468,12 +468,13 @@ async def _await_outcome(
                 st,
                 ours=False,
             )
-            if any(v != "old" for v in st.values()):
-                # Part of it shows, or typing: judged now. The answer may still come (the
-                # rollback of a partial edit waits for it: EditorAttempt._roll_back).
+            if any(v == "new" for v in st.values()):
+                # Part of it shows: judged now. The answer may still come (the rollback of a
+                # partial edit waits for it: EditorAttempt._roll_back).
                 return Outcome(st, error, late_answer=answer_future)
-            # Not refused either: it may still land. The entry stays pending until the editor
-            # answers or shows the files (lsp/pending.py), and "not-applied" is not claimed.
+            # Not refused either (typing alone is no refusal): it may still land. The entry
+            # stays pending until the editor answers or shows the files (lsp/pending.py), and
+            # "not-applied" is not claimed.
             error.hint = (
                 "The editor may still apply it: the edit stays pending in agentEdit.history and "
                 "is settled (agentEdit/historyChanged) when the editor answers or shows the "

@@ -14,7 +14,7 @@ import asyncio
 import logging
 import os
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from lsp_server import peers
 from lsp_server.actions.context import Applied
@@ -121,7 +121,7 @@ class EditorAttempt:
             self._hold(edit_id, outcome)
             return Applied(error, held=True)
         if error.code == Code.PARTIAL and not getattr(error, "rolled_back", False):
-            error = await self._roll_back(self.plan, error)
+            error = await self._roll_back(self.plan, error, outcome.late_answer)
         return Applied(error)
 
     def _hold(self, edit_id: int, outcome: Outcome) -> None:
@@ -229,24 +229,40 @@ class EditorAttempt:
             transactional(server.client_capabilities, list(plan.changes)),
         )
 
-    async def _roll_back(self, plan: Plan, error: EditError) -> EditError:
+    async def _roll_back(
+        self, plan: Plan, error: EditError, unanswered: asyncio.Future[Any] | None = None
+    ) -> EditError:
         """Part of a plan landed (editors are not transactional): send the inverse of what landed.
 
         Verified like any edit; only a verified rollback turns PARTIAL into PARTIAL_ROLLED_BACK.
+        `unanswered`: the editor's answer to the plan itself, after a TIMEOUT that showed part
+        of it: it may still be applying the rest, so its answer is waited for once more (and the
+        rollback reverts what landed by then); a file not seen changed while it is still not
+        answered may still change ("unknown"), so "every file is as it was" is never claimed.
         """
+        if unanswered is not None and not unanswered.done():
+            await self._answered_within(unanswered, self.server.settings.apply_timeout_ms / 1000)
+        pending = unanswered is not None and not unanswered.done()
         snapshot = self.server.snapshot
         observed = {p: snapshot(r) for p, r in self.where.items()}
         committed, back = plan_rollback(plan, observed)
-        if not back.changes:
+        # Files the edit may still change: the editor's (the disk side is aborted by now).
+        disk = {c.path for c in self.to_disk}
+        untouched = {c["path"] for c in committed if c["state"] == "not-applied"} - disk
+        if not back.changes and not pending:
             return error
-        outcome = await self._apply(back, "rollback")
+        outcome = await self._apply(back, "rollback") if back.changes else Outcome({})
         if outcome.error is not None and outcome.late_answer is not None:
             outcome = await self._rollback_answered_late(back, outcome)
         landed = [c for c in committed if c.get("state") == "applied"]
         # Every file that is not as it was (landed, or changed otherwise) must be reverted by the
         # rollback: one the rollback cannot touch (typed into meanwhile) is not "as it was".
         touched = [c for c in committed if c.get("state") != "not-applied"]
-        if outcome.error is None and all(c.get("revertible", True) for c in touched):
+        if (
+            outcome.error is None
+            and not pending
+            and all(c.get("revertible", True) for c in touched)
+        ):
             return errors.partial_rolled_back(
                 f"{error.message} What landed ({', '.join(c['path'] for c in landed)}) was "
                 "undone again, so every file is as it was.",
@@ -266,14 +282,32 @@ class EditorAttempt:
                 if c["state"] != "not-applied" and (c["path"] in sent or c.get("movedTo") in sent):
                     c["state"] = "unknown"
                     c["note"] = f"{c['note']}; {late}" if c.get("note") else late
+        if pending and unanswered is not None and not unanswered.done():
+            # Not changed yet, by an edit the editor may still be applying.
+            late = "the editor has not answered the edit yet: it may still change the file"
+            for c in committed:
+                if c["state"] == "not-applied" and c["path"] in untouched:
+                    c["state"], c["note"] = "unknown", late
         return errors.partial(
-            f"{error.message} The rollback of what landed could not be verified either.",
+            f"{error.message} The rollback of what landed could not be verified either."
+            if outcome.error is not None
+            else f"{error.message}{' What landed was undone again.' if back.changes else ''}"
+            " The editor has not answered the edit itself: the files it has not changed yet may "
+            "still change (unknown).",
             "Some files are changed and some are not (details.files): inspect them with "
             "agentEdit.read and agentEdit.history, then undo or fix them; do not resend the "
             "whole edit.",
             files=committed,
             committed=[c for c in committed if c.get("state") == "applied"],
         )
+
+    @staticmethod
+    async def _answered_within(answer: asyncio.Future[Any], timeout_s: float) -> None:
+        """Wait for the editor's answer (not cancelling it) until `timeout_s`; refusals too."""
+        try:
+            await asyncio.wait_for(asyncio.shield(answer), timeout_s)
+        except Exception:  # noqa: BLE001, S110 - timed out, or an error answer: both are seen
+            pass
 
     async def _rollback_answered_late(self, back: Plan, outcome: Outcome) -> Outcome:
         """The editor did not answer the rollback in time but shows part of it: busy, not gone.
