@@ -195,9 +195,8 @@ async def test_server_killed_between_apply_and_outcome(tmp_path, index):
 
 
 @pytest.mark.asyncio
-@pytest.mark.parametrize("resume", ["after-result", "during-late-wait"])
 @pytest.mark.parametrize("stall", range(1, 5))
-async def test_rollback_answered_late(client: LanguageClient, tmp_path, stall, resume):
+async def test_rollback_answered_late(client: LanguageClient, tmp_path, stall):
     """The editor skips a change (so the server rolls back what landed), then stops part-way
     through the rollback, before its change `stall`, for longer than applyTimeoutMs, and only
     then finishes it and answers: a busy editor. On CI a long garbage collection in the test's
@@ -218,13 +217,8 @@ async def test_rollback_answered_late(client: LanguageClient, tmp_path, stall, r
     ed.stall_at = (2, stall)  # the 2nd applyEdit is the rollback
     command = asyncio.ensure_future(ed.command("agentEdit.applyPatch", {"patch": PATCH}))
     await ed.stalled.wait()
-    if resume == "during-late-wait":
-        # Past the first apply timeout, likely within the second wait; any of the server's
-        # paths (answered in time, answered late, never answered) must give an honest result.
-        await asyncio.sleep(0.3)
-    else:
-        done, _ = await asyncio.wait([command], timeout=30)
-        assert done, "the server waited for the stalled editor without end"
+    done, _ = await asyncio.wait([command], timeout=30)
+    assert done, "the server waited for the stalled editor without end"
     ed.resume()
     await ed.stall_done.wait()
     result = await asyncio.wait_for(command, 30)
