@@ -16,9 +16,13 @@ from collections import Counter
 from types import TracebackType
 from typing import Any
 
-# How long the end of stdin is held back for answers still due. An action's own waits (the
-# editor's applyTimeoutMs and verifyTimeoutMs, the peers' 5 s) end well before.
-DRAIN_LIMIT_S = 60.0
+from lsp_server.mcp.router import ANSWER_TIMEOUT_S
+
+# How long the end of stdin is held back for answers still due: past the router's wait for the
+# editor's answer (120 s, or AGENT_EDIT_MCP_TIMEOUT_S), so a call through the editor ends with
+# its own TIMEOUT result ("the edit may still land") rather than the SDK's bare "Connection
+# closed" (a fixed 60 s cut it off first). The disk path's waits (the peers' 5 s) are shorter.
+DRAIN_LIMIT_S = ANSWER_TIMEOUT_S + 60.0
 
 
 class Drain:

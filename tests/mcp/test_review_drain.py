@@ -154,3 +154,18 @@ def test_a_cancel_naming_a_list_does_not_end_the_server(tmp_path: Path) -> None:
     )
     assert "Traceback" not in err, err
     assert "result" in answers["1"] and "result" in answers["2"], (answers, err)
+
+
+def test_the_drain_outwaits_the_editor(tmp_path: Path) -> None:
+    # A call through the editor waits ANSWER_TIMEOUT_S (120 s) and then answers TIMEOUT, "the
+    # edit may still land"; a drain ending first gave the SDK's bare "Connection closed" instead.
+    probe = (
+        "from lsp_server.mcp import drain, router; "
+        "print(drain.DRAIN_LIMIT_S > router.ANSWER_TIMEOUT_S)"
+    )
+    for timeout in ("", "30", "600"):
+        env = {**mcp_env(), "AGENT_EDIT_MCP_TIMEOUT_S": timeout}
+        out = subprocess.run(
+            [sys.executable, "-c", probe], capture_output=True, text=True, env=env, check=True
+        )
+        assert out.stdout.strip() == "True", (timeout, out.stdout, out.stderr)
