@@ -12,12 +12,17 @@ the client cancelled it (`notifications/cancelled`, which gets none), or DRAIN_L
 
 from __future__ import annotations
 
+from collections import Counter
 from types import TracebackType
 from typing import Any
 
-# How long the end of stdin is held back for answers still due. An action's own waits (the
-# editor's applyTimeoutMs and verifyTimeoutMs, the peers' 5 s) end well before.
-DRAIN_LIMIT_S = 60.0
+from lsp_server.mcp.router import ANSWER_TIMEOUT_S
+
+# How long the end of stdin is held back for answers still due: past the router's wait for the
+# editor's answer (120 s, or AGENT_EDIT_MCP_TIMEOUT_S), so a call through the editor ends with
+# its own TIMEOUT result ("the edit may still land") rather than the SDK's bare "Connection
+# closed" (a fixed 60 s cut it off first). The disk path's waits (the peers' 5 s) are shorter.
+DRAIN_LIMIT_S = ANSWER_TIMEOUT_S + 60.0
 
 
 class Drain:
@@ -26,7 +31,9 @@ class Drain:
     def __init__(self) -> None:
         import anyio
 
-        self._due: set[Any] = set()
+        # Keys as the SDK's dispatcher correlates them (`coerce_request_id`: "7" and 7 are one
+        # id); a count, not a set, so a duplicate id stays due until its every answer is written.
+        self._due: Counter[Any] = Counter()
         self._answered = anyio.Event()  # set whenever `_due` becomes empty
 
     def reader(self, inner: Any) -> DrainedReader:
@@ -42,10 +49,17 @@ class Drain:
             return
         ident = getattr(message, "id", None)
         if ident is not None and method != "initialize":
-            self._due.add(ident)
+            self._due[_key(ident)] += 1
         elif method == "notifications/cancelled":
-            params = getattr(message, "params", None) or {}
-            self._settle(params.get("requestId") if isinstance(params, dict) else None)
+            # Read as the SDK reads it (`cancelled_request_id_from_params`): "1" cancels request
+            # 1 there, so it must settle it here; `true` or 1.0 cancels nothing there, so it must
+            # settle nothing here (a set's `discard(True)` dropped request 1, and EOF came early).
+            from mcp.shared.jsonrpc_dispatcher import cancelled_request_id_from_params
+
+            params = getattr(message, "params", None)
+            ident = cancelled_request_id_from_params(params if isinstance(params, dict) else None)
+            if ident is not None:
+                self._settle(ident)
 
     def wrote(self, item: Any) -> None:
         message = getattr(item, "message", None)
@@ -53,7 +67,11 @@ class Drain:
             self._settle(getattr(message, "id", None))
 
     def _settle(self, ident: Any) -> None:
-        self._due.discard(ident)
+        key = _key(ident)
+        if self._due[key] > 1:
+            self._due[key] -= 1
+        else:
+            self._due.pop(key, None)
         if not self._due:
             self._answered.set()
 
@@ -64,6 +82,12 @@ class Drain:
             while self._due:
                 self._answered = anyio.Event()
                 await self._answered.wait()
+
+
+def _key(ident: Any) -> Any:
+    from mcp.shared.dispatcher import coerce_request_id
+
+    return coerce_request_id(ident)
 
 
 class DrainedReader:

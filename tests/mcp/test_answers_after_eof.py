@@ -94,6 +94,6 @@ def test_a_request_the_client_cancelled_does_not_hold_the_exit(tmp_path):
         input="".join(json.dumps(m) + "\n" for m in msgs).encode(),
         capture_output=True,
         env=mcp_env(),
-        timeout=30,  # DRAIN_LIMIT_S is 60: a wait for the cancelled one would time out here
+        timeout=30,  # DRAIN_LIMIT_S is 180: a wait for the cancelled one would time out here
     )
     assert done.returncode == 0, done.stderr.decode()
