@@ -13,10 +13,10 @@ the client cancelled it (`notifications/cancelled`, which gets none), or DRAIN_L
 from __future__ import annotations
 
 from collections import Counter
-from types import TracebackType
 from typing import Any
 
 from lsp_server.mcp.router import ANSWER_TIMEOUT_S
+from lsp_server.mcp.streams import Receiving, Sending
 
 # How long the end of stdin is held back for answers still due: past the router's wait for the
 # editor's answer (120 s, or AGENT_EDIT_MCP_TIMEOUT_S), so a call through the editor ends with
@@ -90,16 +90,12 @@ def _key(ident: Any) -> Any:
     return coerce_request_id(ident)
 
 
-class DrainedReader:
+class DrainedReader(Receiving):
     """The SDK's read stream: EOF passed on only once every request read is answered."""
 
     def __init__(self, inner: Any, drain: Drain) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._drain = drain
-
-    @property
-    def last_context(self) -> Any:
-        return getattr(self._inner, "last_context", None)
 
     async def receive(self) -> Any:
         import anyio
@@ -112,53 +108,14 @@ class DrainedReader:
         self._drain.read(item)
         return item
 
-    async def aclose(self) -> None:
-        await self._inner.aclose()
 
-    def __aiter__(self) -> DrainedReader:
-        return self
-
-    async def __anext__(self) -> Any:
-        import anyio
-
-        try:
-            return await self.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
-
-    async def __aenter__(self) -> DrainedReader:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
-
-
-class DrainedWriter:
+class DrainedWriter(Sending):
     """The SDK's write stream: each answer written is noted."""
 
     def __init__(self, inner: Any, drain: Drain) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._drain = drain
 
     async def send(self, item: Any) -> None:
         await self._inner.send(item)
         self._drain.wrote(item)
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    async def __aenter__(self) -> DrainedWriter:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()

@@ -15,8 +15,9 @@ model's broken emoji) but UTF-8 cannot hold it:
 from __future__ import annotations
 
 import json
-from types import TracebackType
 from typing import Any
+
+from lsp_server.mcp.streams import Receiving
 
 
 def encodable(value: Any) -> Any:
@@ -78,15 +79,8 @@ def _echoed(message: Any) -> bool:
     return False
 
 
-class Repaired:
+class Repaired(Receiving):
     """The SDK's stdio read stream, with lines refused only for a lone surrogate parsed again."""
-
-    def __init__(self, inner: Any) -> None:
-        self._inner = inner
-
-    @property
-    def last_context(self) -> Any:
-        return getattr(self._inner, "last_context", None)
 
     async def receive(self) -> Any:
         item = await self._inner.receive()
@@ -95,28 +89,3 @@ class Repaired:
             if message is not None:
                 return message
         return item
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    def __aiter__(self) -> Repaired:
-        return self
-
-    async def __anext__(self) -> Any:
-        import anyio
-
-        try:
-            return await self.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
-
-    async def __aenter__(self) -> Repaired:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
