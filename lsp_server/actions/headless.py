@@ -69,6 +69,7 @@ async def open(  # the spelling every front calls: `headless.open(root)`
             yield ctx
         finally:
             ctx.applier.discard()
+            history.drop_prestaged()
 
 
 class HeadlessContext:
@@ -102,9 +103,16 @@ class HeadlessContext:
         return Resolved(rel, r.abs_path)
 
     def snapshot(self, where: Resolved) -> Snapshot:
-        return files.read_snapshot(self.root, where.rel, self.policy.max_file_bytes)
+        snap = self.read(where)
+        if snap.disk is not None and snap.link is None:
+            # An edit is about to be planned on it: a large file's pre-image is written to
+            # the history's blobs meanwhile, in a thread (History.prestage).
+            self.history.prestage(where.rel, snap.disk.data)
+        return snap
 
-    read = snapshot
+    def read(self, where: Resolved) -> Snapshot:
+        """The file as it is on disk, for an agent's read (nothing is planned on it)."""
+        return files.read_snapshot(self.root, where.rel, self.policy.max_file_bytes)
 
     def open_id(self, where: Resolved) -> int | None:
         return None  # nothing is open: a token is its sha256
@@ -115,7 +123,7 @@ class HeadlessContext:
 
     def live(self, path: str) -> Snapshot | None:
         try:
-            return self.snapshot(self.resolve(path))
+            return self.read(self.resolve(path))
         except EditError:
             return None
 

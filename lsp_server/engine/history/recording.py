@@ -121,6 +121,7 @@ class History(Replay):
         self.journal = journal
         self._own: set[int] = set()
         self._packs: dict[int, Pack] = {}  # begun entries' baseline blobs (`pack_of`)
+        self._early: _PackWriter | None = None  # a pack written ahead of its plan (`prestage`)
         self.listeners: list[Callable[[Entry], None]] = []
         # Set when the journal could not be written: the history then lives in memory only.
         self.journal_error: str | None = None
@@ -229,7 +230,9 @@ class History(Replay):
         record is not fsynced twice. The baselines of a disk plan go to one blob, which the
         disk writer's apply journal can name too (`pack_of`).
         """
-        writer = _PackWriter.start(self.journal, plan, sync, self._by_path)
+        writer = self._take_early(plan) or _PackWriter.start(
+            self.journal, plan, sync, self._by_path
+        )
         try:
             records = [record_change(c) for c in plan.changes]
             # Not every file's diff when the caller has the whole one: a 1,000-file plan's diffs
@@ -248,6 +251,41 @@ class History(Replay):
         finally:
             if writer is not None:
                 writer.close()  # not taken (an error, or other paths packed): its file goes
+
+    def prestage(self, path: str, data: bytes) -> None:
+        """Start writing `data`, the bytes of `path` as just read from disk, as the pack of a
+        plan about to be made on it: when that plan packs exactly these bytes (a one-file edit
+        of a file touched for the first time), `begin` takes the pack written meanwhile
+        instead of writing it then (`_PackWriter`, the figures there). Only the first
+        file of PRESTAGE_MIN bytes or more is prestaged; one that `begin` does not take
+        (another plan, several files) is removed by it, or by `drop_prestaged`."""
+        if (
+            self.journal is None
+            or self._early is not None
+            or len(data) < PRESTAGE_MIN
+            or path in self._by_path  # tracked already: its baseline is not packed again
+        ):
+            return
+        self._early = _PackWriter(self.journal.blobs, [data], True)
+
+    def drop_prestaged(self) -> None:
+        """Remove a prestaged pack that no `begin` took (a dry run, a refusal), once its
+        thread is done: call it before the process ends or the history is put away."""
+        early, self._early = self._early, None
+        if early is not None:
+            early.close()
+
+    def _take_early(self, plan: Plan) -> _PackWriter | None:
+        """The prestaged writer when it writes this plan's pack (`_pack` takes it by the
+        identity of its parts), else None (and a prestaged one is closed)."""
+        early, self._early = self._early, None
+        if early is None:
+            return None
+        parts = _unpacked_preimages(plan, self._by_path)
+        if early.writes(parts):
+            return early
+        early.close()
+        return None
 
     def _begin(
         self,
@@ -548,6 +586,9 @@ class History(Replay):
 
 # At most this many pre-images in a pack `_PackWriter` writes in a thread (see there).
 THREADED_PARTS_MAX = 4
+# From this many bytes a file read for a plan has its pack written ahead (`History.prestage`):
+# below, writing the pack in `begin` is a few milliseconds that a thread's start barely hides.
+PRESTAGE_MIN = 1 << 20
 
 
 class _PackWriter:
@@ -596,14 +637,16 @@ class _PackWriter:
         `tracked` yet), or None (no journal, too small)."""
         if journal is None:
             return None
-        parts = [
-            c.before.disk.data
-            for c in plan.changes
-            if c.before.disk is not None and c.before.link is None and c.path not in tracked
-        ]
+        parts = _unpacked_preimages(plan, tracked)
         if len(parts) > THREADED_PARTS_MAX or sum(map(len, parts)) < PACK_MIN:
             return None
         return cls(journal.blobs, parts, sync)
+
+    def writes(self, parts: Sequence[bytes]) -> bool:
+        """Whether this writer writes `parts` (the same bytes objects, in order)."""
+        return len(parts) == len(self._parts) and all(
+            a is b for a, b in zip(parts, self._parts, strict=True)
+        )
 
     def _run(self) -> None:
         try:
@@ -622,10 +665,7 @@ class _PackWriter:
         same bytes objects, in order); None when it does not or could not be named."""
         self._join()
         staged = self._staged
-        same = len(parts) == len(self._parts) and all(
-            a is b for a, b in zip(parts, self._parts, strict=True)
-        )
-        if staged is None or not same:
+        if staged is None or not self.writes(parts):
             return None
         try:
             sha = self._blobs.commit(staged)
@@ -639,6 +679,16 @@ class _PackWriter:
         self._join()
         if self._staged is not None and not self._taken:
             self._blobs.discard(self._staged)
+
+
+def _unpacked_preimages(plan: Plan, tracked: Container[str]) -> list[bytes]:
+    """The pre-images `_pack` will most likely pack: those read from disk of the files not
+    `tracked` yet (no link), in the plan's order."""
+    return [
+        c.before.disk.data
+        for c in plan.changes
+        if c.before.disk is not None and c.before.link is None and c.path not in tracked
+    ]
 
 
 def open_history(workspace: str | os.PathLike[str], **kwargs: Any) -> History:
