@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import itertools
 import os
 import re
 import stat
@@ -49,6 +50,7 @@ class Staged:
     sha: str
     size: int
     sync: bool
+    name: str  # its temporary name, this stage's own (`Blobs.stage`)
 
 
 class Blobs:
@@ -59,7 +61,7 @@ class Blobs:
 
     Every operation goes through a descriptor of the folder opened with O_NOFOLLOW: a `blobs`
     that is a symlink (into the workspace, say) is never written through, and the clean-up
-    removes only names blobs write (`<sha256>`, `.<sha256>.<pid>.tmp`), never a file put there
+    removes only names blobs write (`<sha256>`, `.<sha256>.<pid>[.<n>].tmp`), never a file put there
     by hand."""
 
     def __init__(self, directory: Path) -> None:
@@ -85,18 +87,24 @@ class Blobs:
         return (name, dfd) if dfd != _NO_FD else (str(self.dir / name), None)
 
     def _write_temp(
-        self, dfd: int, sha: str, parts: Sequence[bytes], sync: bool
+        self, dfd: int, sha: str, parts: Sequence[bytes], sync: bool, name: str | None = None
     ) -> tuple[str, int | None]:
-        """`parts` written (fsynced with `sync`) under blob `sha`'s temporary name, private to
-        this user and never through a symlink; that name and its dir_fd."""
-        tmp, at = self._at(dfd, f".{sha}.{os.getpid()}.tmp")
+        """`parts` written (fsynced with `sync`) under blob `sha`'s temporary name (or `name`),
+        private to this user and never through a symlink; that name and its dir_fd. A write
+        that fails removes what it wrote (a full disk is not left fuller)."""
+        tmp, at = self._at(dfd, name or f".{sha}.{os.getpid()}.tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | NOFOLLOW, 0o600, dir_fd=at)
         try:
-            _write_parts(fd, parts)
-            if sync:
-                os.fsync(fd)
-        finally:
-            os.close(fd)
+            try:
+                _write_parts(fd, parts)
+                if sync:
+                    os.fsync(fd)
+            finally:
+                os.close(fd)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=at)
+            raise
         return tmp, at
 
     def put(self, data: bytes) -> str:
@@ -144,14 +152,19 @@ class Blobs:
         for part in parts:
             digest.update(part)
         sha = digest.hexdigest()
+        # A name of its own, not `put_parts`' `.<sha>.<pid>.tmp`: the same bytes put meanwhile
+        # by this process (a dry run's record holding a deleted file's text: the very sha of
+        # its prestaged pack) would be written to the same file, and this thread's O_TRUNC
+        # would empty the blob that `put_parts` is about to name in a record.
+        name = f".{sha}.{os.getpid()}.{next(_STAGE_IDS)}.tmp"
         dfd, created = self._open_dir(create=True)
         try:
-            self._write_temp(dfd, sha, parts, sync)
+            self._write_temp(dfd, sha, parts, sync, name)
         finally:
             _close(dfd)
         if created and sync:
             _fsync_dir(self.dir.parent)
-        return Staged(sha, sum(map(len, parts)), sync)
+        return Staged(sha, sum(map(len, parts)), sync, name)
 
     def commit(self, staged: Staged) -> str:
         """Name a `stage`d blob (under the journal's lock): renamed into place, its folder
@@ -159,7 +172,7 @@ class Blobs:
         is not the one staged (then nothing is named: the caller writes it with `put_parts`)."""
         dfd, _ = self._open_dir(create=False)
         try:
-            tmp, at = self._at(dfd, f".{staged.sha}.{os.getpid()}.tmp")
+            tmp, at = self._at(dfd, staged.name)
             fd = os.open(tmp, os.O_RDONLY | NOFOLLOW | getattr(os, "O_NONBLOCK", 0), dir_fd=at)
             try:
                 st = os.fstat(fd)
@@ -179,7 +192,7 @@ class Blobs:
     def discard(self, staged: Staged) -> None:
         """Remove a `stage`d blob's temporary file (gone already: nothing to do)."""
         with contextlib.suppress(OSError):
-            os.unlink(self.dir / f".{staged.sha}.{os.getpid()}.tmp")
+            os.unlink(self.dir / staged.name)
 
     def path(self, sha: str) -> Path:
         """Where the blob `sha` lives (for a reader outside the journal: files.py's recovery)."""
@@ -231,7 +244,8 @@ NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 # with journal's `_NAMED`, bench/bench_startup.py --instructions --rounds 3, 6fd0e34 ->
 # 6c73ea5: 152.2 -> 151.0 M instructions past interpreter start).
 _BLOB_NAME = r"[0-9a-f]{64}"
-_BLOB_TMP = r"\.[0-9a-f]+\.[0-9]+\.tmp"
+_BLOB_TMP = r"\.[0-9a-f]+\.[0-9]+(?:\.[0-9]+)?\.tmp"  # `put_parts`' and `stage`'s
+_STAGE_IDS = itertools.count()  # `stage`'s temporary names, one each in this process
 
 
 def _close(dfd: int) -> None:
