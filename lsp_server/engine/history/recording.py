@@ -266,7 +266,10 @@ class History(Replay):
             or path in self._by_path  # tracked already: its baseline is not packed again
         ):
             return
-        self._early = _PackWriter(self.journal.blobs, [data], True)
+        try:
+            self._early = _PackWriter(self.journal.blobs, [data], True)
+        except RuntimeError:
+            pass  # no thread to be had (a process at its limit): `begin` writes the pack itself
 
     def drop_prestaged(self) -> None:
         """Remove a prestaged pack that no `begin` took (a dry run, a refusal), once its
