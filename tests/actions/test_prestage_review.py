@@ -338,3 +338,38 @@ def test_mcp_disk_calls_leave_nothing_between_calls(tmp_path: Path, state: Path)
     assert (blob_dir(state) / begun_pack(state)).read_bytes() == BIG
     assert run(ws, "undo", {"editId": b["editId"]})["ok"]
     assert (ws / "big.txt").read_bytes() == BIG and temps(state) == []
+
+
+@pytest.fixture
+def small_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """A state folder on a 900 KiB tmpfs (root only): a 1.1 MB pack cannot be written."""
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    if (
+        os.geteuid() != 0
+        or subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=900k", "tmpfs", str(mnt)], capture_output=True
+        ).returncode
+    ):
+        pytest.skip("needs root and tmpfs")
+    monkeypatch.setenv("AGENT_EDIT_STATE_DIR", str(mnt / "st"))
+    yield mnt / "st"
+    subprocess.run(["umount", str(mnt)], check=False)
+
+
+def test_full_state_disk_dry_run_is_recorded_and_apply_refused_truthfully(
+    tmp_path: Path, small_state: Path
+) -> None:
+    """A real ENOSPC: the prestage thread's partial pack must not stay and eat the space the
+    dry run's own record needs (7f1419a: the journal stayed empty, 921,600 bytes of temporary
+    left for ever); the apply is refused as not sent, the file untouched, nothing left."""
+    ws = workspace(tmp_path)
+    dry = run(ws, "replace", {"path": "big.txt", "oldText": "HEAD", "newText": "Z", "dryRun": True})
+    assert dry["status"] == "dry-run", dry
+    assert temps(small_state) == []
+    assert [e["outcome"] for e in run(ws, "history", {})["entries"]] == ["dry-run"]
+    out = run(ws, "replace", {"path": "big.txt", "oldText": "HEAD", "newText": "Z"})
+    assert out["ok"] is False and out["code"] == "IO_ERROR", out
+    assert "not sent" in out["message"]
+    assert (ws / "big.txt").read_bytes() == BIG
+    assert temps(small_state) == []
