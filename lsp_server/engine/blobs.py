@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import itertools
 import os
 import re
 import stat
@@ -61,8 +60,8 @@ class Blobs:
 
     Every operation goes through a descriptor of the folder opened with O_NOFOLLOW: a `blobs`
     that is a symlink (into the workspace, say) is never written through, and the clean-up
-    removes only names blobs write (`<sha256>`, `.<sha256>.<pid>[.<n>].tmp`), never a file put there
-    by hand."""
+    removes only names blobs write (`<sha256>`, `.<sha256>.<pid>[.<random>].tmp`), never a
+    file put there by hand."""
 
     def __init__(self, directory: Path) -> None:
         self.dir = directory
@@ -156,7 +155,7 @@ class Blobs:
         # by this process (a dry run's record holding a deleted file's text: the very sha of
         # its prestaged pack) would be written to the same file, and this thread's O_TRUNC
         # would empty the blob that `put_parts` is about to name in a record.
-        name = f".{sha}.{os.getpid()}.{next(_STAGE_IDS)}.tmp"
+        name = f".{sha}.{os.getpid()}.{os.urandom(6).hex()}.tmp"
         dfd, created = self._open_dir(create=True)
         try:
             self._write_temp(dfd, sha, parts, sync, name)
@@ -244,8 +243,7 @@ NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 # with journal's `_NAMED`, bench/bench_startup.py --instructions --rounds 3, 6fd0e34 ->
 # 6c73ea5: 152.2 -> 151.0 M instructions past interpreter start).
 _BLOB_NAME = r"[0-9a-f]{64}"
-_BLOB_TMP = r"\.[0-9a-f]+\.[0-9]+(?:\.[0-9]+)?\.tmp"  # `put_parts`' and `stage`'s
-_STAGE_IDS = itertools.count()  # `stage`'s temporary names, one each in this process
+_BLOB_TMP = r"\.[0-9a-f]+\.[0-9]+(?:\.[0-9a-f]+)?\.tmp"  # `put_parts`' and `stage`'s
 
 
 def _close(dfd: int) -> None:
