@@ -653,10 +653,12 @@ def test_chunks_are_built_as_each_chunk_reads(case: tuple[str, list[UpdateFile]]
 )
 def test_marker_shortcut_is_what_the_match_rebuilds(head: str, sep: str, rest: str) -> None:
     """A canonical file marker skips `_FILE_MARKER`; the match would give the same."""
+    import re
+
     from lsp_server.engine import v4a
 
     stripped = (head + sep + rest).strip()
-    m = v4a._FILE_MARKER.match(stripped)
+    m = re.match(v4a._FILE_MARKER, stripped)  # a source, compiled at first use
     expected = None
     if m:
         kind, path = m.group(1), m.group(2)
