@@ -30,6 +30,9 @@ from lsp_server.engine.planner import plan_replace
 from lsp_server.engine.text import Snapshot
 
 typed = hasattr(results, "wire")
+ReadResult = getattr(results, "ReadResult", None)
+if typed and ReadResult is None:  # read's answer has a module of its own now
+    from lsp_server.engine.read_results import ReadResult
 snap = Snapshot("a.py", "".join(f"x_{i} = {i}\n" for i in range(100)))
 change = plan_replace(snap, "x_50 = 50\n", "x_50 = -50\n")
 diff = "diff --git a/a.py b/a.py\n"
@@ -48,7 +51,7 @@ def read():
     fields = dict(path="a.py", text=snap.text, version=None, sha256=snap.sha256, source="disk",
                   eol="lf", bom=False, lines=100, start_line=1, end_line=100)
     if typed:
-        return results.wire(results.ReadResult(**fields))
+        return results.wire(ReadResult(**fields))
     return {"ok": True, "path": "a.py", "text": snap.text, "version": None, "sha256": snap.sha256,
             "source": "disk", "eol": "lf", "bom": False, "lines": 100, "startLine": 1,
             "endLine": 100}

@@ -18,15 +18,16 @@ from lsp_server.actions.args import InvalidArguments, parse
 from lsp_server.actions.context import Context
 from lsp_server.actions.execute import Journalled, refused
 from lsp_server.engine.errors import EditError
-from lsp_server.engine.results import Result
 
 TYPE_CHECKING = False  # typing's constant without importing typing (lsp_server/startup.py)
 if TYPE_CHECKING:
     from typing import Any
 
+    from lsp_server.engine.results import Result  # a union of classes not all loaded at run time
+
 __all__ = ["EDITS", "NAMES", "InvalidArguments", "action", "run"]
 
-Action = Callable[[Context, dict[str, "Any"]], Awaitable[Result]]
+Action = Callable[[Context, dict[str, "Any"]], Awaitable["Result"]]
 
 # Each action's module (`run` in it). Imported when first run: a CLI process runs one action,
 # and `history` alone pulls in the edit-texts rendering.

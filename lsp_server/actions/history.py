@@ -6,7 +6,7 @@ from __future__ import annotations
 from lsp_server.actions.context import Context
 from lsp_server.engine import edit_texts
 from lsp_server.engine.history import NET_FILES
-from lsp_server.engine.results import HistoryDiff, HistoryEntries, HistoryTexts
+from lsp_server.engine.read_results import HistoryDiff, HistoryEntries, HistoryTexts
 
 TYPE_CHECKING = False  # typing's constant without importing typing (lsp_server/startup.py)
 if TYPE_CHECKING:

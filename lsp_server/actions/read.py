@@ -6,7 +6,7 @@ from __future__ import annotations
 from lsp_server.actions.context import Context
 from lsp_server.engine import errors
 from lsp_server.engine.planner import require_exists
-from lsp_server.engine.results import ReadResult
+from lsp_server.engine.read_results import ReadResult
 from lsp_server.engine.text import describe_eol
 
 TYPE_CHECKING = False  # typing's constant without importing typing (lsp_server/startup.py)

@@ -17,18 +17,8 @@ import dataclasses
 import types
 from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
-from lsp_server.engine.results import (
-    OMIT,
-    EditResult,
-    FileResult,
-    HistoryDiff,
-    HistoryEntries,
-    HistoryTexts,
-    ReadResult,
-    Refusal,
-    camel,
-    declared,
-)
+from lsp_server.engine.read_results import HistoryDiff, HistoryEntries, HistoryTexts, ReadResult
+from lsp_server.engine.results import OMIT, EditResult, FileResult, Refusal, camel, declared
 
 _PLAIN = {str: "string", int: "integer", bool: "boolean"}
 

@@ -22,7 +22,7 @@ from typing import Any
 from lsp_server.engine.errors import Code, EditError
 from lsp_server.engine.history import Entry, History
 from lsp_server.engine.model import apply_line_edits
-from lsp_server.engine.results import HistoryTexts
+from lsp_server.engine.read_results import HistoryTexts
 from lsp_server.engine.text import Snapshot, absent
 from lsp_server.engine.undo import ChangeRecord, plan_undo
 from lsp_server.engine.values import frozen_writes_refused

@@ -2,7 +2,8 @@
 
 Every action answers with one of these: `EditResult` (replace, write, applyPatch, undo, a dry
 run included), `ReadResult`, the three shapes of history (`HistoryEntries`, `HistoryDiff`,
-`HistoryTexts`), or a `Refusal` (any action; `EditError.refusal()` builds it). Each front turns
+`HistoryTexts`; these four are declared in read_results.py, which an edit does not import), or
+a `Refusal` (any action; `EditError.refusal()` builds it). Each front turns
 the instance into its JSON object with `wire(result)` (the LSP response, the CLI's --json, MCP's
 structuredContent, the editor endpoint's answer) and may add its own fields to that object
 (`via`, `recovered`, ...). The contract exports their JSON Schemas from these same classes
@@ -27,7 +28,9 @@ from lsp_server.engine.values import frozen_writes_refused
 
 TYPE_CHECKING = False  # typing's constant without importing typing (lsp_server/startup.py)
 if TYPE_CHECKING:
-    from typing import Any, Literal, TypeVar
+    from typing import Any, Literal, TypeAlias, TypeVar
+
+    from lsp_server.engine.read_results import HistoryDiff, HistoryEntries, HistoryTexts, ReadResult
 
     R = TypeVar("R")
 
@@ -131,87 +134,6 @@ class EditResult:
     )
 
 
-@result
-@frozen_writes_refused
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ReadResult:
-    """A file as the caller sees it, or a line range of it."""
-
-    ok: Literal[True] = True
-    path: str
-    text: str
-    version: int | None = field(metadata=meta("Buffer version, null on disk."))
-    sha256: str = field(metadata=meta("Of the whole file's text (UTF-8), pass as expect."))
-    source: Literal["buffer", "disk"]
-    eol: str
-    bom: bool
-    lines: int
-    start_line: int
-    end_line: int
-
-
-@result
-@frozen_writes_refused
-@dataclass(frozen=True, slots=True, kw_only=True)
-class HistoryEntries:
-    """history `format: json`: the latest entries and the net change per file."""
-
-    ok: Literal[True] = True
-    entries: list[dict[str, Any]]
-    total: int
-    net: list[dict[str, Any]] | None = field(default=None, metadata=meta(omit=True))
-    net_cut: bool | None = field(default=None, metadata=meta(omit=True))
-    net_files: int | None = field(default=None, metadata=meta(omit=True))
-    net_note: str | None = field(default=None, metadata=meta(omit=True))
-    skipped: int | None = field(default=None, metadata=meta(omit=True))
-    skipped_note: str | None = field(default=None, metadata=meta(omit=True))
-
-    @classmethod
-    def of(cls, rendered: Mapping[str, Any]) -> HistoryEntries:
-        """From the history's rendering (engine/history/rendering.py `iter_json`). A key this
-        does not know would vanish from the answer: it is refused instead, so a new one is
-        declared here (and so in the exported schema) before any client sees it."""
-        unknown = set(rendered) - _RENDERED
-        if unknown:
-            raise TypeError(f"history rendered undeclared fields {sorted(unknown)}")
-        return cls(
-            entries=rendered["entries"],
-            total=rendered["total"],
-            net=rendered.get("net"),
-            net_cut=rendered.get("netCut"),
-            net_files=rendered.get("netFiles"),
-            net_note=rendered.get("netNote"),
-            skipped=rendered.get("skipped"),
-            skipped_note=rendered.get("skippedNote"),
-        )
-
-
-_RENDERED = frozenset(
-    {"ok", "entries", "total", "net", "netCut", "netFiles", "netNote", "skipped", "skippedNote"}
-)
-
-
-@result
-@frozen_writes_refused
-@dataclass(frozen=True, slots=True, kw_only=True)
-class HistoryDiff:
-    """history `format: diff`: one unified diff."""
-
-    ok: Literal[True] = True
-    diff: str
-
-
-@result
-@frozen_writes_refused
-@dataclass(frozen=True, slots=True, kw_only=True)
-class HistoryTexts:
-    """history `texts: true`: whole texts before and after, of one edit or the net change."""
-
-    ok: Literal[True] = True
-    edit_id: int | None = field(default=None, metadata=meta(omit=True))
-    files: list[dict[str, Any]]
-
-
 CODES = tuple(str(c) for c in Code)
 
 
@@ -237,7 +159,10 @@ class Refusal:
     )
 
 
-Result = EditResult | ReadResult | HistoryEntries | HistoryDiff | HistoryTexts | Refusal
+if TYPE_CHECKING:  # every answer (read's and history's are read_results.py's: not at run time)
+    Result: TypeAlias = (
+        EditResult | ReadResult | HistoryEntries | HistoryDiff | HistoryTexts | Refusal
+    )
 
 
 def refusal(code: str, message: str, hint: str = "", **details: Any) -> dict[str, Any]:

@@ -37,6 +37,7 @@ NEVER = {
     "lsp_server.actions.history": "the history action, not an edit",
     "lsp_server.actions.read": "the read action, not an edit",
     "lsp_server.actions.undo": "the undo action, not an edit",
+    "lsp_server.engine.read_results": "read's and history's answers, not an edit's",
     "urllib": "pathlib's Path.as_uri only (startup.lean_pathlib)",
     "ipaddress": "urllib.parse's, for URLs",
     "copy": "dataclasses' for asdict/astuple only (startup.lean_dataclasses)",

@@ -13,18 +13,8 @@ import pytest
 
 from lsp_server import contract
 from lsp_server.engine import errors
-from lsp_server.engine.results import (
-    OMIT,
-    EditResult,
-    FileResult,
-    HistoryDiff,
-    HistoryEntries,
-    HistoryTexts,
-    ReadResult,
-    Refusal,
-    camel,
-    wire,
-)
+from lsp_server.engine.read_results import HistoryDiff, HistoryEntries, HistoryTexts, ReadResult
+from lsp_server.engine.results import OMIT, EditResult, FileResult, Refusal, camel, wire
 from tests import result_schemas
 
 FULL_FILE = FileResult(
