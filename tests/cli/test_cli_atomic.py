@@ -576,7 +576,12 @@ def test_headless_commands_do_not_import_pygls(work: Path, state: Path) -> None:
         (["write", "--dry-run", "--root", "ws", "new.txt", "@file"], True),
         (["write", "--replace-all", "new.txt", "hello"], False),
         (["write", "new.txt"], False),
-        (["read", "a"], False),
+        (["read", "a"], True),
+        (["read", "--root", "ws", "--json", "a b.py"], True),
+        (["read", "--line-numbers", "-"], True),
+        (["read", "--no-line-numbers", "a"], False),
+        (["read", "--start-line", "3", "a"], False),
+        (["read", "a", "b"], False),
         (["history"], False),
     ],
 )

@@ -1,6 +1,6 @@
 """What the CLI's common commands load (issue 18 item 5): only what they use.
 
-A short `agent-edit apply-patch` / `replace` / `write` is mostly imports (bench/bench_startup.py
+A short `agent-edit apply-patch` / `replace` / `write` / `read` is mostly imports (bench/bench_startup.py
 times them; no timing here): these tests pin which modules such a run must never load, by
 running the command in a fresh interpreter and reading `sys.modules` at its end. Each entry of
 NEVER says why the command has no use for it.
@@ -53,7 +53,7 @@ NEVER = {
     "lsp_server.engine.undo.rollback": "rollback plans, only after a failed apply",
 }
 # And what a plain command line (`apply-patch [--root R] [--json] [--dry-run] PATCH`, the
-# same for replace and write) skips besides.
+# same for replace, write and read) skips besides.
 NEVER_PLAIN = {
     "argparse": "cli._plain reads the usual command line",
     # (argparse's path imports these itself)
@@ -122,7 +122,11 @@ COMMANDS = {
     ],
     "replace": ["replace", "--root", "ws", "b.txt", "beta", "BETA"],
     "write": ["write", "--root", "ws", "new.txt", "hello\n"],
+    "read": ["read", "--root", "ws", "a.py"],
+    "read --json --line-numbers": ["read", "--json", "--line-numbers", "--root", "ws", "b.txt"],
 }
+# What a read loads besides an edit's: its own action and answer.
+READ_USES = ("lsp_server.actions.read", "lsp_server.engine.read_results")
 
 
 @pytest.mark.parametrize("name", list(COMMANDS))
@@ -136,6 +140,9 @@ def test_a_common_command_loads_nothing_it_does_not_use(
     never = dict(NEVER)
     if "--expect-sha256" not in COMMANDS[name]:
         never |= NEVER_PLAIN
+    if name.startswith("read"):
+        assert set(READ_USES) <= modules  # the read ran
+        never = {k: v for k, v in never.items() if k not in READ_USES}
     assert not _offenders(modules, never)
 
 
