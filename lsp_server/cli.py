@@ -169,20 +169,35 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-# The usual command lines of the edit commands, read by `_plain`: each one's flags that take no
-# value (besides --json) and its positionals.
+# The usual command lines of the common commands, read by `_plain`: each one's flags that take
+# no value (besides --json), its positionals, and its options that take one (the field, and how
+# argparse stores it: as it is, an int, one of the field's choices, appended to a list).
 PLAIN = {
-    "apply-patch": ({"--dry-run": "dryRun"}, POSITIONAL["applyPatch"]),
-    "replace": ({"--dry-run": "dryRun", "--replace-all": "replaceAll"}, POSITIONAL["replace"]),
-    "write": ({"--dry-run": "dryRun"}, POSITIONAL["write"]),
-    "read": ({"--line-numbers": "lineNumbers"}, POSITIONAL["read"]),
+    "apply-patch": (
+        {"--dry-run": "dryRun"},
+        POSITIONAL["applyPatch"],
+        {"--expect-sha256": ("expect", "append")},
+    ),
+    "replace": (
+        {"--dry-run": "dryRun", "--replace-all": "replaceAll"},
+        POSITIONAL["replace"],
+        {"--expect-sha256": ("expect", "str"), "--match": ("match", "choice")},
+    ),
+    "write": ({"--dry-run": "dryRun"}, POSITIONAL["write"], {"--expect-sha256": ("expect", "str")}),
+    "read": (
+        {"--line-numbers": "lineNumbers"},
+        POSITIONAL["read"],
+        {"--start-line": ("startLine", "int"), "--end-line": ("endLine", "int")},
+    ),
 }
 
 
 def _plain(argv: list[str]) -> Any:
     """The arguments of a plain command line, or None: `apply-patch`, `replace`, `write` or
-    `read` with only --root DIR, --json and the command's flags (--dry-run, --replace-all,
-    --line-numbers) besides its positionals, none of which starts with `-` (but `-` itself).
+    `read` with only --root DIR, --json, the command's flags (--dry-run, --replace-all,
+    --line-numbers) and its options as `--option VALUE` (--expect-sha256, --match,
+    --start-line, --end-line: a value argparse would take as it is, an int of ASCII digits, one
+    of the field's choices) besides its positionals, none of which starts with `-` (but `-`).
 
     argparse (with the gettext, locale and shutil it imports to build a parser) is a tenth of
     a small apply's run; the usual command line is read here into the namespace argparse would
@@ -190,16 +205,19 @@ def _plain(argv: list[str]) -> Any:
     argparse -> this, valgrind's instruction count of the whole process (2 runs each): 284-289
     -> 256-257 M (the interpreter's start alone: 39 M). And `read PATH`, argparse -> this
     (bench_startup.py's file, 11 rounds alternating): imports 63.7 -> 54.0 ms median, 96 -> 83
-    modules; 204.3 -> 170.6 M instructions. Anything else (help, `--opt=value`,
-    abbreviations, a text that starts with `-`, errors) goes to argparse.
+    modules; 204.3 -> 170.6 M instructions. And options with a value: `replace --expect-sha256
+    H` (9 rounds, load 3.6): imports 73.9 -> 58.3 ms median, 213.1 -> 179.8 M instructions;
+    `read --start-line 5 --end-line 9`: 96 -> 83 modules, 204.8 -> 170.8 M. Anything else
+    (help, `--opt=value`, abbreviations, a text that starts with `-`, errors) goes to argparse.
     """
     if not argv or argv[0] not in PLAIN:
         return None
     from lsp_server.arguments import FIELDS
 
-    flags, positional = PLAIN[argv[0]]
+    flags, positional, valued = PLAIN[argv[0]]
+    fields = FIELDS[COMMANDS[argv[0]]][1]
     given: dict[str, Any] = {"command": argv[0], "root": ".", "json": False}
-    given |= {f.name: None for f in FIELDS[COMMANDS[argv[0]]][1]}
+    given |= {f.name: None for f in fields}
     names = iter(positional)
     rest = iter(argv[1:])
     for arg in rest:
@@ -207,11 +225,21 @@ def _plain(argv: list[str]) -> Any:
             given[flags[arg]] = True
         elif arg == "--json":
             given["json"] = True
-        elif arg == "--root":
+        elif arg == "--root" or arg in valued:
             value = next(rest, None)
             if value is None or value.startswith("-"):
                 return None
-            given["root"] = value
+            name, how = valued.get(arg, ("root", "str"))
+            if how == "int":
+                if not (value.isascii() and value.isdigit()):
+                    return None
+                given[name] = int(value)
+            elif how == "append":
+                given[name] = [*(given[name] or ()), value]
+            elif how == "choice" and value not in next(f for f in fields if f.name == name).choices:
+                return None
+            else:
+                given[name] = value
         elif arg == "-" or not arg.startswith("-"):
             name = next(names, None)
             if name is None:

@@ -1,7 +1,8 @@
 """What the CLI's common commands load (issue 18 item 5): only what they use.
 
-A short `agent-edit apply-patch` / `replace` / `write` / `read` is mostly imports (bench/bench_startup.py
-times them; no timing here): these tests pin which modules such a run must never load, by
+A short `agent-edit apply-patch` / `replace` / `write` / `read` is mostly imports
+(bench/bench_startup.py times them; no timing here): these tests pin which modules such a run
+must never load, by
 running the command in a fresh interpreter and reading `sys.modules` at its end. Each entry of
 NEVER says why the command has no use for it.
 """
@@ -112,7 +113,7 @@ def ws(tmp_path: Path) -> Path:
 COMMANDS = {
     "apply-patch": ["apply-patch", "--root", "ws", "p"],
     "apply-patch --json --dry-run": ["apply-patch", "--json", "--dry-run", "--root", "ws", "p"],
-    "apply-patch with an option argparse reads": [
+    "apply-patch --expect-sha256": [
         "apply-patch",
         "--root",
         "ws",
@@ -120,10 +121,18 @@ COMMANDS = {
         "a.py=" + "0" * 64,
         "p",
     ],
+    "apply-patch with an option argparse reads": [
+        "apply-patch",
+        "--root",
+        "ws",
+        "--expect-sha256=a.py=" + "0" * 64,
+        "p",
+    ],
     "replace": ["replace", "--root", "ws", "b.txt", "beta", "BETA"],
     "write": ["write", "--root", "ws", "new.txt", "hello\n"],
     "read": ["read", "--root", "ws", "a.py"],
     "read --json --line-numbers": ["read", "--json", "--line-numbers", "--root", "ws", "b.txt"],
+    "read a line range": ["read", "--start-line", "2", "--end-line", "2", "--root", "ws", "a.py"],
 }
 # What a read loads besides an edit's: its own action and answer.
 READ_USES = ("lsp_server.actions.read", "lsp_server.engine.read_results")
@@ -138,7 +147,7 @@ def test_a_common_command_loads_nothing_it_does_not_use(
     assert rc == expect_rc, out
     assert "lsp_server.actions.headless" in modules  # the probe saw the command run
     never = dict(NEVER)
-    if "--expect-sha256" not in COMMANDS[name]:
+    if "argparse reads" not in name:
         never |= NEVER_PLAIN
     if name.startswith("read"):
         assert set(READ_USES) <= modules  # the read ran
