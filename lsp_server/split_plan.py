@@ -41,6 +41,7 @@ from __future__ import annotations
 import marshal
 import os
 import time
+from itertools import starmap
 
 from lsp_server.engine.errors import EditError
 from lsp_server.engine.model import FileChange, LineEdit, Plan
@@ -261,8 +262,8 @@ def _join(first: Plan, hunks: Patch, snaps: list[Snapshot], answer: Any) -> Plan
         for s, (path, edits) in zip(snaps, files, strict=True):
             if path != s.path:
                 raise _InOrder("the child planned another file")
-            made = tuple(LineEdit(a, b, tuple(new), at) for a, b, new, at in edits)
-            changes.append(FileChange("update", s, made))
+            # marshal gives back tuples as tuples: each item is LineEdit's own arguments.
+            changes.append(FileChange("update", s, tuple(starmap(LineEdit, edits))))
         mine: Any = first.summary.get("lenient", ())
         lenient = [*mine, *lenient]
     except (TypeError, ValueError):
