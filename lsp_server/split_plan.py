@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import marshal
 import os
+import sys
 import time
 from itertools import starmap
 
@@ -77,13 +78,20 @@ class _InOrder(Exception):
 def plan_patch(rule: LinkRule, patch: str, snapshot: Callable[[str], Snapshot]) -> Plan:
     """`rule.plan(patch, snapshot)`, its last sections planned in a forked child when that
     gives the same plan; otherwise planned in order."""
-    if "\r" in patch or not hasattr(os, "fork"):
+    if "\r" in patch or not hasattr(os, "fork") or _threads_running():
         return rule.plan(patch, snapshot)
     try:
         return rule.plan(patch, snapshot, _Split(rule, patch.count("\n")).plan)
     except _InOrder as why:
         _hook("in order", str(why))
     return rule.plan(patch, snapshot)
+
+
+def _threads_running() -> bool:
+    """Whether another thread runs: a fork copies only the calling thread, and a lock another
+    one holds (the allocator's, a C library's) would stay held in the child for ever."""
+    threading = sys.modules.get("threading")  # a thread needs it imported (no import here)
+    return threading is not None and threading.active_count() > 1
 
 
 def _hook(point: str, detail: Any) -> None:
@@ -129,8 +137,9 @@ class _Split:
         if len({s.path for s in snaps}) != len(snaps):
             raise _InOrder("a path named twice after the cut")
         started = time.monotonic()
-        child = _fork(theirs, snaps)
+        child = _Child()
         try:
+            child.start(theirs, snaps)
             _hook("forked", child.pid)
             named: set[str] = set()
 
@@ -154,12 +163,34 @@ class _Split:
 
 
 class _Child:
-    """A forked child planning the last sections: its pid and the read end of its pipe."""
+    """A forked child planning the last sections: its pid and the read end of its pipe. Made
+    before the fork, so the `finally` that closes it covers the fork itself."""
 
-    def __init__(self, pid: int, read_end: int) -> None:
-        self.pid = pid
-        self.read_end = read_end
+    def __init__(self) -> None:
+        self.pid = 0  # not forked (yet)
+        self.read_end = -1
         self.reaped = False
+
+    def start(self, hunks: Patch, snaps: list[Snapshot]) -> None:
+        """Fork the child planning `hunks` over `snaps`."""
+        self.read_end, write_end = os.pipe()
+        try:
+            self.pid = os.fork()
+        except BaseException:
+            os.close(write_end)
+            raise
+        if self.pid == 0:  # pragma: no cover - the child (coverage does not follow forks)
+            try:
+                os.close(self.read_end)
+                _quiet()
+                _hook("child", "")
+                data = marshal.dumps(_child_answer(hunks, snaps))
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(write_end, view) :]
+            finally:
+                os._exit(0)  # whatever happened: no flush of inherited buffers, no exit handlers
+        os.close(write_end)
 
     def answer(self, patience: float) -> Any:
         """What the child sent, once it has exited; `_InOrder` if it sent nothing whole."""
@@ -186,7 +217,10 @@ class _Child:
         if self.reaped:
             return
         self.reaped = True
-        os.close(self.read_end)
+        if self.read_end >= 0:
+            os.close(self.read_end)
+        if self.pid <= 0:
+            return  # the fork failed (or was never reached)
         try:
             os.kill(self.pid, 9)  # SIGKILL (its number: no `signal` import for it)
         except ProcessLookupError:
@@ -195,29 +229,6 @@ class _Child:
             os.waitpid(self.pid, 0)
         except ChildProcessError:
             pass
-
-
-def _fork(hunks: Patch, snaps: list[Snapshot]) -> _Child:
-    read_end, write_end = os.pipe()
-    try:
-        pid = os.fork()
-    except BaseException:
-        os.close(read_end)
-        os.close(write_end)
-        raise
-    if pid == 0:  # pragma: no cover - the child (coverage does not follow forks)
-        try:
-            os.close(read_end)
-            _quiet()
-            _hook("child", "")
-            data = marshal.dumps(_child_answer(hunks, snaps))
-            view = memoryview(data)
-            while view:
-                view = view[os.write(write_end, view) :]
-        finally:
-            os._exit(0)  # whatever happened: no flush of inherited buffers, no exit handlers
-    os.close(write_end)
-    return _Child(pid, read_end)
 
 
 def _quiet() -> None:  # pragma: no cover - the child's

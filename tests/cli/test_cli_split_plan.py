@@ -51,6 +51,10 @@ else:
         if point == "child" and mode == "kill-child":
             os.kill(os.getpid(), signal.SIGKILL)
     split_plan.TEST_HOOK = hook
+    if mode == "thread":  # another thread running: a fork would copy only this one
+        import threading
+        stop = threading.Event()
+        threading.Thread(target=stop.wait, daemon=True).start()
     def survivors():
         # At the parent's exit: is any child it forked still a process (or a zombie)?
         for pid in children:
@@ -320,6 +324,12 @@ def test_cr_in_the_patch_is_planned_in_order(tmp_path: Path) -> None:
     s[-1] = s[-1].replace("\n", "\r\n")
     _, events = both(tmp_path, make_patch(s))
     assert "forked" not in [e[0] for e in events], events
+
+
+def test_no_fork_while_another_thread_runs(tmp_path: Path) -> None:
+    result, events = both(tmp_path, make_patch(plain_sections()), mode="thread")
+    assert result["ok"] is True
+    assert events == [], events  # planned in order: nothing forked, nothing decided
 
 
 def test_a_child_killed_mid_plan_falls_back_to_planning_in_order(tmp_path: Path) -> None:
