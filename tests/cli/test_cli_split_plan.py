@@ -50,6 +50,8 @@ else:
                 raise KeyboardInterrupt
         if point == "child" and mode == "kill-child":
             os.kill(os.getpid(), signal.SIGKILL)
+        if point == "child" and mode == "hang-child":
+            signal.pause()  # never answers: the parent's patience runs out
     split_plan.TEST_HOOK = hook
     if mode == "thread":  # another thread running: a fork would copy only this one
         import threading
@@ -213,6 +215,10 @@ def _link_to_first(ws: Path) -> None:
     (ws / "link.py").symlink_to(_rel(0))
 
 
+def _linked_folder(ws: Path) -> None:
+    (ws / "linked").symlink_to(_rel(N_FILES - 4).split("/")[0])
+
+
 def _env_file(ws: Path) -> None:
     (ws / ".env").write_text("SECRET=1\n")
 
@@ -257,6 +263,12 @@ def _hostile() -> list[tuple[str, list[str], Any, bool]]:
             "update-through-a-link-in-child-half",
             [*s[:-1], _section(last, "link.py")],
             _link_to_last,
+            False,
+        ),
+        (
+            "update-through-a-linked-folder-in-child-half",
+            [*s[:-4], _section(N_FILES - 4, "linked/" + _rel(N_FILES - 4).split("/")[1]), *s[-3:]],
+            _linked_folder,
             False,
         ),
         (
@@ -312,7 +324,9 @@ def _hostile() -> list[tuple[str, list[str], Any, bool]]:
 def test_hostile_patches_give_what_planning_in_order_gives(
     tmp_path: Path, sections: list[str], setup: Any, joined: bool
 ) -> None:
-    _, events = both(tmp_path, make_patch(sections), setup)
+    result, events = both(tmp_path, make_patch(sections), setup)
+    if sections[-4].startswith("*** Update File: linked/"):
+        assert result["ok"] is True  # through the linked folder, as in order
     if joined:
         assert decisions(events) == ["joined"], events
     else:
@@ -339,6 +353,16 @@ def test_a_child_killed_mid_plan_falls_back_to_planning_in_order(tmp_path: Path)
     assert "child" in points and "forked" in points, events
     assert decisions(events) == ["in order"], events
     assert [e[1] for e in events if e[0] == "exit"] == [False], events  # reaped
+
+
+def test_a_child_that_never_answers_is_killed_and_the_patch_planned_in_order(
+    tmp_path: Path,
+) -> None:
+    result, events = both(tmp_path, make_patch(plain_sections()), mode="hang-child")
+    assert result["ok"] is True
+    assert decisions(events) == ["in order"], events
+    assert "in time" in next(e[1] for e in events if e[0] == "in order")
+    assert [e[1] for e in events if e[0] == "exit"] == [False], events  # killed and reaped
 
 
 def test_a_file_saved_while_the_halves_are_planned_is_never_overwritten(tmp_path: Path) -> None:
