@@ -80,20 +80,10 @@ def plan_patch(rule: LinkRule, patch: str, snapshot: Callable[[str], Snapshot]) 
     gives the same plan; otherwise planned in order."""
     if "\r" in patch or not hasattr(os, "fork") or _threads_running():
         return rule.plan(patch, snapshot)
-    lines = patch.count("\n")
-    child = _Child()
     try:
-        # Forked first, while the process is small: every page that exists at the fork and
-        # either process then writes (Python's reference counts write everywhere) is copied,
-        # and the parent pays for its own pages until it exits (measured: forking after the
-        # parse and the reads cost the parent ~9,000 more page faults, its whole planning gain).
-        child.start(patch, lines, snapshot)
-        _hook("forked", child.pid)
-        return rule.plan(patch, snapshot, _Split(rule, child, lines).plan)
+        return rule.plan(patch, snapshot, _Split(rule, patch.count("\n")).plan)
     except _InOrder as why:
         _hook("in order", str(why))
-    finally:
-        child.close()
     return rule.plan(patch, snapshot)
 
 
@@ -111,49 +101,32 @@ def _hook(point: str, detail: Any) -> None:
 
 
 def _cut(hunks: Patch, lines: int) -> int | None:
-    """The index of the first section the child plans (the same in both processes: they parse
-    the same patch), or None when the child plans nothing: no section at or after the cut line,
-    none before it, or one after it that is not a plain Update File (no Add, Delete or Move)."""
+    """The index of the first section the child plans, or None when there is no such cut."""
     at = int(lines * (1 - CHILD_SHARE))
     k = next((i for i, h in enumerate(hunks) if h.patch_line >= at), len(hunks))
     if k == 0 or k == len(hunks):
-        return None
-    if any(not isinstance(h, UpdateFile) or h.move_to is not None for h in hunks[k:]):
         return None
     return k
 
 
 class _Split:
-    """A hunk planner (`engine.patching.plan_hunks`'s signature): the first sections here, the
-    rest taken from the child, or `_InOrder`."""
+    """A hunk planner (`engine.patching.plan_hunks`'s signature) planning on two cores."""
 
-    def __init__(self, rule: LinkRule, child: _Child, lines: int) -> None:
+    def __init__(self, rule: LinkRule, lines: int) -> None:
         self.rule = rule
-        self.child = child
         self.lines = lines  # the patch's, to place the cut
 
     def plan(self, hunks: Patch, snap: Callable[[str], Snapshot]) -> Plan:
-        started = time.monotonic()
         k = _cut(hunks, self.lines)
         if k is None:
-            self.child.close()
-            return plan_hunks(hunks, snap)  # nothing resolved yet: this is planning in order
-        named: set[str] = set()
-
-        def mine(path: str) -> Snapshot:
-            seen = snap(path)
-            named.add(seen.path)
-            return seen
-
-        try:
-            first = plan_hunks(hunks[:k], mine)
-        except EditError:
-            raise _InOrder("the first half was refused") from None
-        _hook("rereading", k)
-        # Each path of the child's sections through the caller's callback, in patch order as
-        # planning in order would resolve it after the first sections: the path policy and the
-        # link rule see every path here, and the joined plan holds the parent's own reads.
+            return plan_hunks(hunks, snap)  # one process: exactly planning in order
         theirs = hunks[k:]
+        if any(not isinstance(h, UpdateFile) or h.move_to is not None for h in theirs):
+            _hook("in order", "an Add, Delete or Move after the cut")
+            return plan_hunks(hunks, snap)  # nothing resolved yet: this is planning in order
+        # Resolved and read here, before the fork: the path policy and the link rule see every
+        # path in the parent (the order of these calls changes nothing they record), and the
+        # child plans over the very snapshots the joined plan holds.
         try:
             snaps = [snap(h.path) for h in theirs]
         except EditError:
@@ -163,10 +136,28 @@ class _Split:
                 raise _InOrder(f"{h.path}: not a plain file named by its canonical path")
         if len({s.path for s in snaps}) != len(snaps):
             raise _InOrder("a path named twice after the cut")
-        if not named.isdisjoint(s.path for s in snaps):
-            raise _InOrder("a path named on both sides of the cut")
-        answer = self.child.answer(PATIENCE_S + 2 * (time.monotonic() - started))
-        plan = _join(first, hunks, k, snaps, answer)
+        started = time.monotonic()
+        child = _Child()
+        try:
+            child.start(theirs, snaps)
+            _hook("forked", child.pid)
+            named: set[str] = set()
+
+            def mine(path: str) -> Snapshot:
+                seen = snap(path)
+                named.add(seen.path)
+                return seen
+
+            try:
+                first = plan_hunks(hunks[:k], mine)
+            except EditError:
+                raise _InOrder("the first half was refused") from None
+            if not named.isdisjoint(s.path for s in snaps):
+                raise _InOrder("a path named on both sides of the cut")
+            answer = child.answer(PATIENCE_S + 2 * (time.monotonic() - started))
+        finally:
+            child.close()
+        plan = _join(first, hunks, snaps, answer)
         _hook("joined", k)
         return plan
 
@@ -180,8 +171,8 @@ class _Child:
         self.read_end = -1
         self.reaped = False
 
-    def start(self, patch: str, lines: int, snapshot: Callable[[str], Snapshot]) -> None:
-        """Fork the child planning the last sections of `patch`, reading through `snapshot`."""
+    def start(self, hunks: Patch, snaps: list[Snapshot]) -> None:
+        """Fork the child planning `hunks` over `snaps`."""
         self.read_end, write_end = os.pipe()
         try:
             self.pid = os.fork()
@@ -193,8 +184,7 @@ class _Child:
                 os.close(self.read_end)
                 _quiet()
                 _hook("child", "")
-                data = marshal.dumps(_child_answer(patch, lines, snapshot))
-                _hook("child planned", "")
+                data = marshal.dumps(_child_answer(hunks, snaps))
                 view = memoryview(data)
                 while view:
                     view = view[os.write(write_end, view) :]
@@ -254,47 +244,35 @@ def _quiet() -> None:  # pragma: no cover - the child's
 
 
 # What the child sends, as `marshal` data (exact str, int, tuple, list, dict and None; a str
-# subclass, such as lark's tokens, is refused and the parent then plans in order): the cut, then
-# per section its canonical path, the sha256 of the text it planned against and its edits as
-# (start, end, new_lines, offsets); then the lenient matches. None: the child plans nothing
-# (no cut) or its sections were refused. marshal rather than pickle: built in, and it reads
-# back only what our own child wrote.
-def _child_answer(
-    patch: str, lines: int, snapshot: Callable[[str], Snapshot]
-) -> Any:  # pragma: no cover
-    from lsp_server.engine.v4a import parse_patch
-
+# subclass, such as lark's tokens, is refused and the parent then plans in order): per section,
+# its canonical path and its edits as (start, end, new_lines, offsets); then the lenient
+# matches. None: its half was refused. marshal rather than pickle: built in, and it reads back
+# only what our own child wrote.
+def _child_answer(hunks: Patch, snaps: list[Snapshot]) -> Any:  # pragma: no cover - the child's
+    by_path = {s.path: s for s in snaps}
     try:
-        hunks = parse_patch(patch)
-        k = _cut(hunks, lines)
-        if k is None:
-            return None
-        plan = plan_hunks(hunks[k:], snapshot)
+        plan = plan_hunks(hunks, by_path.__getitem__)
     except EditError:
         return None  # the parent plans in order, to give the refusal in order planning gives
     files = [
-        (c.path, c.before.sha256, [(e.start, e.end, e.new_lines, e.offsets) for e in c.edits])
-        for c in plan.changes
+        (c.path, [(e.start, e.end, e.new_lines, e.offsets) for e in c.edits]) for c in plan.changes
     ]
-    return k, files, plan.summary.get("lenient", [])
+    return files, plan.summary.get("lenient", [])
 
 
-def _join(first: Plan, hunks: Patch, k: int, snaps: list[Snapshot], answer: Any) -> Plan:
-    """The plan of the whole patch: the parent's, then the child's sections over `snaps` (the
-    parent's reads), with the summary `plan_hunks` makes; `_InOrder` for an answer that does
-    not fit, or a file the child read otherwise than the parent."""
+def _join(first: Plan, hunks: Patch, snaps: list[Snapshot], answer: Any) -> Plan:
+    """The plan of the whole patch: the parent's, then the child's sections over `snaps`, with
+    the summary `plan_hunks` makes; `_InOrder` for an answer that does not fit."""
     if answer is None:
         raise _InOrder("the child's half was refused")
     try:
-        cut, files, lenient = answer
-        if cut != k or len(files) != len(snaps):
-            raise _InOrder("the child planned other sections")
+        files, lenient = answer
+        if len(files) != len(snaps):
+            raise _InOrder("the child planned another number of sections")
         changes = list(first.changes)
-        for s, (path, sha256, edits) in zip(snaps, files, strict=True):
+        for s, (path, edits) in zip(snaps, files, strict=True):
             if path != s.path:
                 raise _InOrder("the child planned another file")
-            if sha256 != s.sha256:
-                raise _InOrder(f"{path} changed between the two reads")
             # marshal gives back tuples as tuples: each item is LineEdit's own arguments.
             changes.append(FileChange("update", s, tuple(starmap(LineEdit, edits))))
         mine: Any = first.summary.get("lenient", ())
