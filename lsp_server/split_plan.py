@@ -30,10 +30,25 @@ at least `headless.SPLIT_PLAN_FROM_CHARS`: a short-lived single-threaded process
 language server, nor an MCP server's disk context: forking a process that runs threads (or an
 asyncio loop with a thread pool) is unsafe. Issue 15 keeps such process tricks out of engine/.
 
-A/B (bench/bench_ab.py, alternate rounds, this module against planning in order): see the
-figures below, measured on the 2-core bench machine.
+A/B on the 2-core bench machine, shared with other jobs (load average 2.2-2.6), 1,000 files x 5
+chunks (46k patch lines):
 
-    FIGURES
+- `bench/bench_ab.py --rounds 9 main WORKTREE`: 1021 -> 1010 ms wall (medians), per-round ratio
+  median 0.993 (0.85-1.16); CPU 833 -> 867 ms (the child's included). `--workload big` (one
+  section: never forks): ratio 1.049, where an A/A run of one revision gives 0.96-1.00.
+- The planning alone (`HeadlessContext.plan_patch` timed in the CLI process, split against in
+  order, same code, 9 alternating runs): 253 -> 216 ms (ratio 0.84); the whole process 1.00.
+  Two reasons the gain does not reach the wall: other jobs leave little of a second core, and
+  after the fork the parent pays copy-on-write for every old page it writes (minor faults
+  30.3k -> 39.3k, medians of 7).
+- Instructions (callgrind, fresh state each): in order 2,268 M; split, parent 2,126 M (-6.3%)
+  and child ~180 M of its own (795 M counted, 615 M of them from before the fork): +1.7% in all.
+  `bench_ab.py --instructions --rounds 1 main WORKTREE` counts the parent only: 2,244 -> 1,991 M
+  (2,154 -> 2,103 M run in the other order: the first run of a state folder costs ~110 M more).
+
+So on this machine it does not yet earn its place on wall time; it should where the second core
+is free. Forking before the parse (each process parsing and reading for itself, the parent
+comparing sha256) was tried and was slower: 243 -> 396 ms for the planning (2f74dd1).
 """
 
 from __future__ import annotations
