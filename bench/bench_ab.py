@@ -129,6 +129,13 @@ def run(args: argparse.Namespace, work: Path) -> None:
                 f"{rev:>12}: median {statistics.median(walls[rev]) * 1000:.0f} ms wall, "
                 f"{statistics.median(cpus[rev]) * 1000:.0f} ms CPU   (wall runs: {runs})"
             )
+        if len(repos) == 2 and not args.instructions:
+            # Each round's runs are neighbours in time, so their ratio cancels most of what a
+            # loaded machine adds to both; its median is the figure to quote.
+            a, b = walls.values()
+            ratios = sorted(y / x for x, y in zip(a, b, strict=True))
+            shown = ", ".join(f"{r:.2f}" for r in ratios)
+            print(f"{'B/A':>12}: median {statistics.median(ratios):.3f} per round   ({shown})")
 
 
 if __name__ == "__main__":

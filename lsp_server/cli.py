@@ -410,7 +410,8 @@ async def _headless(
         print(text, file=sys.stderr)
 
     try:
-        async with headless.open(root, notify=say) as ctx:
+        # fork_plans: the CLI is single-threaded and short-lived (split_plan.py).
+        async with headless.open(root, notify=say, fork_plans=True) as ctx:
             if guard is not None:
                 from lsp_server.peers import GuardedApplier
 

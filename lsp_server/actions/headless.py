@@ -38,6 +38,13 @@ if TYPE_CHECKING:
     T = TypeVar("T")
 
 
+# From this size on, a context made with `fork_plans` plans a patch in two processes
+# (lsp_server/split_plan.py, whose docstring has the A/B figure); below it, forking and the
+# hand-over cost more than half the planning saves. Here, not there: a small patch never imports
+# that module.
+SPLIT_PLAN_FROM_CHARS = 256 * 1024
+
+
 @dataclass(frozen=True)
 class HeadlessSettings:
     """The settings the actions read; headless, the defaults (there is no editor to set them)."""
@@ -50,7 +57,10 @@ async def open(  # the spelling every front calls: `headless.open(root)`
     root: str,
     session: Session | None = None,
     notify: Callable[[str], None] | None = None,
+    fork_plans: bool = False,
 ) -> AsyncIterator[HeadlessContext]:
+    """`fork_plans`: a large patch may be planned in a forked child (lsp_server/split_plan.py);
+    only for a single-threaded process (the CLI), never one that runs threads or asyncio."""
     root = os.path.realpath(root)
     with files.workspace_lock(root) as sdir:
         done = recovery.recover(root, sdir)
@@ -63,7 +73,7 @@ async def open(  # the spelling every front calls: `headless.open(root)`
         # the files before anything is planned on them.
         history = open_history(root)
         recovery.record(history, done)
-        ctx = HeadlessContext(root, sdir, history, session or Session(), done.reports)
+        ctx = HeadlessContext(root, sdir, history, session or Session(), done.reports, fork_plans)
         try:
             ctx.settle_unfinished()
             yield ctx
@@ -82,6 +92,7 @@ class HeadlessContext:
         history: History,
         session: Session,
         recovered: list[dict[str, Any]],
+        fork_plans: bool = False,
     ) -> None:
         self.root = root
         self.history = history
@@ -95,6 +106,7 @@ class HeadlessContext:
         self._walk_memo: dict[str, Any] = {}
         # Which names the patch being planned reached through a symbolic link (actions/links.py).
         self.links = LinkRule()
+        self.fork_plans = fork_plans  # whether a large patch may be planned in a forked child
 
     def resolve(self, path: str, argument: str = "path") -> Resolved:
         r = self.policy.resolve(path, argument=argument, memo=self._walk_memo)
@@ -118,7 +130,11 @@ class HeadlessContext:
         return None  # nothing is open: a token is its sha256
 
     def plan_patch(self, patch: str, snapshot: Callable[[str], Snapshot]) -> Plan:
-        """The plan of `patch`, in order (a dry run's and an apply's alike)."""
+        """The plan of `patch`, as planned in order (a dry run's and an apply's alike)."""
+        if self.fork_plans and len(patch) >= SPLIT_PLAN_FROM_CHARS:
+            from lsp_server import split_plan  # a large patch's only
+
+            return split_plan.plan_patch(self.links, patch, snapshot)
         return self.links.plan(patch, snapshot)
 
     def live(self, path: str) -> Snapshot | None:

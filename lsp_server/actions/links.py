@@ -49,11 +49,17 @@ class LinkRule:
         key, or an earlier action, naming a link to a file is no Delete File of that link)."""
         self._via_link, self._direct = {}, set()
 
-    def plan(self, patch: str, snapshot: Callable[[str], Snapshot]) -> Plan:
+    def plan(
+        self,
+        patch: str,
+        snapshot: Callable[[str], Snapshot],
+        plan_hunks: Callable[[Patch, Callable[[str], Snapshot]], Plan] | None = None,
+    ) -> Plan:
         """engine.patching's plan of `patch` over `snapshot` (which resolves each path through
         the context, noting it here), under this rule; INVALID_ARGUMENT for a patch that names
-        a link's file in another section than the Delete or Move of the link."""
-        from lsp_server.engine.patching import plan_hunks  # lark: not for a CLI's read
+        a link's file in another section than the Delete or Move of the link. `plan_hunks`:
+        another planner giving exactly engine.patching's plan (the CLI's split_plan.py)."""
+        from lsp_server.engine import patching  # lark: not for a CLI's read
         from lsp_server.engine.v4a import parse_patch
 
         hunks = parse_patch(patch)
@@ -69,7 +75,7 @@ class LinkRule:
             return seen
 
         try:
-            plan = plan_hunks(hunks, snap)
+            plan = (plan_hunks or patching.plan_hunks)(hunks, snap)
         except EditError:
             # A planner's refusal of the second section (NOT_FOUND: "already deleted it") is
             # this one's consequence: say the cause.
@@ -77,6 +83,10 @@ class LinkRule:
             raise
         _refuse_named_twice(hunks, named)
         return self.on_links(plan)
+
+    def by_link(self, name: str) -> bool:
+        """Whether a path of the patch being planned reached `name` through a symbolic link."""
+        return name in self._via_link
 
     def note(self, r: ResolvedPath, name: str, several_roots: bool) -> None:
         """Record how `name` (the name results use for `r`) was reached."""

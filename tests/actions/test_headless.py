@@ -116,3 +116,23 @@ def test_open_rolls_back_an_apply_killed_mid_way_and_settles_its_entry(
     assert outcomes.get("recover") == "rolled-back", hist["entries"]
     assert outcomes.get("applyPatch") == "NOT_APPLIED", hist["entries"]
     assert open_history(str(ws)).unfinished() == []
+
+
+def test_a_default_context_never_forks_even_for_a_large_patch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # What an MCP server's disk context and the tests open: fork_plans is the CLI's alone
+    # (split_plan.py: forking a process that runs threads or an event loop is unsafe).
+    from lsp_server import split_plan
+    from tests.cli.test_cli_split_plan import make_patch, make_tree, plain_sections
+
+    seen: list[str] = []
+    monkeypatch.setattr(split_plan, "TEST_HOOK", lambda point, detail: seen.append(point))
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    make_tree(ws)
+    patch = make_patch(plain_sections())
+    assert len(patch) >= headless.SPLIT_PLAN_FROM_CHARS
+    result = run(ws, "applyPatch", {"patch": patch})
+    assert result["ok"] is True, result
+    assert seen == []

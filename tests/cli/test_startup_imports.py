@@ -39,6 +39,8 @@ NEVER = {
     "lsp_server.actions.read": "the read action, not an edit",
     "lsp_server.actions.undo": "the undo action, not an edit",
     "lsp_server.engine.read_results": "read's and history's answers, not an edit's",
+    "lsp_server.split_plan": "a patch under 256 KiB is planned in order (actions/headless.py)",
+    "select": "split_plan waits for its child with it: large patches only",
     "urllib": "pathlib's Path.as_uri only (startup.lean_pathlib)",
     "ipaddress": "urllib.parse's, for URLs",
     "copy": "dataclasses' for asdict/astuple only (startup.lean_dataclasses)",
