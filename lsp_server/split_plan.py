@@ -53,9 +53,9 @@ comparing sha256) was tried and was slower: 243 -> 396 ms for the planning (2f74
 
 from __future__ import annotations
 
+import _thread
 import marshal
 import os
-import sys
 import time
 from itertools import starmap
 
@@ -104,9 +104,10 @@ def plan_patch(rule: LinkRule, patch: str, snapshot: Callable[[str], Snapshot]) 
 
 def _threads_running() -> bool:
     """Whether another thread runs: a fork copies only the calling thread, and a lock another
-    one holds (the allocator's, a C library's) would stay held in the child for ever."""
-    threading = sys.modules.get("threading")  # a thread needs it imported (no import here)
-    return threading is not None and threading.active_count() > 1
+    one holds (the allocator's, a C library's) would stay held in the child for ever. Counted
+    by `_thread`, which also sees threads started without `threading` (the history's pack
+    writer, `History.prestage`, starts one as a large file is read)."""
+    return bool(_thread._count())
 
 
 def _hook(point: str, detail: Any) -> None:
@@ -151,6 +152,8 @@ class _Split:
                 raise _InOrder(f"{h.path}: not a plain file named by its canonical path")
         if len({s.path for s in snaps}) != len(snaps):
             raise _InOrder("a path named twice after the cut")
+        if _threads_running():  # started by these reads (a large file's prestaged pack)
+            raise _InOrder("a thread runs: no fork")
         started = time.monotonic()
         child = _Child()
         try:

@@ -107,6 +107,7 @@ class HeadlessContext:
         # Which names the patch being planned reached through a symbolic link (actions/links.py).
         self.links = LinkRule()
         self.fork_plans = fork_plans  # whether a large patch may be planned in a forked child
+        self._prestage = True  # whether a snapshot for a plan starts History.prestage
 
     def resolve(self, path: str, argument: str = "path") -> Resolved:
         r = self.policy.resolve(path, argument=argument, memo=self._walk_memo)
@@ -116,7 +117,7 @@ class HeadlessContext:
 
     def snapshot(self, where: Resolved) -> Snapshot:
         snap = self.read(where)
-        if snap.disk is not None and snap.link is None:
+        if self._prestage and snap.disk is not None and snap.link is None:
             # An edit is about to be planned on it: a large file's pre-image is written to
             # the history's blobs meanwhile, in a thread (History.prestage).
             self.history.prestage(where.rel, snap.disk.data)
@@ -134,7 +135,13 @@ class HeadlessContext:
         if self.fork_plans and len(patch) >= SPLIT_PLAN_FROM_CHARS:
             from lsp_server import split_plan  # a large patch's only
 
-            return split_plan.plan_patch(self.links, patch, snapshot)
+            # No pack thread started by its reads: a fork copies only this thread, and one
+            # started just before it is not even counted yet (it has not run).
+            self._prestage = False
+            try:
+                return split_plan.plan_patch(self.links, patch, snapshot)
+            finally:
+                self._prestage = True
         return self.links.plan(patch, snapshot)
 
     def live(self, path: str) -> Snapshot | None:

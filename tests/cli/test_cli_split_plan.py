@@ -53,6 +53,14 @@ else:
         if point == "child" and mode == "hang-child":
             signal.pause()  # never answers: the parent's patience runs out
     split_plan.TEST_HOOK = hook
+    from lsp_server.engine.history import recording
+    prestage = recording.History.prestage
+    def prestaged(self, path, data):
+        had = self._early
+        prestage(self, path, data)
+        if self._early is not None and self._early is not had:
+            event("prestaged", path, os.getpid())
+    recording.History.prestage = prestaged
     if mode == "thread":  # another thread running: a fork would copy only this one
         import threading
         stop = threading.Event()
@@ -344,6 +352,23 @@ def test_no_fork_while_another_thread_runs(tmp_path: Path) -> None:
     result, events = both(tmp_path, make_patch(plain_sections()), mode="thread")
     assert result["ok"] is True
     assert events == [], events  # planned in order: nothing forked, nothing decided
+
+
+def _big_last(ws: Path) -> None:
+    # Past History.prestage's 1 MiB: reading it (before the fork) starts the pack's thread.
+    p = ws / _rel(N_FILES - 1)
+    p.write_text(
+        p.read_text() + "".join(f"tail_{j} = {j}  # padding {'y' * 40}\n" for j in range(20_000))
+    )
+
+
+def test_no_pack_thread_is_started_before_the_fork(tmp_path: Path) -> None:
+    """A large file after the cut is read by the parent before it forks: its pack is not
+    written ahead in a thread then (History.prestage), which the fork would not copy."""
+    result, events = both(tmp_path, make_patch(plain_sections()), setup=_big_last)
+    assert result["ok"] is True
+    assert decisions(events) == ["joined"], events
+    assert "prestaged" not in [e[0] for e in events], events
 
 
 def test_a_child_killed_mid_plan_falls_back_to_planning_in_order(tmp_path: Path) -> None:
