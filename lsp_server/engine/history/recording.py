@@ -440,6 +440,10 @@ class History(Replay):
         """One-step entry for an action that never reached the editor or disk (refused, dry run),
         or whose outcome is known at once (a front end without a crash window, a recovery);
         `files` names the files of an entry without a plan."""
+        # Nothing of this action reaches the disk: a pack written ahead for it goes first (its
+        # thread joined, its temporary removed), so it does not take the space, on a nearly
+        # full disk, that this record needs.
+        self.drop_prestaged()
         if outcome is None:
             outcome = str(error.code) if error is not None else "applied"
         done: list[int] = []
