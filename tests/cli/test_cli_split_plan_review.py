@@ -57,7 +57,13 @@ def _tree(n: int = 300) -> tuple[dict[str, bytes], str]:
         parts.append(f"*** Update File: {name}")
         for c in range(3):
             j = 5 + c * 10
-            parts += ["@@", " " + lines[j - 1], "-" + lines[j], "+" + lines[j].upper(), " " + lines[j + 1]]
+            parts += [
+                "@@",
+                " " + lines[j - 1],
+                "-" + lines[j],
+                "+" + lines[j].upper(),
+                " " + lines[j + 1],
+            ]
     parts.append("*** End Patch")
     patch = "\n".join(parts) + "\n"
     assert len(patch) >= 256 * 1024
