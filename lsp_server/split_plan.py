@@ -192,35 +192,62 @@ class _Child:
         self.reaped = False
 
     def start(self, hunks: Patch, snaps: list[Snapshot]) -> None:
-        """Fork the child planning `hunks` over `snaps`."""
-        self.read_end, write_end = os.pipe()
+        """Fork the child planning `hunks` over `snaps`; `_InOrder` if no pipe or no process
+        is to be had (EMFILE, EAGAIN under a pids limit, ENOMEM): planning in order needs
+        neither.
+
+        SIGINT is blocked from before the fork until the pid is stored (the parent) or SIGINT
+        is back to its default action (the child). Otherwise a Ctrl-C during the fork (Linux
+        restarts it, Python's handler has run) raises KeyboardInterrupt as `os.fork()`
+        returns: in the parent before the pid is stored (the child then is neither killed
+        nor reaped), in the child before its `try` (the parent's stack then unwinds in the
+        child: the CLI's Ctrl-C path writes to the shared stderr). Held back, the Ctrl-C is
+        delivered as the mask is restored: the parent's KeyboardInterrupt then finds the pid,
+        and the child just ends."""
+        import signal
+
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         try:
-            self.pid = os.fork()
-        except BaseException:
-            os.close(write_end)
-            raise
-        if self.pid == 0:  # pragma: no cover - the child (coverage does not follow forks)
             try:
-                os.close(self.read_end)
-                _quiet()
-                _hook("child", "")
-                data = marshal.dumps(_child_answer(hunks, snaps))
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(write_end, view) :]
-            finally:
-                os._exit(0)  # whatever happened: no flush of inherited buffers, no exit handlers
-        os.close(write_end)
+                self.read_end, write_end = os.pipe()
+            except OSError as exc:
+                raise _InOrder(f"no pipe for a child: {exc.strerror or exc}") from None
+            try:
+                self.pid = os.fork()
+            except BaseException as exc:
+                os.close(write_end)
+                if isinstance(exc, OSError):
+                    raise _InOrder(f"no child: {exc.strerror or exc}") from None
+                raise
+            if self.pid == 0:  # pragma: no cover - the child (coverage does not follow forks)
+                try:
+                    os.close(self.read_end)
+                    _quiet(mask)
+                    _hook("child", "")
+                    data = marshal.dumps(_child_answer(hunks, snaps))
+                    view = memoryview(data)
+                    while view:
+                        view = view[os.write(write_end, view) :]
+                finally:
+                    # Whatever happened: no flush of inherited buffers, no exit handlers.
+                    os._exit(0)
+            os.close(write_end)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # the parent's; a Ctrl-C held lands
 
     def answer(self, patience: float) -> Any:
         """What the child sent, once it has exited; `_InOrder` if it sent nothing whole."""
         import select  # a large patch's only: a small CLI run never loads it
 
+        # poll, not select: select refuses a descriptor numbered past FD_SETSIZE (1023), which
+        # the pipe's is in a process that inherited a thousand.
+        poller = select.poll()
+        poller.register(self.read_end, select.POLLIN)
         parts = []
         deadline = time.monotonic() + patience
         while True:
             left = deadline - time.monotonic()
-            if left <= 0 or not select.select([self.read_end], [], [], left)[0]:
+            if left <= 0 or not poller.poll(int(left * 1000) + 1):
                 raise _InOrder("the child did not answer in time")
             part = os.read(self.read_end, 1 << 20)
             if not part:
@@ -251,9 +278,11 @@ class _Child:
             pass
 
 
-def _quiet() -> None:  # pragma: no cover - the child's
+def _quiet(mask: Any) -> None:  # pragma: no cover - the child's
     """The child's standard streams on /dev/null (nothing it does can print), and a Ctrl-C at
-    the terminal ends it at once (the parent plans in order, or leaves)."""
+    the terminal ends it at once (the parent plans in order, or leaves): SIGINT to its default
+    action, then unblocked (`mask`: the signal mask from before the fork), so one that came
+    since the fork ends it here."""
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_DFL)
@@ -261,6 +290,7 @@ def _quiet() -> None:  # pragma: no cover - the child's
     for fd in (0, 1, 2):
         os.dup2(null, fd)
     os.close(null)
+    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
 
 # What the child sends, as `marshal` data (exact str, int, tuple, list, dict and None; a str
