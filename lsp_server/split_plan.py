@@ -49,8 +49,9 @@ chunks (46k patch lines):
 With the second core free (the other jobs done, load average 1.0), `bench/bench_ab.py --rounds
 11 3b8bbcd WORKTREE` (3b8bbcd: main before it): 878 -> 836 ms wall (medians), per-round ratio
 median 0.944 (0.83-1.01); CPU 797 -> 821 ms. So it earns its place on wall time where the second
-core is free, at ~3% more CPU, and costs nothing measurable where it is not. Forking before the parse (each process parsing and reading for itself, the parent
-comparing sha256) was tried and was slower: 243 -> 396 ms for the planning (2f74dd1).
+core is free, at ~3% more CPU, and costs nothing measurable where it is not. Forking before the
+parse (each process parsing and reading for itself, the parent comparing sha256) was tried and
+was slower: 243 -> 396 ms for the planning (2f74dd1).
 """
 
 from __future__ import annotations
