@@ -81,49 +81,32 @@ def test_dry_run_record_blob_is_not_truncated_by_the_prestage_thread(
     tmp_path: Path, state: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A dry run of deleting a large file records its text, a blob with the very sha of the
-    prestaged pack, so both write `.<sha>.<pid>.tmp` at the same time in one process: the
-    thread's O_TRUNC empties the file the main thread is about to rename into place, and the
-    record naming that blob is appended (fsynced) while it is empty. A SIGKILL then leaves a
-    record naming a blob that does not hold what its name says."""
+    prestaged pack: the thread and the main thread once wrote the same temporary file at the
+    same time, and the thread's O_TRUNC emptied the blob the record then named. Now each stage
+    has a temporary name of its own, and `History.record` drops the prestaged pack (its
+    thread joined, its temporary removed) before the record's own blob is written: the two
+    writes never overlap, and the recorded blob holds the file's bytes."""
     ws = workspace(tmp_path)
     S = sha(BIG)
     main = threading.get_ident()
-    main_wrote, thread_opened, release = threading.Event(), threading.Event(), threading.Event()
-    orig_temp, orig_parts = blobs_mod.Blobs._write_temp, blobs_mod._write_parts
+    order: list[str] = []
+    orig_temp = blobs_mod.Blobs._write_temp
 
     def write_temp(self: Any, dfd: int, s: str, parts: Any, sync: bool, *rest: Any) -> Any:
-        if threading.get_ident() != main and s == S:
-            assert main_wrote.wait(20)  # the thread is slower than the plan (a loaded machine)
-        return orig_temp(self, dfd, s, parts, sync, *rest)
-
-    def write_parts(fd: int, parts: Any) -> None:
-        if sum(map(len, parts)) != len(BIG):
-            return orig_parts(fd, parts)
-        if threading.get_ident() != main:
-            thread_opened.set()  # opened (O_TRUNC) its temporary file
-            assert release.wait(20)
-            return orig_parts(fd, parts)
-        orig_parts(fd, parts)
-        main_wrote.set()
-        thread_opened.wait(5)  # (fixed: the thread's file is its own; no wait needed)
-        return None
-
-    seen: dict[str, int] = {}
-    orig_drop = recording.History.drop_prestaged
-
-    def drop(self: Any) -> None:
-        # The dry run's record is in the journal now: what a SIGKILL here would leave.
-        seen["size"] = (blob_dir(state) / S).stat().st_size
-        release.set()
-        orig_drop(self)
+        who = "main" if threading.get_ident() == main else "thread"
+        if s == S:
+            order.append(f"{who} starts")
+        got = orig_temp(self, dfd, s, parts, sync, *rest)
+        if s == S:
+            order.append(f"{who} done")
+        return got
 
     monkeypatch.setattr(blobs_mod.Blobs, "_write_temp", write_temp)
-    monkeypatch.setattr(blobs_mod, "_write_parts", write_parts)
-    monkeypatch.setattr(recording.History, "drop_prestaged", drop)
     out = run(ws, "applyPatch", {"patch": DELETE, "dryRun": True})
     assert out["status"] == "dry-run", out
+    assert order == ["thread starts", "thread done", "main starts", "main done"], order
     assert S in (blob_dir(state) / "../journal.jsonl").resolve().read_text()
-    assert seen["size"] == len(BIG), "the recorded blob was emptied by the prestage thread"
+    assert (blob_dir(state) / S).read_bytes() == BIG
     assert temps(state) == []
 
 
