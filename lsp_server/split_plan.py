@@ -49,7 +49,10 @@ chunks (46k patch lines):
 With the second core free (the other jobs done, load average 1.0), `bench/bench_ab.py --rounds
 11 3b8bbcd WORKTREE` (3b8bbcd: main before it): 878 -> 836 ms wall (medians), per-round ratio
 median 0.944 (0.83-1.01); CPU 797 -> 821 ms. So it earns its place on wall time where the second
-core is free, at ~3% more CPU, and costs nothing measurable where it is not. Forking before the
+core is free, at ~3% more CPU, and costs nothing measurable where it is not. Isolated at the
+end of the session (a913a90 against the same tree with SPLIT_PLAN_FROM_CHARS = 1 << 62, load
+1.1, `bench/bench_ab.py --rounds 11 /tmp/nosplit WORKTREE`): per-round wall ratio median
+0.972 (0.80-1.05), CPU 1133 -> 1206 ms (+6%). Forking before the
 parse (each process parsing and reading for itself, the parent comparing sha256) was tried and
 was slower: 243 -> 396 ms for the planning (2f74dd1).
 """
