@@ -63,6 +63,7 @@ import _thread
 import marshal
 import os
 import time
+from contextlib import nullcontext
 from itertools import starmap
 
 from lsp_server.engine.errors import EditError
@@ -73,6 +74,7 @@ from lsp_server.engine.v4a import UpdateFile
 TYPE_CHECKING = False  # typing's constant without importing typing (lsp_server/startup.py)
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from contextlib import AbstractContextManager
     from typing import Any
 
     from lsp_server.actions.links import LinkRule
@@ -96,13 +98,20 @@ class _InOrder(Exception):
     """The two halves cannot be joined exactly as planning in order would plan them."""
 
 
-def plan_patch(rule: LinkRule, patch: str, snapshot: Callable[[str], Snapshot]) -> Plan:
+def plan_patch(
+    rule: LinkRule,
+    patch: str,
+    snapshot: Callable[[str], Snapshot],
+    before_fork: Callable[[], AbstractContextManager[None]] = nullcontext,
+) -> Plan:
     """`rule.plan(patch, snapshot)`, its last sections planned in a forked child when that
-    gives the same plan; otherwise planned in order."""
+    gives the same plan; otherwise planned in order. The child's files are read inside
+    `before_fork()`: there `snapshot` must start no thread (the headless context's prestaged
+    pack); every other read is an in-order one."""
     if "\r" in patch or not hasattr(os, "fork") or _threads_running():
         return rule.plan(patch, snapshot)
     try:
-        return rule.plan(patch, snapshot, _Split(rule, patch.count("\n")).plan)
+        return rule.plan(patch, snapshot, _Split(rule, patch.count("\n"), before_fork).plan)
     except _InOrder as why:
         _hook("in order", str(why))
     return rule.plan(patch, snapshot)
@@ -134,9 +143,12 @@ def _cut(hunks: Patch, lines: int) -> int | None:
 class _Split:
     """A hunk planner (`engine.patching.plan_hunks`'s signature) planning on two cores."""
 
-    def __init__(self, rule: LinkRule, lines: int) -> None:
+    def __init__(
+        self, rule: LinkRule, lines: int, before_fork: Callable[[], AbstractContextManager[None]]
+    ) -> None:
         self.rule = rule
         self.lines = lines  # the patch's, to place the cut
+        self.before_fork = before_fork  # around the reads made before the fork
 
     def plan(self, hunks: Patch, snap: Callable[[str], Snapshot]) -> Plan:
         k = _cut(hunks, self.lines)
@@ -150,7 +162,8 @@ class _Split:
         # path in the parent (the order of these calls changes nothing they record), and the
         # child plans over the very snapshots the joined plan holds.
         try:
-            snaps = [snap(h.path) for h in theirs]
+            with self.before_fork():
+                snaps = [snap(h.path) for h in theirs]
         except EditError:
             raise _InOrder("a path after the cut was refused") from None
         for h, s in zip(theirs, snaps, strict=True):

@@ -15,8 +15,8 @@ folder that cannot be used, a rollback that fails) raises its `EditError`.
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Callable, Generator
-from contextlib import asynccontextmanager, nullcontext
+from collections.abc import AsyncIterator, Callable, Generator, Iterator
+from contextlib import asynccontextmanager, contextmanager, nullcontext
 from dataclasses import dataclass, replace
 
 from lsp_server.actions.context import Applied
@@ -135,14 +135,20 @@ class HeadlessContext:
         if self.fork_plans and len(patch) >= SPLIT_PLAN_FROM_CHARS:
             from lsp_server import split_plan  # a large patch's only
 
-            # No pack thread started by its reads: a fork copies only this thread, and one
-            # started just before it is not even counted yet (it has not run).
-            self._prestage = False
-            try:
-                return split_plan.plan_patch(self.links, patch, snapshot)
-            finally:
-                self._prestage = True
+            return split_plan.plan_patch(self.links, patch, snapshot, self._without_prestage)
         return self.links.plan(patch, snapshot)
+
+    @contextmanager
+    def _without_prestage(self) -> Iterator[None]:
+        """No pack thread started by the snapshots taken in the block: split_plan reads the
+        child's files before it forks, and a fork copies only this thread (one started just
+        before it is not even counted yet: it has not run). Only those reads: a patch planned
+        in one process (one section: a large file's) keeps its prestaged pack."""
+        self._prestage = False
+        try:
+            yield
+        finally:
+            self._prestage = True
 
     def live(self, path: str) -> Snapshot | None:
         try:

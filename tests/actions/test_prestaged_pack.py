@@ -101,6 +101,64 @@ def test_the_pack_is_written_while_the_plan_is_made(
     assert (ws / "big.py").read_bytes() == old
 
 
+def many_chunks(lines: int, every: int) -> str:
+    """An Update File section of big.py with a one-line chunk every `every` lines."""
+    out = ["*** Update File: big.py\n"]
+    for i in range(every // 2, lines, every):
+        out.append(f"@@\n-value_{i} = compute({i})  # padding text\n+value_{i} = changed({i})\n")
+    return "".join(out)
+
+
+@pytest.mark.parametrize("small_after", [False, True], ids=["one-section", "big-file-first"])
+def test_the_cli_context_prestages_a_large_patch_planned_in_one_process(
+    tmp_path: Path, state: Path, monkeypatch: pytest.MonkeyPatch, small_after: bool
+) -> None:
+    """The CLI's context (`fork_plans`) plans a patch of SPLIT_PLAN_FROM_CHARS or more through
+    split_plan. Only the reads split_plan makes before it forks must start no thread: a
+    one-section patch (a big file's 1,000 chunks: it cannot be split) and a big file before
+    the cut (read by the parent after the fork) keep their prestaged pack."""
+    ws = tmp_path / "ws"
+    old = big_tree(ws)
+    section = many_chunks(LINES, 6)
+    patch = patch_of(section, SMALL) if small_after else patch_of(section)
+    assert len(patch) >= headless.SPLIT_PLAN_FROM_CHARS
+    events: list[str] = []
+    made = recording._PackWriter.__init__
+    plan = headless.HeadlessContext.plan_patch
+    put = Blobs.put_parts
+
+    def writer(self: Any, *args: Any, **kwargs: Any) -> None:
+        events.append("writer")
+        made(self, *args, **kwargs)
+
+    def planned(self: Any, *args: Any, **kwargs: Any) -> Any:
+        got = plan(self, *args, **kwargs)
+        events.append("planned")
+        return got
+
+    def put_parts(self: Blobs, parts: Any, sync: bool = True) -> str:
+        events.append(f"put {sum(map(len, parts))}")
+        return put(self, parts, sync)
+
+    monkeypatch.setattr(recording._PackWriter, "__init__", writer)
+    monkeypatch.setattr(headless.HeadlessContext, "plan_patch", planned)
+    monkeypatch.setattr(Blobs, "put_parts", put_parts)
+
+    async def go() -> dict[str, Any]:
+        async with headless.open(str(ws), fork_plans=True) as ctx:
+            return wire(await actions.run(ctx, "applyPatch", {"patch": patch}))
+
+    result = asyncio.run(go())
+    assert result["ok"], result
+    assert events[:2] == ["writer", "planned"], events
+    if not small_after:  # the pack holds big.py alone: the prestaged one, taken
+        assert events.count("writer") == 1 and f"put {len(old)}" not in events, events
+    assert leftovers(state) == []
+    undone = run(ws, "undo", {"editId": result["editId"]})
+    assert undone["ok"], undone
+    assert (ws / "big.py").read_bytes() == old
+
+
 @pytest.mark.parametrize(
     "args",
     [
