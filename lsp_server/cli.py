@@ -284,7 +284,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return mcp_main(args.root)
     try:
-        with startup.without_cyclic_gc():
+        with startup.without_cyclic_gc(), startup.quick_thread_handoffs():
             return _run(args)
     except UsageError as exc:
         sys.stderr.write(f"agent-edit: error: {exc}\n")

@@ -320,6 +320,27 @@ def without_cyclic_gc() -> Iterator[None]:
             gc.enable()
 
 
+@contextmanager
+def quick_thread_handoffs(interval_s: float = 0.0005) -> Iterator[None]:
+    """The interpreter's switch interval at `interval_s` for the block (and back after: the
+    CLI's `main` may be called in-process): how long a thread that wants the GIL waits before
+    the running one is asked to let go of it.
+
+    The CLI's threads are IO threads (the history's pack writer, the disk writer's few): each
+    lets go of the GIL for a system call and needs it back for the few Python lines to the
+    next one. With the default 5 ms, while the main thread plans, each of those steps waits
+    up to 5 ms: the big file's prestaged pack (`History.prestage`: open, hash, write, fsync,
+    rename, the folder's fsync) started ~14 ms after it was asked for and was still not done
+    when `begin` needed it (a 3-6 ms wait there). A shorter interval costs the main thread
+    nothing while no other thread waits (the request is only made by a waiting thread)."""
+    was = sys.getswitchinterval()
+    sys.setswitchinterval(interval_s)
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(was)
+
+
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     """Drive `coro` to its end without an event loop: a headless action (actions/headless.py)
     only ever awaits coroutines that return without suspending (disk IO is synchronous there),
