@@ -53,6 +53,13 @@ class Attempt(Protocol):
         (the disk writer's one `syncfs`): then the history's `begin` record is not fsynced on
         its own first (execute.py)."""
 
+    @property
+    def runs_meanwhile(self) -> bool:
+        """Whether `apply` calls the `meanwhile` it is given while it waits on the disk (the
+        disk writer's `syncfs`), with nothing the plan's snapshots hold changing before then:
+        `execute` then makes the result's diff there rather than before the history's
+        `begin` (a wait the diff of a 1,000-file plan fits in)."""
+
     def check_dry_run(self) -> None:
         """Refuse a dry run the apply would refuse (a read-only folder), changing nothing."""
 
@@ -60,9 +67,11 @@ class Attempt(Protocol):
         """Make ready what needs no editor (temporary files, the disk lock); what was rolled back
         of an interrupted apply on the way, for the history."""
 
-    async def apply(self, edit_id: int) -> Applied:
+    async def apply(self, edit_id: int, meanwhile: Callable[[], None] | None = None) -> Applied:
         """Apply and verify the plan (journalled as `edit_id`); roll back what landed of a
-        failure it can roll back."""
+        failure it can roll back. `meanwhile` (only given when `runs_meanwhile`): called at
+        most once, before `apply` returns, while the applier waits on the disk; it must not
+        raise."""
 
     def abort(self) -> None:
         """Drop what `prepare` made and `apply` did not use (a no-op once committed)."""

@@ -48,12 +48,14 @@ async def execute(
     for r in list(where.values()):
         where.setdefault(r.rel, r)
     attempt = ctx.applier.start(plan, where)
-    # The diff is made now, from the lent line lists, before anything awaits the editor.
-    diff = plan_diff(changes)
     if dry_run:
         attempt.check_dry_run()
         entry = ctx.history.record(action, args, plan=plan, outcome="dry-run")
-        return success(entry.id, "dry-run", changes, diff=diff)
+        return success(entry.id, "dry-run", changes, diff=plan_diff(changes))
+    # The diff is made now, from the lent line lists, before anything awaits the editor; or,
+    # from the disk writer's own snapshots, while it waits on the disk (`runs_meanwhile`).
+    later = attempt.runs_meanwhile
+    diff = _Diff(changes, now=not later)
     try:
         try:
             done = await attempt.prepare()
@@ -66,10 +68,15 @@ async def execute(
         # The plan and its pre-images are on disk before any file changes: fsynced here, or
         # by the applier's own flush before its first change (the disk writer's syncfs).
         edit_id = ctx.history.begin(
-            plan, args, undoes=undoes, diff=diff, sync=not attempt.flushes_state
+            plan,
+            args,
+            undoes=undoes,
+            diff=diff.made,
+            sync=not attempt.flushes_state,
+            diff_later=later,
         )
         try:
-            applied = await attempt.apply(edit_id)
+            applied = await attempt.apply(edit_id, diff.make if later else None)
         except EditError as err:
             # An applier that raised rather than returned its error (a rollback's re-read that
             # failed): the entry begun above records it, once, and is finished.
@@ -84,12 +91,16 @@ async def execute(
             # Not a cancelled request (CancelledError): an editor may still apply what it was
             # sent, so that entry stays pending for what the files show later.
             settled = unexpected(ctx, attempt, plan, exc)
+            if later:
+                ctx.history.set_diff(edit_id, diff.text())
             ctx.history.finish(
                 edit_id, str(settled.code), error=settled, committed=settled.committed
             )
             raise
     finally:
         attempt.abort()  # a no-op once committed
+    if later:
+        ctx.history.set_diff(edit_id, diff.text())
     if applied.error is not None:
         error = applied.error
         error.details["editId"] = edit_id
@@ -108,7 +119,25 @@ async def execute(
             ctx.session.forget(c.path)
         ctx.session.saw(c.target_path, version, c.new_sha256, opened)
     ctx.history.finish(edit_id, "applied", versions=versions)
-    return await attempt.report(success(edit_id, "applied", changes, versions, diff=diff))
+    return await attempt.report(success(edit_id, "applied", changes, versions, diff=diff.text()))
+
+
+class _Diff:
+    """A plan's whole diff (`plan_diff`), made `now` or by `make` (the applier's `meanwhile`),
+    else when first asked for."""
+
+    def __init__(self, changes: list[FileChange], now: bool) -> None:
+        self.changes = changes
+        self.made: str | None = plan_diff(changes) if now else None
+
+    def make(self) -> None:
+        if self.made is None:
+            self.made = plan_diff(self.changes)
+
+    def text(self) -> str:
+        self.make()
+        assert self.made is not None
+        return self.made
 
 
 def recorded(error: EditError) -> list[dict[str, Any]]:

@@ -205,6 +205,13 @@ class DiskAttempt:
         `syncfs`): the history's `begin` record then is not fsynced on its own (execute.py)."""
         return files.flushes_state(self.plan)
 
+    @property
+    def runs_meanwhile(self) -> bool:
+        """With a `syncfs` to wait for (`flushes_state`): the writer runs `meanwhile` in this
+        thread while another waits on the disk (files.apply_plan). The snapshots are the
+        plan's own disk reads: nothing changes them."""
+        return self.flushes_state
+
     def check_dry_run(self) -> None:
         # The folders' writability, as the apply checks it: a dry run and the apply refuse
         # alike (a read-only mount, an immutable folder).
@@ -213,12 +220,14 @@ class DiskAttempt:
     async def prepare(self) -> recovery.Recovery | None:
         return None  # `open` rolled back what was interrupted, under the lock still held
 
-    async def apply(self, edit_id: int) -> Applied:
+    async def apply(self, edit_id: int, meanwhile: Callable[[], None] | None = None) -> Applied:
         try:
             # The history stored the pre-images already (`begin`): the writer's apply journal
             # names that blob instead of holding a second copy.
             pack = self.history.pack_of(edit_id)
-            self.recovered += files.apply_plan(self.root, self.plan, locked=self.sdir, pack=pack)
+            self.recovered += files.apply_plan(
+                self.root, self.plan, locked=self.sdir, meanwhile=meanwhile, pack=pack
+            )
         except EditError as err:  # rolled back by the writer itself, or PARTIAL saying what
             return Applied(err)
         except BaseException:

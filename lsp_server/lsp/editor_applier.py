@@ -37,6 +37,8 @@ from lsp_server.lsp.apply import (
 from lsp_server.lsp.diagnostics import publish_after_edit
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from lsp_server.lsp.server import AgentEditServer
 
 log = logging.getLogger(__name__)
@@ -57,6 +59,8 @@ class EditorAttempt:
 
     # The editor's buffers change before any disk flush: the history's begin record is fsynced.
     flushes_state = False
+    # The diff is made from the lent line lists before anything awaits the editor (execute.py).
+    runs_meanwhile = False
 
     def __init__(self, server: AgentEditServer, plan: Plan, where: dict[str, Resolved]) -> None:
         self.server = server
@@ -109,7 +113,7 @@ class EditorAttempt:
         if self.disk is not None:
             self.disk.abort()  # a no-op once committed or aborted
 
-    async def apply(self, edit_id: int) -> Applied:
+    async def apply(self, edit_id: int, meanwhile: Callable[[], None] | None = None) -> Applied:
         if self.disk is not None:
             outcome = await self._apply_mixed(self.disk)
         else:

@@ -117,8 +117,8 @@ class LandsThenRaises:
     def __init__(self, inner: Any) -> None:
         self.inner = inner
 
-    async def apply(self, edit_id: int) -> Any:
-        await self.inner.apply(edit_id)
+    async def apply(self, edit_id: int, meanwhile: Any = None) -> Any:
+        await self.inner.apply(edit_id, meanwhile)
         raise OSError(errno.EIO, "Input/output error (injected)")
 
     def __getattr__(self, name: str) -> Any:

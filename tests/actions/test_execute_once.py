@@ -23,7 +23,7 @@ class Raising:
         self.inner = inner
         self.exc = exc
 
-    async def apply(self, edit_id: int) -> Any:
+    async def apply(self, edit_id: int, meanwhile: Any = None) -> Any:
         raise self.exc
 
     def __getattr__(self, name: str) -> Any:

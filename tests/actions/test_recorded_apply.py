@@ -227,6 +227,78 @@ def test_the_entry_diff_is_the_results_diff(tmp_path: Path) -> None:
     assert entry.diff == result["diff"] and "+changed_19 = 1\n" in entry.diff
 
 
+def test_the_diff_is_made_while_the_writer_waits_on_the_disk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a `syncfs` to wait for (16 files or more), the plan's diff is made after the
+    history's `begin`, while the writer flushes, before the first rename; the entry and the
+    result still have the same diff."""
+    from lsp_server.actions import execute
+    from lsp_server.engine.history import recording
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    _old, patch = make_tree(ws)
+    events: list[str] = []
+    begin, diff, flush = recording.History.begin, execute.plan_diff, files._Flusher.flush
+    replace = files.PreparedApply._replace
+
+    def begun(self: Any, *args: Any, **kwargs: Any) -> int:
+        got = begin(self, *args, **kwargs)
+        events.append("begun")
+        return got
+
+    def diffed(*args: Any, **kwargs: Any) -> str:
+        events.append("diff")
+        return diff(*args, **kwargs)
+
+    def flushed(self: Any, *args: Any, **kwargs: Any) -> None:
+        events.append("flush")
+        flush(self, *args, **kwargs)
+
+    def renamed(self: Any, step: Any) -> None:
+        if "rename" not in events:
+            events.append("rename")
+        replace(self, step)
+
+    monkeypatch.setattr(recording.History, "begin", begun)
+    monkeypatch.setattr(execute, "plan_diff", diffed)
+    monkeypatch.setattr(files._Flusher, "flush", flushed)
+    monkeypatch.setattr(files.PreparedApply, "_replace", renamed)
+    result = run(ws, "applyPatch", {"patch": patch})
+    assert result["ok"], result
+    assert events.count("diff") == 1, events
+    assert events.index("begun") < events.index("diff") < events.index("rename"), events
+    assert events.index("flush") < events.index("rename"), events
+    entry = open_history(str(ws)).entry(result["editId"])
+    assert entry.diff == result["diff"] and "+changed_19 = 1\n" in entry.diff
+
+
+def test_a_stale_apply_keeps_its_entry_and_result_as_before(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file changed between the plan and the writer's check: refused STALE before any
+    flush (the diff was never made meanwhile); the entry is finished as refused."""
+    from lsp_server.engine.history import recording
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    old, patch = make_tree(ws)
+    begin = recording.History.begin
+
+    def begun(self: Any, *args: Any, **kwargs: Any) -> int:
+        got = begin(self, *args, **kwargs)
+        (ws / "pkg/m7.py").write_bytes(b"typed by the user\n")
+        return got
+
+    monkeypatch.setattr(recording.History, "begin", begun)
+    result = run(ws, "applyPatch", {"patch": patch})
+    assert not result["ok"] and result["code"] == "STALE", result
+    assert tree(ws) == {**old, "pkg/m7.py": b"typed by the user\n"}
+    entry = open_history(str(ws)).entry(result["details"]["editId"])
+    assert entry.finished and entry.outcome == "STALE" and not entry.diff
+
+
 def test_a_record_with_a_pack_and_a_blob_reads_back_whole(tmp_path: Path) -> None:
     """The pack names no markers, a big added file's text is a `$blob` marker: both read
     back (the marker walk is skipped only for a line without markers)."""

@@ -225,14 +225,17 @@ class History(Replay):
         action: str | None = None,
         diff: str | None = None,
         sync: bool = True,
+        diff_later: bool = False,
     ) -> int:
         """Journal `plan` with its pre-images (fsynced) before it is sent; returns the entry id.
 
         `diff`: the plan's whole diff (`diffing.plan_diff`) when the caller made it already; it
         is the entry's diff if all of the plan lands (another outcome's is made from the change
-        records then). `sync=False`: the caller makes the state folder's file system durable
-        before any file changes (the disk writer's `syncfs`, `files.flushes_state`), so the
-        record is not fsynced twice. The baselines of a disk plan go to one blob, which the
+        records then). `diff_later`: the caller gives that diff with `set_diff` before it
+        finishes the entry (made while the disk writer waits on the disk, actions/execute.py).
+        `sync=False`: the caller makes the state folder's file system durable before any file
+        changes (the disk writer's `syncfs`, `files.flushes_state`), so the record is not
+        fsynced twice. The baselines of a disk plan go to one blob, which the
         disk writer's apply journal can name too (`pack_of`).
         """
         writer = self._take_early(plan) or _PackWriter.start(
@@ -242,7 +245,8 @@ class History(Replay):
             records = [record_change(c) for c in plan.changes]
             # Not every file's diff when the caller has the whole one: a 1,000-file plan's diffs
             # cost ~40 ms, and past ENTRY_DIFF_CAP they are only cut to one line each anyway.
-            diffs = {} if diff is not None else {c.path: file_diff(c) for c in plan.changes}
+            later = diff is not None or diff_later
+            diffs = {} if later else {c.path: file_diff(c) for c in plan.changes}
             return self._begin(plan, args, undoes, action, records, diffs, diff, sync, writer)
         except OSError as exc:
             # Without the pre-images on disk a crash could not be undone: do not send the plan.
@@ -256,6 +260,12 @@ class History(Replay):
         finally:
             if writer is not None:
                 writer.close()  # not taken (an error, or other paths packed): its file goes
+
+    def set_diff(self, entry_id: int, diff: str) -> None:
+        """The whole diff of the plan begun as `entry_id` with `diff_later` (see `begin`)."""
+        entry = self._entries.get(entry_id)
+        if entry is not None and not entry.finished:
+            entry._plan_diff = diff
 
     def prestage(self, path: str, data: bytes) -> None:
         """Start writing `data`, the bytes of `path` as just read from disk, as the pack of a
