@@ -147,6 +147,7 @@ class Blobs:
         hashed and written (with `sync`, fsynced) under their temporary name. `commit` names
         it under the journal's lock; until then a compaction's clean-up may remove it, which
         `commit` then says (OSError). `discard` removes one that is not wanted."""
+        parts = _in_groups(parts)
         digest = sha256()
         for part in parts:
             digest.update(part)
@@ -273,6 +274,37 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 _IOV_MAX = 1024  # Linux and macOS; what one writev may take
+
+
+# `stage` runs in a thread (history/recording.py `_PackWriter`) while the calling thread runs
+# Python: each hash update of a part (and each write) lets go of the GIL and needs it back,
+# which the thread gets only once the switch interval has passed. A pack's many small parts
+# (1,000 pre-images of a few KB) are joined into groups of about this size first: a few such
+# waits instead of one a part, for one copy of the small parts (a large part stays as it is).
+_GROUP_BYTES = 1 << 20
+
+
+def _in_groups(parts: Sequence[bytes]) -> list[bytes]:
+    """`parts` with consecutive parts under _GROUP_BYTES joined into groups of about that
+    size: the same bytes, in the same order, in a few pieces."""
+    out: list[bytes] = []
+    run: list[bytes] = []
+    size = 0
+    for part in parts:
+        if len(part) >= _GROUP_BYTES:
+            if run:
+                out.append(b"".join(run))
+                run, size = [], 0
+            out.append(part)
+            continue
+        run.append(part)
+        size += len(part)
+        if size >= _GROUP_BYTES:
+            out.append(b"".join(run))
+            run, size = [], 0
+    if run:
+        out.append(run[0] if len(run) == 1 else b"".join(run))
+    return out
 
 
 def _write_parts(fd: int, parts: Sequence[bytes]) -> None:

@@ -606,8 +606,6 @@ class History(Replay):
     iter_diff_text = rendering.iter_diff_text
 
 
-# At most this many pre-images in a pack `_PackWriter` writes in a thread (see there).
-THREADED_PARTS_MAX = 4
 # From this many bytes a file read for a plan has its pack written ahead (`History.prestage`):
 # below, writing the pack in `begin` is a few milliseconds that a thread's start barely hides.
 PRESTAGE_MIN = 1 << 20
@@ -625,10 +623,11 @@ class _PackWriter:
     writes the pack itself as before, and `close` removes the staged file. The pack is durable
     before the record naming it is appended, as before.
 
-    Only for a pack of a few files (THREADED_PARTS_MAX): the thread needs the GIL back after
-    each file's hash and write, and while `begin` runs Python it gets it only every switch
-    interval (5 ms), so the 1,000 parts of a 1,000-file pack would be hashed at the join,
-    not meanwhile. For bench_patch's 100k-line file
+    The thread needs the GIL back after each hash and write, and while `begin` runs Python
+    it gets it only once the switch interval has passed: `Blobs.stage` joins many small
+    pre-images into a few groups first (a 1,000-file pack: a few waits, not 1,000; until
+    then such packs were written by `_pack`, in the calling thread). For bench_patch's
+    100k-line file
     (one 4.5 MB part; one file, so `sync`: the pack is fsynced here), `begin`'s CPU in the
     calling thread (time.thread_time, best of 3 rounds of 5, against the commit before this
     one) 14.7 -> 7.6 ms: the hash, the write and the fsync's wait overlap the change records,
@@ -660,7 +659,7 @@ class _PackWriter:
         if journal is None:
             return None
         parts = _unpacked_preimages(plan, tracked)
-        if len(parts) > THREADED_PARTS_MAX or sum(map(len, parts)) < PACK_MIN:
+        if sum(map(len, parts)) < PACK_MIN:
             return None
         return cls(journal.blobs, parts, sync)
 
