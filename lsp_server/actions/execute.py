@@ -135,7 +135,13 @@ class _Diff:
             self.made = plan_diff(self.changes)
 
     def text(self) -> str:
-        self.make()
+        """The diff; asked for once the files may have changed, so never an exception (a bug
+        in the diff must not turn an edit that landed into an error): a comment line then,
+        as a cut diff has one."""
+        try:
+            self.make()
+        except Exception as exc:  # noqa: BLE001 - reported in the diff itself
+            self.made = f"# diff unavailable: {type(exc).__name__}: {exc}\n"
         assert self.made is not None
         return self.made
 

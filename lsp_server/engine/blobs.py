@@ -279,19 +279,22 @@ _IOV_MAX = 1024  # Linux and macOS; what one writev may take
 # `stage` runs in a thread (history/recording.py `_PackWriter`) while the calling thread runs
 # Python: each hash update of a part (and each write) lets go of the GIL and needs it back,
 # which the thread gets only once the switch interval has passed. A pack's many small parts
-# (1,000 pre-images of a few KB) are joined into groups of about this size first: a few such
-# waits instead of one a part, for one copy of the small parts (a large part stays as it is).
+# (1,000 pre-images of a few KB) are joined into groups of about _GROUP_BYTES first: a few
+# such waits instead of one a part. Only parts under _JOINED_UNDER are copied so (at most
+# that much a part of extra memory); a larger one stays as it is, its hash long enough that
+# one wait is a small share of it.
 _GROUP_BYTES = 1 << 20
+_JOINED_UNDER = 64 * 1024
 
 
 def _in_groups(parts: Sequence[bytes]) -> list[bytes]:
-    """`parts` with consecutive parts under _GROUP_BYTES joined into groups of about that
-    size: the same bytes, in the same order, in a few pieces."""
+    """`parts` with consecutive small parts (under _JOINED_UNDER) joined into groups of about
+    _GROUP_BYTES: the same bytes, in the same order, in fewer pieces."""
     out: list[bytes] = []
     run: list[bytes] = []
     size = 0
     for part in parts:
-        if len(part) >= _GROUP_BYTES:
+        if len(part) >= _JOINED_UNDER:
             if run:
                 out.append(b"".join(run))
                 run, size = [], 0

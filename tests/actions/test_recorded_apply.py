@@ -274,6 +274,29 @@ def test_the_diff_is_made_while_the_writer_waits_on_the_disk(
     assert entry.diff == result["diff"] and "+changed_19 = 1\n" in entry.diff
 
 
+def test_a_diff_that_fails_after_the_files_changed_is_not_an_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The diff made while the writer waits raises (a bug): the files landed, so the result
+    is the success it is, its diff saying it is unavailable, and the entry is finished."""
+    from lsp_server.actions import execute
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    _old, patch = make_tree(ws)
+
+    def broken(*args: Any, **kwargs: Any) -> str:
+        raise ValueError("a bug in the diff")
+
+    monkeypatch.setattr(execute, "plan_diff", broken)
+    result = run(ws, "applyPatch", {"patch": patch})
+    assert result["ok"], result
+    assert result["diff"] == "# diff unavailable: ValueError: a bug in the diff\n"
+    assert (ws / "pkg/m19.py").read_text().count("changed_19 = 1") == 1
+    entry = open_history(str(ws)).entry(result["editId"])
+    assert entry.finished and entry.outcome == "applied", entry
+
+
 def test_a_stale_apply_keeps_its_entry_and_result_as_before(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
