@@ -35,7 +35,12 @@ chunks (46k patch lines):
 
 - `bench/bench_ab.py --rounds 9 main WORKTREE`: 1021 -> 1010 ms wall (medians), per-round ratio
   median 0.993 (0.85-1.16); CPU 833 -> 867 ms (the child's included). `--workload big` (one
-  section: never forks): ratio 1.049, where an A/A run of one revision gives 0.96-1.00.
+  section: never forks): ratio 1.049, where an A/A run of one revision gives 0.96-1.00. (Part
+  of that was real: the context suspended `History.prestage` for the whole of this module's
+  planning, so the big file's pack was no longer written while it was planned. Only the reads
+  before the fork suspend it now, `before_fork`: `bench_ab.py --rounds 11 --workload big`
+  94433f1 -> 3e62629, 200 -> 195 ms wall, and 173 ms once the pack's thread gets the GIL
+  back sooner, startup.quick_thread_handoffs.)
 - The planning alone (`HeadlessContext.plan_patch` timed in the CLI process, split against in
   order, same code, 9 alternating runs): 253 -> 216 ms (ratio 0.84); the whole process 1.00.
   Two reasons the gain does not reach the wall: other jobs leave little of a second core, and
