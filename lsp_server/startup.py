@@ -343,7 +343,9 @@ def quick_thread_handoffs(interval_s: float = 0.0005) -> Iterator[None]:
     try:
         yield
     finally:
-        sys.setswitchinterval(was)
+        # Kept in whole microseconds: one set under 1 us reads back as 0.0, which the setter
+        # refuses; any positive value under 1 us puts back the same (0 us).
+        sys.setswitchinterval(was or 1e-9)
 
 
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:

@@ -195,7 +195,8 @@ def test_finding_low_sub_microsecond_switch_interval_makes_main_raise_and_not_re
     (sys.setswitchinterval(1e-7) is accepted; getswitchinterval() then says 0.0) gets a
     ValueError from `cli.main` instead of its exit code, and the interval is left at 0.5 ms:
     quick_thread_handoffs restores with sys.setswitchinterval(0.0), which Python refuses. The
-    claim "restored after cli.main returns" does not hold for that caller."""
+    claim "restored after cli.main returns" did not hold for that caller. Fixed: the restore
+    puts back a positive value under 1 us (the same 0 us)."""
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "a.txt").write_text("one\n")
@@ -203,7 +204,7 @@ def test_finding_low_sub_microsecond_switch_interval_makes_main_raise_and_not_re
     try:
         sys.setswitchinterval(1e-7)
         before = sys.getswitchinterval()
-        rc = cli.main(["read", "--root", str(ws), "a.txt"])  # raises ValueError today
+        rc = cli.main(["read", "--root", str(ws), "a.txt"])  # raised ValueError before the fix
         assert rc == 0
         assert sys.getswitchinterval() == before
     finally:
@@ -686,7 +687,8 @@ def test_finding_low_medium_no_thread_for_the_pack_writer_escapes_as_runtimeerro
     `History.prestage` does ("no thread to be had: begin writes the pack itself"). At 94433f1
     the same apply was a clean IO_ERROR refusal, recorded, "nothing was changed". (Packs of
     <= 4 files had this defect before; the change extends it to every pack.) Nothing on disk
-    changes either way."""
+    changes either way. Fixed: `_PackWriter.start` gives no writer then, and `_pack` writes
+    the pack in the calling thread, as for a small plan."""
     root = tmp_path / "ws"
     orig = make_tree(root, n=20, lines=150)
 

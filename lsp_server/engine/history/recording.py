@@ -664,7 +664,10 @@ class _PackWriter:
         parts = _unpacked_preimages(plan, tracked)
         if sum(map(len, parts)) < PACK_MIN:
             return None
-        return cls(journal.blobs, parts, sync)
+        try:
+            return cls(journal.blobs, parts, sync)
+        except RuntimeError:
+            return None  # no thread to be had (a process at its limit): `_pack` writes it
 
     def writes(self, parts: Sequence[bytes]) -> bool:
         """Whether this writer writes `parts` (the same bytes objects, in order)."""
