@@ -33,6 +33,15 @@ T0 = time.perf_counter()
 marks = []
 def mark(name):
     marks.append((name, time.perf_counter()))
+# As cli.main starts a headless command: dataclasses with their code cache, lean pathlib
+# (imported here first, `main` would find dataclasses loaded and run without the cache).
+from lsp_server import startup
+if startup.lean_dataclasses():
+    from lsp_server import cli
+    cache = cli._code_cache_path(["apply-patch", "-"])
+    if cache is not None:
+        startup.cache_dataclass_code(cache)
+startup.lean_pathlib()
 from lsp_server import cli
 from lsp_server.engine import files, patching, results
 mark("imports")
