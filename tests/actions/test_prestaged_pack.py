@@ -62,14 +62,12 @@ def leftovers(state: Path) -> list[str]:
     return sorted(p.name for p in state.rglob(f"{BLOB_DIR}/.*.tmp"))
 
 
-def test_the_pack_is_written_while_the_plan_is_made(
-    tmp_path: Path, state: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    ws = tmp_path / "ws"
-    old = big_tree(ws)
+def watch_pack_writes(monkeypatch: pytest.MonkeyPatch, owner: Any, planner: str) -> list[str]:
+    """Events in order: "writer" (a `_PackWriter` made), "planned" (`owner.planner` returned),
+    "put N" (a pack of N bytes written by `begin` itself)."""
     events: list[str] = []
     made = recording._PackWriter.__init__
-    plan = patching.plan_hunks
+    plan = getattr(owner, planner)
     put = Blobs.put_parts
 
     def writer(self: Any, *args: Any, **kwargs: Any) -> None:
@@ -86,8 +84,17 @@ def test_the_pack_is_written_while_the_plan_is_made(
         return put(self, parts, sync)
 
     monkeypatch.setattr(recording._PackWriter, "__init__", writer)
-    monkeypatch.setattr(patching, "plan_hunks", planned)
+    monkeypatch.setattr(owner, planner, planned)
     monkeypatch.setattr(Blobs, "put_parts", put_parts)
+    return events
+
+
+def test_the_pack_is_written_while_the_plan_is_made(
+    tmp_path: Path, state: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ws = tmp_path / "ws"
+    old = big_tree(ws)
+    events = watch_pack_writes(monkeypatch, patching, "plan_hunks")
     result = run(ws, "applyPatch", {"patch": patch_of(BIG)})
     assert result["ok"], result
     # One writer, made while planning (the snapshot's read), and its pack taken by `begin`:
@@ -122,27 +129,7 @@ def test_the_cli_context_prestages_a_large_patch_planned_in_one_process(
     section = many_chunks(LINES, 6)
     patch = patch_of(section, SMALL) if small_after else patch_of(section)
     assert len(patch) >= headless.SPLIT_PLAN_FROM_CHARS
-    events: list[str] = []
-    made = recording._PackWriter.__init__
-    plan = headless.HeadlessContext.plan_patch
-    put = Blobs.put_parts
-
-    def writer(self: Any, *args: Any, **kwargs: Any) -> None:
-        events.append("writer")
-        made(self, *args, **kwargs)
-
-    def planned(self: Any, *args: Any, **kwargs: Any) -> Any:
-        got = plan(self, *args, **kwargs)
-        events.append("planned")
-        return got
-
-    def put_parts(self: Blobs, parts: Any, sync: bool = True) -> str:
-        events.append(f"put {sum(map(len, parts))}")
-        return put(self, parts, sync)
-
-    monkeypatch.setattr(recording._PackWriter, "__init__", writer)
-    monkeypatch.setattr(headless.HeadlessContext, "plan_patch", planned)
-    monkeypatch.setattr(Blobs, "put_parts", put_parts)
+    events = watch_pack_writes(monkeypatch, headless.HeadlessContext, "plan_patch")
 
     async def go() -> dict[str, Any]:
         async with headless.open(str(ws), fork_plans=True) as ctx:
