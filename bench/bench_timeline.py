@@ -54,14 +54,19 @@ def wrap(owner, name, label=None):
         mark(label or name)
         return got
     setattr(owner, name, marked)
+from lsp_server.actions import execute
+from lsp_server.engine.history import History
 wrap(files, "recover_locked", "recovery")
 wrap(patching, "parse_patch", "parse")
 wrap(patching, "plan_hunks", "plan")
+wrap(History, "begin", "history-begin")
+wrap(execute, "plan_diff", "diff")  # made during the writer's first flush (16 files or more)
 for name in ("_check_unchanged", "_steps", "_begin"):
     wrap(files, name)
 wrap(files._Flusher, "flush", "flush")
 wrap(files, "_each", "each")
 wrap(results, "success", "result")
+wrap(execute, "success", "result")  # its own name, bound at its import above
 code = cli.main(["apply-patch", "-"])
 mark("end")
 prev, out = T0, []
