@@ -284,12 +284,44 @@ class _Writer:
 
 
 def _dumps(value: Any) -> str:
-    return _ENCODER.encode(value)
+    if _C_ENCODE is None or type(value) is str:
+        return _ENCODER.encode(value)
+    return "".join(_C_ENCODE(value, 0))
 
 
 # What `json.dumps(value, ensure_ascii=False, separators=(",", ":"))` builds on every call, made
 # once: `_dump` encodes a begin record's change records one by one (~2 us a call saved).
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
+def _c_encoder() -> Any:
+    """The C encoder `_ENCODER.encode` makes on every call of an object or a list, made once
+    (~3 us a call: a 1,000-file begin record encodes ~1,000 items one by one, and as many
+    `encoded_object` heads). It is made without the check for circular references, which needs
+    a fresh marker table per call: a record is plain data built by this package, and a cycle
+    in one would end in RecursionError rather than ValueError. None without json's C
+    accelerator (then `_ENCODER.encode`)."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:
+        return None
+    e = _ENCODER
+    try:
+        return make(
+            None,
+            e.default,
+            json.encoder.encode_basestring,
+            e.indent,
+            e.key_separator,
+            e.item_separator,
+            e.sort_keys,
+            e.skipkeys,
+            e.allow_nan,
+        )
+    except TypeError:  # another signature (another Python): the plain path
+        return None
+
+
+_C_ENCODE = _c_encoder()
 
 
 def _dump(record: dict[str, Any], blobs: Blobs | None = None, named: Sequence[str] = ()) -> bytes:
@@ -329,11 +361,51 @@ def _dump(record: dict[str, Any], blobs: Blobs | None = None, named: Sequence[st
 
 def _split(value: Any) -> bool:
     """Whether `value` is a list `_dump_split` encodes item by item: of objects or lists (a begin
-    record's change records, a change record's hunks)."""
+    record's change records, a change record's hunks), or items already `Encoded`."""
     return type(value) is list and bool(value) and all(isinstance(x, _CONTAINERS) for x in value)
 
 
-_CONTAINERS = (dict, list, tuple)  # a tuple's subclass too: a hunk (undo/changes.py) is one
+class Encoded:
+    """An item of a list `_dump_split` encodes, already encoded exactly as it would encode it
+    (`encoded_object`): written as it is. The CLI's split planner encodes the hunks of its
+    change records on two cores while the patch is planned (lsp_server/split_plan.py, the
+    figures there; history/recording.py `prerecord`). Not a `str`: any other encoder that meets
+    one (json's own) raises, rather than writing it as a string."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+# A tuple's subclass too: a hunk (undo/changes.py) is one.
+_CONTAINERS = (dict, list, tuple, Encoded)
+
+
+def encode_items(items: Sequence[Any]) -> str | None:
+    """The list `items` (a change record's hunks) as `_member` encodes it, or None when it
+    would look into an item (one encoded in BLOB_MIN characters or more)."""
+    text = _dumps(items)
+    if len(text) >= BLOB_MIN and any(len(_dumps(x)) >= BLOB_MIN for x in items):
+        return None
+    return text
+
+
+def encoded_object(value: dict[str, Any], text: str) -> Encoded | None:
+    """`value`, an object whose last member's value is encoded as `text` (`encode_items`), as
+    `_member` encodes it as an item of its list; None when it would look into the rest (a member
+    of BLOB_MIN characters or more) or `value` is no such object. Every string `_dump` moves to a
+    blob is BLOB_MIN characters or more, so neither part holds one: the item's text is the same
+    whether `_member` encodes it whole or member by member (`_wide`, `_large`)."""
+    if not value or type(value) is not dict:
+        return None
+    last = next(reversed(value))
+    # The rest encoded in one call, the last value a 0 that is then cut off.
+    rest = _dumps({**value, last: 0})
+    end = f"{_dumps(last)}:0}}" if type(last) is str else None
+    if end is None or len(rest) >= BLOB_MIN or not rest.endswith(end):
+        return None
+    return Encoded(f"{rest[:-2]}{text}}}")
 
 
 def _dump_split(record: dict[str, Any], blobs: Blobs, used: list[str]) -> bytes:
@@ -358,6 +430,9 @@ def _member(value: Any, blobs: Blobs, used: list[str]) -> str:
     if _split(value):
         items = []
         for item in value:
+            if type(item) is Encoded:
+                items.append(item.text)
+                continue
             if _wide(item):  # encoded to be measured, it would be encoded again: look inside
                 items.append(_large(item, blobs, used))
                 continue

@@ -19,6 +19,7 @@ from lsp_server.engine.undo.changes import (
     MIDDLE_LIMIT,
     ChangeRecord,
     Hunk,
+    change_hunks,
     line_diff,
     record_change,
 )
@@ -67,6 +68,7 @@ __all__ = [
     "CommitState",
     "Hunk",
     "Undoable",
+    "change_hunks",
     "line_diff",
     "plan_rollback",
     "plan_undo",
