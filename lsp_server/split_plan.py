@@ -72,16 +72,13 @@ from contextlib import nullcontext
 from itertools import starmap
 
 from lsp_server.engine.errors import EditError
-from lsp_server.engine.history.recording import Prerecorded
-from lsp_server.engine.journal import encode_items
 from lsp_server.engine.model import FileChange, LineEdit, Plan
 from lsp_server.engine.patching import plan_hunks
-from lsp_server.engine.undo import Hunk, change_hunks
 from lsp_server.engine.v4a import UpdateFile
 
 TYPE_CHECKING = False  # typing's constant without importing typing (lsp_server/startup.py)
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable
     from contextlib import AbstractContextManager
     from typing import Any
 
@@ -91,7 +88,7 @@ if TYPE_CHECKING:
 
 # The share of the sections (by patch line) the child plans: a little over half, as the parent
 # also resolves and reads the child's files before the fork.
-CHILD_SHARE = 0.5
+CHILD_SHARE = 0.55
 # How long the parent waits for the child's answer once its own half is planned, beyond twice
 # what its own half took: a child that takes longer is stuck or starved, and planning its half
 # in order costs about what waiting would.
@@ -111,18 +108,15 @@ def plan_patch(
     patch: str,
     snapshot: Callable[[str], Snapshot],
     before_fork: Callable[[], AbstractContextManager[None]] = nullcontext,
-    prerecord: Callable[[list[Prerecorded]], None] | None = None,
 ) -> Plan:
     """`rule.plan(patch, snapshot)`, its last sections planned in a forked child when that
     gives the same plan; otherwise planned in order. The child's files are read inside
     `before_fork()`: there `snapshot` must start no thread (the headless context's prestaged
-    pack); every other read is an in-order one. `prerecord` (`History.prerecord`) is given
-    the hunks of a joined plan's changes, each half's made by its own process (`_made`)."""
+    pack); every other read is an in-order one."""
     if "\r" in patch or not hasattr(os, "fork") or _threads_running():
         return rule.plan(patch, snapshot)
     try:
-        split = _Split(rule, patch.count("\n"), before_fork, prerecord)
-        return rule.plan(patch, snapshot, split.plan)
+        return rule.plan(patch, snapshot, _Split(rule, patch.count("\n"), before_fork).plan)
     except _InOrder as why:
         _hook("in order", str(why))
     return rule.plan(patch, snapshot)
@@ -155,16 +149,11 @@ class _Split:
     """A hunk planner (`engine.patching.plan_hunks`'s signature) planning on two cores."""
 
     def __init__(
-        self,
-        rule: LinkRule,
-        lines: int,
-        before_fork: Callable[[], AbstractContextManager[None]],
-        prerecord: Callable[[list[Prerecorded]], None] | None = None,
+        self, rule: LinkRule, lines: int, before_fork: Callable[[], AbstractContextManager[None]]
     ) -> None:
         self.rule = rule
         self.lines = lines  # the patch's, to place the cut
         self.before_fork = before_fork  # around the reads made before the fork
-        self.prerecord = prerecord  # given the joined plan's hunks (`History.prerecord`)
 
     def plan(self, hunks: Patch, snap: Callable[[str], Snapshot]) -> Plan:
         k = _cut(hunks, self.lines)
@@ -207,14 +196,10 @@ class _Split:
                 raise _InOrder("the first half was refused") from None
             if not named.isdisjoint(s.path for s in snaps):
                 raise _InOrder("a path named on both sides of the cut")
-            # While the child makes its own half's hunks, as `begin` would make them.
-            ours = _made(first.changes) if self.prerecord is not None else []
             answer = child.answer(PATIENCE_S + 2 * (time.monotonic() - started))
         finally:
             child.close()
-        plan, theirs_made = _join(first, hunks, snaps, answer)
-        if self.prerecord is not None:
-            self.prerecord(ours + theirs_made)
+        plan = _join(first, hunks, snaps, answer)
         _hook("joined", k)
         return plan
 
@@ -333,21 +318,9 @@ def _quiet(mask: Any) -> None:  # pragma: no cover - the child's
     signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
 
-def _made(changes: Sequence[FileChange]) -> list[Prerecorded]:
-    """What `History.begin` would make of `changes` that costs (their hunks, and the hunks as
-    the journal encodes them), made now: by the parent for its half while the child plans, and
-    by the child for its own."""
-    out = []
-    for c in changes:
-        made = change_hunks(c)
-        out.append(Prerecorded(c, made, encode_items(made)))
-    return out
-
-
 # What the child sends, as `marshal` data (exact str, int, tuple, list, dict and None; a str
 # subclass, such as lark's tokens, is refused and the parent then plans in order): per section,
-# its canonical path, its edits as (start, end, new_lines, offsets), its record's hunks (plain
-# tuples of `Hunk`'s fields) and those as the journal encodes them (`_made`); then the lenient
+# its canonical path and its edits as (start, end, new_lines, offsets); then the lenient
 # matches. None: its half was refused. marshal rather than pickle: built in, and it reads back
 # only what our own child wrote.
 def _child_answer(hunks: Patch, snaps: list[Snapshot]) -> Any:  # pragma: no cover - the child's
@@ -357,23 +330,14 @@ def _child_answer(hunks: Patch, snaps: list[Snapshot]) -> Any:  # pragma: no cov
     except EditError:
         return None  # the parent plans in order, to give the refusal in order planning gives
     files = [
-        (
-            c.path,
-            [(e.start, e.end, e.new_lines, e.offsets) for e in c.edits],
-            [tuple(h) for h in m.hunks],
-            m.encoded,
-        )
-        for c, m in zip(plan.changes, _made(plan.changes), strict=True)
+        (c.path, [(e.start, e.end, e.new_lines, e.offsets) for e in c.edits]) for c in plan.changes
     ]
     return files, plan.summary.get("lenient", [])
 
 
-def _join(
-    first: Plan, hunks: Patch, snaps: list[Snapshot], answer: Any
-) -> tuple[Plan, list[Prerecorded]]:
+def _join(first: Plan, hunks: Patch, snaps: list[Snapshot], answer: Any) -> Plan:
     """The plan of the whole patch: the parent's, then the child's sections over `snaps`, with
-    the summary `plan_hunks` makes; and the hunks the child made of its changes. `_InOrder`
-    for an answer that does not fit."""
+    the summary `plan_hunks` makes; `_InOrder` for an answer that does not fit."""
     if answer is None:
         raise _InOrder("the child's half was refused")
     try:
@@ -381,16 +345,11 @@ def _join(
         if len(files) != len(snaps):
             raise _InOrder("the child planned another number of sections")
         changes = list(first.changes)
-        made = []
-        for s, (path, edits, their_hunks, encoded) in zip(snaps, files, strict=True):
+        for s, (path, edits) in zip(snaps, files, strict=True):
             if path != s.path:
                 raise _InOrder("the child planned another file")
-            if encoded is not None and type(encoded) is not str:
-                raise _InOrder("the child's answer is malformed")
-            # marshal gives back tuples as tuples: each item is LineEdit's (Hunk's) arguments.
-            change = FileChange("update", s, tuple(starmap(LineEdit, edits)))
-            changes.append(change)
-            made.append(Prerecorded(change, tuple(map(Hunk._make, their_hunks)), encoded))
+            # marshal gives back tuples as tuples: each item is LineEdit's own arguments.
+            changes.append(FileChange("update", s, tuple(starmap(LineEdit, edits))))
         mine: Any = first.summary.get("lenient", ())
         lenient = [*mine, *lenient]
     except (TypeError, ValueError):
@@ -403,4 +362,4 @@ def _join(
         summary["lenient"] = lenient
     if "combined" in first.summary:
         summary["combined"] = first.summary["combined"]
-    return Plan(first.action, tuple(changes), summary), made
+    return Plan(first.action, tuple(changes), summary)

@@ -135,9 +135,7 @@ class HeadlessContext:
         if self.fork_plans and len(patch) >= SPLIT_PLAN_FROM_CHARS:
             from lsp_server import split_plan  # a large patch's only
 
-            return split_plan.plan_patch(
-                self.links, patch, snapshot, self._without_prestage, self.history.prerecord
-            )
+            return split_plan.plan_patch(self.links, patch, snapshot, self._without_prestage)
         return self.links.plan(patch, snapshot)
 
     @contextmanager

@@ -143,61 +143,13 @@ def test_a_change_of_many_hunks_is_the_walked_one(some: list[Any], at: int, othe
     assert now.puts == before.puts
 
 
-def _pre_encoded(change: Any) -> Any:
-    """`change` with its last member's list encoded ahead (what the CLI's split planner gives
-    `History.begin`), or `change` itself where that cannot be done exactly."""
-    if type(change) is not dict or not change:
-        return change
-    last = next(reversed(change.values()))
-    if type(last) is not list:
-        return change
-    text = journal.encode_items(last)
-    if text is None:
-        return change
-    return journal.encoded_object(change, text) or change
+@settings(max_examples=200, deadline=None)
+@given(_value)
+def test_the_reused_c_encoder_writes_what_json_dumps_writes(value: Any) -> None:
+    """`_dumps` with one C encoder made once (no table of markers per call) is json.dumps."""
+    import json
 
-
-@settings(max_examples=300, deadline=None)
-@given(
-    st.lists(
-        st.dictionaries(st.sampled_from(["path", "change", "lines"]), _value, max_size=3).flatmap(
-            lambda head: st.builds(
-                lambda hunks: {**head, "hunks": hunks},
-                st.lists(st.lists(_value, max_size=7), max_size=70),
-            )
-        ),
-        min_size=1,
-        max_size=4,
-    ),
-    st.sampled_from([(), ("f" * 64,)]),
-)
-def test_changes_encoded_ahead_give_the_line_and_the_blobs_of_the_plain_ones(
-    changes: list[Any], named: tuple[str, ...]
-) -> None:
-    """A begin record whose change records were encoded ahead (`journal.Encoded`) is written as
-    the same line, with the same blobs, as the record of plain objects: also a change of more
-    than BLOB_MIN characters, of many hunks (`_wide`), or with a hunk or a member of BLOB_MIN
-    characters or more (not encoded ahead then)."""
-    plain = {"t": "begin", "id": 1, "changes": changes}
-    ahead = {"t": "begin", "id": 1, "changes": [_pre_encoded(c) for c in changes]}
-    before, now = FakeBlobs(), FakeBlobs()
-    assert _dump(ahead, now, named) == _dump_before(plain, before, named)  # type: ignore[arg-type]
-    assert now.puts == before.puts
-
-
-def test_a_large_change_of_small_hunks_is_encoded_ahead_and_one_of_a_huge_line_is_not() -> None:
-    small = [[i, i + 1, i, ["a\n"], ["b\n"], ["c\n"] * 3, ["d\n"] * 3] for i in range(2000)]
-    assert len(_dumps(small)) >= BLOB_MIN
-    assert journal.encode_items(small) == _dumps(small)
-    assert journal.encode_items([*small, [1, 2, 1, ["x" * BLOB_MIN], [], [], []]]) is None
-    assert journal.encoded_object({"path": "p" * BLOB_MIN, "hunks": []}, "[]") is None
-
-
-def test_an_encoded_item_anywhere_else_is_refused_not_written_as_a_string() -> None:
-    import pytest
-
-    item = journal.Encoded('{"path":"a.py"}')
-    with pytest.raises(TypeError):
-        _dump({"t": "begin", "diff": item})
-    with pytest.raises(TypeError):
-        _dump({"t": "begin", "changes": [item]})  # no blobs: the one-call path
+    assert _dumps(value) == json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    assert _dumps([value, {"k": value}]) == json.dumps(
+        [value, {"k": value}], ensure_ascii=False, separators=(",", ":")
+    )

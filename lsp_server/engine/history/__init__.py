@@ -42,7 +42,7 @@ from lsp_server.engine.history.entries import (
     summarize_args,
 )
 from lsp_server.engine.history.netdiff import MAX_SPANS, NetIndex, compose, map_spans
-from lsp_server.engine.history.recording import History, Prerecorded, open_history
+from lsp_server.engine.history.recording import History, open_history
 from lsp_server.engine.history.rendering import (
     ENTRY_FILES,
     LIVE_CHANGED,
@@ -67,7 +67,6 @@ __all__ = [
     "PREIMAGE_BUDGET",
     "Entry",
     "History",
-    "Prerecorded",
     "Iterator_",
     "Live",
     "NetIndex",

@@ -52,7 +52,7 @@ from __future__ import annotations
 
 import _thread
 import os
-from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Container, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
 from lsp_server.engine import errors, state
@@ -73,10 +73,10 @@ from lsp_server.engine.history.entries import (
 )
 from lsp_server.engine.history.netdiff import edits_json
 from lsp_server.engine.history.replay import Replay
-from lsp_server.engine.journal import BLOB_MIN, Encoded, Journal, encoded_object
-from lsp_server.engine.model import FileChange, Plan
+from lsp_server.engine.journal import BLOB_MIN, Journal
+from lsp_server.engine.model import Plan
 from lsp_server.engine.text import Snapshot
-from lsp_server.engine.undo import ChangeRecord, Hunk, line_diff, record_change
+from lsp_server.engine.undo import ChangeRecord, line_diff, record_change
 
 TYPE_CHECKING = False  # typing's constant without importing typing (lsp_server/startup.py)
 if TYPE_CHECKING:
@@ -127,8 +127,6 @@ class History(Replay):
         self._own: set[int] = set()
         self._packs: dict[int, Pack] = {}  # begun entries' baseline blobs (`pack_of`)
         self._early: _PackWriter | None = None  # a pack written ahead of its plan (`prestage`)
-        # Hunks made ahead of `begin`, by the identity of their file change (`prerecord`).
-        self._made: dict[int, Prerecorded] = {}
         self.listeners: list[Callable[[Entry], None]] = []
         # Set when the journal could not be written: the history then lives in memory only.
         self.journal_error: str | None = None
@@ -243,17 +241,13 @@ class History(Replay):
         writer = self._take_early(plan) or _PackWriter.start(
             self.journal, plan, sync, self._by_path
         )
-        made, self._made = self._made, {}
         try:
-            records = [_record(c, made.get(id(c))) for c in plan.changes]
+            records = [record_change(c) for c in plan.changes]
             # Not every file's diff when the caller has the whole one: a 1,000-file plan's diffs
             # cost ~40 ms, and past ENTRY_DIFF_CAP they are only cut to one line each anyway.
             later = diff is not None or diff_later
             diffs = {} if later else {c.path: file_diff(c) for c in plan.changes}
-            encoded = [_encoded(c, made.get(id(c))) for c in plan.changes] if made else None
-            return self._begin(
-                plan, args, undoes, action, records, diffs, diff, sync, writer, encoded
-            )
+            return self._begin(plan, args, undoes, action, records, diffs, diff, sync, writer)
         except OSError as exc:
             # Without the pre-images on disk a crash could not be undone: do not send the plan.
             self.journal_error = f"writing the journal failed: {exc}"
@@ -266,13 +260,6 @@ class History(Replay):
         finally:
             if writer is not None:
                 writer.close()  # not taken (an error, or other paths packed): its file goes
-
-    def prerecord(self, made: Iterable[Prerecorded]) -> None:
-        """Hunks made ahead of the next `begin` (lsp_server/split_plan.py makes them on two
-        cores while it plans): `begin` uses those of the very file changes it journals (by
-        identity), and makes the others itself. The next `begin` forgets them all, used or not;
-        so does `drop_prestaged`."""
-        self._made = {id(m.change): m for m in made}
 
     def set_diff(self, entry_id: int, diff: str) -> None:
         """The whole diff of the plan begun as `entry_id` with `diff_later` (see `begin`)."""
@@ -302,7 +289,6 @@ class History(Replay):
     def drop_prestaged(self) -> None:
         """Remove a prestaged pack that no `begin` took (a dry run, a refusal), once its
         thread is done: call it before the process ends or the history is put away."""
-        self._made = {}
         early, self._early = self._early, None
         if early is not None:
             early.close()
@@ -330,9 +316,7 @@ class History(Replay):
         diff: str | None,
         sync: bool,
         writer: _PackWriter | None = None,
-        encoded: Sequence[str | None] | None = None,
     ) -> int:
-        """`encoded`: per change, its hunks as the journal encodes them, when made ahead."""
         with self._txn(apply=False) as write:
             user, baselines = self._prepare(plan)
             entry_id = self._next_id
@@ -349,11 +333,6 @@ class History(Replay):
             )
             pack = self._pack(plan, baselines, sync, writer)
             rec = self._begin_json(e)
-            if encoded is not None and self.journal is not None:
-                rec["changes"] = [
-                    _with_hunks(item, text)
-                    for item, text in zip(rec["changes"], encoded, strict=True)
-                ]
             if pack is not None:
                 rec["baselines"] = packed(baselines, pack)
                 rec["pack"] = e.pack = pack.sha
@@ -737,40 +716,6 @@ def _unpacked_preimages(plan: Plan, tracked: Container[str]) -> list[bytes]:
         for c in plan.changes
         if c.before.disk is not None and c.before.link is None and c.path not in tracked
     ]
-
-
-class Prerecorded:
-    """The hunks of one planned file change, made ahead of `History.begin` (`prerecord`):
-    `change_hunks(change)`, and `encoded`, those hunks as the journal encodes them
-    (`journal.encode_items`), or None to leave that to `begin`."""
-
-    __slots__ = ("change", "encoded", "hunks")
-
-    def __init__(self, change: FileChange, hunks: tuple[Hunk, ...], encoded: str | None) -> None:
-        self.change = change
-        self.hunks = hunks
-        self.encoded = encoded
-
-
-def _record(c: FileChange, made: Prerecorded | None) -> ChangeRecord:
-    """`record_change(c)`, with the hunks made ahead for this very change."""
-    if made is None or made.change is not c:
-        return record_change(c)
-    return record_change(c, hunks_made=made.hunks)
-
-
-def _encoded(c: FileChange, made: Prerecorded | None) -> str | None:
-    if made is None or made.change is not c:
-        return None
-    return made.encoded
-
-
-def _with_hunks(item: dict[str, Any], encoded: str | None) -> dict[str, Any] | Encoded:
-    """A change record's JSON object with its hunks already encoded, when they are its last
-    member (an update's or a move's; `ChangeRecord.to_json`)."""
-    if encoded is None or next(reversed(item)) != "hunks":
-        return item
-    return encoded_object(item, encoded) or item
 
 
 def open_history(workspace: str | os.PathLike[str], **kwargs: Any) -> History:

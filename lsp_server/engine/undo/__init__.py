@@ -19,7 +19,6 @@ from lsp_server.engine.undo.changes import (
     MIDDLE_LIMIT,
     ChangeRecord,
     Hunk,
-    change_hunks,
     line_diff,
     record_change,
 )
@@ -68,7 +67,6 @@ __all__ = [
     "CommitState",
     "Hunk",
     "Undoable",
-    "change_hunks",
     "line_diff",
     "plan_rollback",
     "plan_undo",

@@ -248,14 +248,10 @@ def _record_hunks(
     return tuple(out)
 
 
-def record_change(
-    fc: FileChange, *, hashes: bool = False, hunks_made: tuple[Hunk, ...] | None = None
-) -> ChangeRecord:
+def record_change(fc: FileChange, *, hashes: bool = False) -> ChangeRecord:
     """The reversible record of one planned file change (computed before it is sent).
 
-    Content hashes are included when already known, or always with `hashes`. `hunks_made`: the
-    hunks `change_hunks(fc)` gave for this very change (made earlier, or by another process
-    from the same snapshot and edits: lsp_server/split_plan.py), not made again.
+    Content hashes are included when already known, or always with `hashes`.
     """
     before = fc.before
     before_sha = (before.sha256 if hashes else before.sha256_if_known()) if before.exists else None
@@ -268,8 +264,13 @@ def record_change(
         after_text = fc.new_text
     elif fc.change == "delete":
         before_text = fc.before.text
+    elif fc.new_text_override is not None:
+        one = minimal_edit(fc.before.lines, fc.new_lines)
+        hunks = _record_hunks(fc.before.lines, fc.new_lines, [one] if one else [])
     else:
-        hunks = change_hunks(fc) if hunks_made is None else hunks_made
+        # Only the lines around the edits are read: no need to build the whole new file.
+        lines = fc.before.lines
+        hunks = _record_hunks(lines, EditedLines(lines, fc.edits), fc.edits)
     return ChangeRecord(
         fc.path,
         fc.change,
@@ -283,18 +284,6 @@ def record_change(
         before_text,
         after_text,
     )
-
-
-def change_hunks(fc: FileChange) -> tuple[Hunk, ...]:
-    """The hunks of `record_change(fc)` for an update or a move (the other changes have none)."""
-    if fc.change in ("add", "delete"):
-        return ()
-    if fc.new_text_override is not None:
-        one = minimal_edit(fc.before.lines, fc.new_lines)
-        return _record_hunks(fc.before.lines, fc.new_lines, [one] if one else [])
-    # Only the lines around the edits are read: no need to build the whole new file.
-    lines = fc.before.lines
-    return _record_hunks(lines, EditedLines(lines, fc.edits), fc.edits)
 
 
 def matches(lines: Sequence[str], p: int, want: Sequence[str]) -> bool:
