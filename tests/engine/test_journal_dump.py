@@ -4,6 +4,7 @@ the previous way, which encoded the record to measure it, walked it, and encoded
 from __future__ import annotations
 
 import hashlib
+import json
 from typing import Any
 
 from hypothesis import given, settings
@@ -147,8 +148,6 @@ def test_a_change_of_many_hunks_is_the_walked_one(some: list[Any], at: int, othe
 @given(_value)
 def test_the_reused_c_encoder_writes_what_json_dumps_writes(value: Any) -> None:
     """`_dumps` with one C encoder made once (no table of markers per call) is json.dumps."""
-    import json
-
     assert _dumps(value) == json.dumps(value, ensure_ascii=False, separators=(",", ":"))
     assert _dumps([value, {"k": value}]) == json.dumps(
         [value, {"k": value}], ensure_ascii=False, separators=(",", ":")
