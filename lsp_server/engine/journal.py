@@ -16,10 +16,11 @@ the new file by its inode and read it again from the start.
 Values too large for a line (a file's text, a long run of a hunk's lines: BLOB_MIN characters
 or more) live in content-addressed blob files beside the journal (`Blobs`, blobs.py), each written
 and fsynced before the record naming them is appended; a compaction that keeps one does not write it
-again, runs only once a quarter of `max_bytes` was appended since the last one, and removes the
-blobs nothing names any more (a record may name a blob it refers to in its own way, the
-history's pre-image pack: `append(named=...)`; the blob an interrupted disk apply's journal
-names is kept too, and so is the one a journal set aside for a human names). A line that
+again, runs only once a quarter of `max_bytes` (or of what the last one left, if more) was
+appended since the last one, and removes the blobs nothing names any more (a record may name a
+blob it refers to in its own way, the history's pre-image pack: `append(named=...)`; the blob
+an interrupted disk apply's journal names is kept too, and so is the one a journal set aside for
+a human names). A line that
 cannot be read back (torn, hand-edited, a number no record holds, a blob missing or altered)
 is skipped and counted (`Batch.skipped`).
 
@@ -140,14 +141,19 @@ class Journal:
         return self.path.exists()
 
     def wants_compaction(self) -> bool:
-        """Past `max_bytes`, with a quarter of it appended since the last compaction (one
-        that could not get below `max_bytes` is not redone on every write). The last
-        compaction's size is where its checkpoint line ends (`_checkpoint_end`), so a process
-        that only read the journal knows it too: each CLI run is a new process, and one that
-        took 0 for it rewrote a journal that compaction cannot get below `max_bytes` on every
-        apply (~6 s a run once bench_patch's 1,000-file patch had been applied 8 times)."""
+        """Past `max_bytes`, with a quarter of it appended since the last compaction, or a
+        quarter of what that compaction left when it left more (one that could not get below
+        `max_bytes` is not redone on every write, and rewriting N bytes waits for N/4 new
+        ones: each byte appended costs a bounded rewrite however large the journal stays).
+        The last compaction's size is where its checkpoint line ends (`_checkpoint_end`), so
+        a process that only read the journal knows it too: each CLI run is a new process, and
+        one that took 0 for it rewrote a journal that compaction cannot get below `max_bytes`
+        on every apply (~6 s a run once bench_patch's 1,000-file patch had been applied 8
+        times). With a quarter of `max_bytes` alone, a 46 MB journal was rewritten every
+        second 1,000-file apply, 3.4-4.7 s each (bench/bench_history_seq.py --workload many)."""
         size = self.size()
-        return size > self.max_bytes and size - self.compacted_size >= self.max_bytes // 4
+        wait = max(self.max_bytes, self.compacted_size) // 4
+        return size > self.max_bytes and size - self.compacted_size >= wait
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -329,7 +335,9 @@ def _c_encoder() -> Any:
 _C_ENCODE = _c_encoder()
 
 
-def _dump(record: dict[str, Any], blobs: Blobs | None = None, named: Sequence[str] = ()) -> bytes:
+def _dump(
+    record: dict[str, Any], blobs: Blobs | _SizeOnly | None = None, named: Sequence[str] = ()
+) -> bytes:
     """One record as a journal line; with `blobs`, a record of BLOB_MIN characters or more has
     its large values (a file's text, a long list of lines) moved to blob files first, named in
     the record's `$blobs` (only such a record's markers are ever resolved); so are the blobs
@@ -373,7 +381,7 @@ def _split(value: Any) -> bool:
 _CONTAINERS = (dict, list, tuple)  # a tuple's subclass too: a hunk (undo/changes.py) is one
 
 
-def _dump_split(record: dict[str, Any], blobs: Blobs, used: list[str]) -> bytes:
+def _dump_split(record: dict[str, Any], blobs: Blobs | _SizeOnly, used: list[str]) -> bytes:
     """`_dump` of a record holding a list of objects or lists (`_split`: a begin record's change
     records, a compacted journal's): each item is encoded on its own, and only one whose
     encoding is BLOB_MIN characters or more is looked into (`_large`: its own such lists item
@@ -390,7 +398,7 @@ def _dump_split(record: dict[str, Any], blobs: Blobs, used: list[str]) -> bytes:
     return ("{" + ",".join(parts) + "}\n").encode("utf-8", "surrogatepass")
 
 
-def _member(value: Any, blobs: Blobs, used: list[str]) -> str:
+def _member(value: Any, blobs: Blobs | _SizeOnly, used: list[str]) -> str:
     """One value of an object `_dump_split` encodes, as it encodes it."""
     if _split(value):
         items = []
@@ -418,7 +426,7 @@ def _wide(item: Any) -> bool:
     return type(item) is dict and any(type(v) is list and len(v) >= WIDE_MIN for v in item.values())
 
 
-def _large(value: Any, blobs: Blobs, used: list[str]) -> str:
+def _large(value: Any, blobs: Blobs | _SizeOnly, used: list[str]) -> str:
     """An item of BLOB_MIN characters or more: an object's values one by one (`_member`), any
     other value walked whole (`_externalize`)."""
     if type(value) is dict and all(type(k) is str for k in value):
@@ -428,17 +436,24 @@ def _large(value: Any, blobs: Blobs, used: list[str]) -> str:
 
 
 def line_size(record: dict[str, Any]) -> int:
-    """About how many bytes `record` takes as a journal line (its large values in blobs)."""
-    text = _dumps(record)
-    if len(text) < BLOB_MIN:
-        return len(text)
-    used: list[str] = []
-    return len(_dumps(_externalize(record, _SizeOnly(), used))) + 67 * len(set(used))
+    """About how many bytes `record` takes as a journal line (its large values in blobs): the
+    line `_dump` writes, with stand-in blob ids (nothing written). Compaction sizes every record
+    it keeps this way; measuring by walking each large record whole (`_externalize`) after
+    encoding it once to see whether it was large took ~2 s of every compaction of a 20 MB
+    journal of 1,000-file entries (bench/bench_history_seq.py --workload many)."""
+    return len(_dump(record, _SizeOnly()))
 
 
 class _SizeOnly:
+    """Blobs that keep nothing: a value's id, as `Blobs.put` would name it (64 hex digits),
+    from its hash rather than its sha256 (two values only share an id when they are equal, or
+    by a hash collision that at worst makes a size a little smaller)."""
+
     def put(self, data: bytes) -> str:
-        return "0" * 64
+        return format(hash(data) & _ID_MASK, "064x")
+
+
+_ID_MASK = (1 << 256) - 1
 
 
 def _externalize(value: Any, blobs: Blobs | _SizeOnly, used: list[str]) -> Any:

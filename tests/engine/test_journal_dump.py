@@ -152,3 +152,10 @@ def test_the_reused_c_encoder_writes_what_json_dumps_writes(value: Any) -> None:
     assert _dumps([value, {"k": value}]) == json.dumps(
         [value, {"k": value}], ensure_ascii=False, separators=(",", ":")
     )
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.one_of(_record, _split_record))
+def test_a_line_is_measured_as_long_as_it_is_written(record: dict[str, Any]) -> None:
+    # Compaction keeps or drops records by this size: it is the written line's, blobs and all.
+    assert journal.line_size(record) == len(_dump(record, FakeBlobs()))

@@ -51,3 +51,15 @@ def test_hunks_are_those_read_through_the_new_text() -> None:
         if edits:
             new = EditedLines(old, edits)
             assert changes._record_hunks(old, new, edits) == through_new(old, edits), edits
+
+
+def test_a_record_weighs_every_line_it_keeps_context_included() -> None:
+    # The history's budgets (PREIMAGE_BUDGET) weigh entries by `size`: counting a hunk's old
+    # and new lines alone, a 1,000-file entry of 5 hunks weighed a sixth of what it keeps, and
+    # twenty such entries stayed undoable in a journal compaction could not shrink.
+    from lsp_server.engine.undo.changes import ChangeRecord, Hunk
+
+    hunk = Hunk(3, 4, 3, ("old\n",), ("new!\n",), ("a\n", "bb\n", "ccc\n"), ("dddd\n",))
+    rec = ChangeRecord("f.py", "update", hunks=(hunk, hunk))
+    assert rec.size() == 2 * (4 + 5 + 2 + 3 + 4 + 5)
+    assert ChangeRecord("g.py", "delete", before_text="xyz").size() == 3

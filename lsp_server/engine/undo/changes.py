@@ -14,6 +14,7 @@ import sys
 from collections import namedtuple
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from itertools import chain
 
 from lsp_server.engine.model import ChangeKind, EditedLines, FileChange, LineEdit, minimal_edit
 from lsp_server.engine.text import Snapshot
@@ -198,10 +199,16 @@ class ChangeRecord:
         )
 
     def size(self) -> int:
-        """Roughly how many characters of pre-image this record holds."""
+        """Roughly how many characters this record holds until it is `stripped`: the whole
+        texts and every line of its hunks, context included (the history's budgets weigh
+        entries by it). Counting the pre-image and new lines alone, bench_patch's 1,000-file
+        entry weighed ~0.4 M characters for the ~2.3 M its change records keep (each hunk's
+        context is most of it): twenty of them stayed within the 8 M budget, a 46 MB journal
+        that compaction could not shrink and every CLI run read back (bench/bench_history_seq.py
+        --workload many)."""
         n = len(self.before_text or "") + len(self.after_text or "")
         for h in self.hunks:
-            n += sum(map(len, h.before)) + sum(map(len, h.after))
+            n += sum(map(len, chain(h.before, h.after, h.ctx_before, h.ctx_after)))
         return n
 
 
