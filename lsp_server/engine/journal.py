@@ -611,8 +611,9 @@ def _checkpoint_end(lines: list[bytes]) -> int | None:
     """Where the last checkpoint line among `lines` ends (past its newline), counted from the
     start of the first line; None without one. A compaction ends its file with the checkpoint,
     so that is the size it left. Only `wants_compaction` reads it: a line that merely starts
-    like one (hand-edited) can delay the next compaction by a quarter of `max_bytes`, no more
-    (the appends after it count from there, and a compaction is never later than that)."""
+    like one (hand-edited) can delay the next compaction, by a quarter of `max_bytes` or of
+    the journal's size where that line ends, whichever is more, and no further (the appends
+    after it count from there, and a compaction is never later than that)."""
     for i in range(len(lines) - 1, -1, -1):
         if lines[i].startswith(_CHECKPOINT):
             return sum(map(len, lines[: i + 1])) + i + 1
