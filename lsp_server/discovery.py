@@ -244,7 +244,7 @@ def _start_time(pid: int) -> str | None:
 def _alive(pid: int, start: str | None) -> bool:
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+    except (ProcessLookupError, OverflowError):  # past the C int: no process has that pid
         return False
     except PermissionError:
         return False  # another user's process: our server's pid was reused

@@ -57,7 +57,7 @@ def _leaves_root(root: str, action: str, args: Any) -> bool:
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+    except (ProcessLookupError, OverflowError):  # past the C int: no process has that pid
         return False
     except PermissionError:
         return True

@@ -417,3 +417,18 @@ async def test_a_server_starts_on_a_bad_or_busy_apply_journal_and_says_so(
             stack.close()  # the apply "ends": the server's shutdown must not wait on it
             await client.shutdown_session()
             await client.stop()
+
+
+@pytest.mark.parametrize("pid", [2**31, 2**32, -1, 0])
+def test_an_unfinished_entry_with_an_impossible_pid_is_abandoned_not_a_crash(
+    tmp_path: Path, pid: int
+) -> None:
+    # A begin line whose pid no process can have (hand-edited, or written by another platform):
+    # 2**32 passed the record check (ints up to 2**53) and os.kill raised OverflowError out of
+    # `unfinished`, so every `agent-edit history` and `undo` crashed; -1 and 0 name process
+    # groups, which os.kill answers for, so the entry counted as running for ever.
+    journal = _journal(tmp_path)
+    journal.dir.mkdir(parents=True)
+    journal.path.write_text(json.dumps({"t": "begin", "id": 1, "pid": pid, "changes": []}) + "\n")
+    history = History.load(journal)
+    assert [e.id for e in history.unfinished()] == [1]

@@ -141,3 +141,21 @@ def test_socket_name_from_a_file_never_leaves_the_runtime_folder(rundir, tmp_pat
 def test_missing_runtime_folder_means_no_servers(rundir):
     assert discovery.servers() == []
     assert not rundir.exists()  # looking never creates it
+
+
+@pytest.mark.parametrize("pid", [2**31, 2**40])
+def test_a_pid_no_process_can_have_is_dead_not_a_crash(rundir, tmp_path, pid):
+    # os.kill raised OverflowError for it, out of `servers()`: every MCP start and editor
+    # discovery crashed on one such file (ours, 0600: written by hand or by a broken writer).
+    path = announce_for(pid, str(tmp_path), start=None)
+    assert discovery.servers() == []
+    assert not os.path.exists(path)
+
+
+def test_an_editor_pid_no_process_can_have_is_gone_not_a_crash():
+    # The router asks whether a lost server's editor still runs before refusing a file it held
+    # open; an editorPid past the C int raised OverflowError out of every such apply.
+    from lsp_server.mcp.router import _pid_alive
+
+    assert not _pid_alive(2**40)
+    assert _pid_alive(os.getpid())

@@ -732,13 +732,15 @@ def open_history(workspace: str | os.PathLike[str], **kwargs: Any) -> History:
 
 
 def _pid_alive(pid: int | None) -> bool:
-    if pid is None or pid == os.getpid():
+    # A pid of 0 or below names a process group to os.kill, one past the C int overflows it:
+    # no process has either, so such a (hand-edited) entry is abandoned, not running for ever.
+    if pid is None or pid <= 0 or pid == os.getpid():
         return False
     if os.name == "nt":  # os.kill would terminate it there; treat the plan as abandoned
         return False
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+    except (ProcessLookupError, OverflowError):
         return False
     except OSError:
         return True  # exists, owned by someone else
