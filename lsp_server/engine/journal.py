@@ -11,7 +11,10 @@ outcome lines are not (losing one to a power cut only makes the plan look unfini
 then finds from the files what landed). A crash can only tear the last line; readers skip a line
 that does not parse, and the next writer starts a fresh line. Compaction rewrites
 the file atomically (temporary file, fsync, rename, fsync of the directory); other processes notice
-the new file by its inode and read it again from the start.
+the new file by its inode and read it again from the start. A reader keeps the file it read
+open (`_Held`): a file replaced twice between two reads could otherwise get the first one's inode
+number back, and grown past the reader's offset it was taken for the same file, read from the
+middle of a line.
 
 Values too large for a line (a file's text, a long run of a hunk's lines: BLOB_MIN characters
 or more) live in content-addressed blob files beside the journal (`Blobs`, blobs.py), each written
@@ -41,6 +44,7 @@ import json
 import os
 import re
 import stat
+import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -111,7 +115,7 @@ class Journal:
         # The size the last compaction left (see `wants_compaction`).
         self.compacted_size = 0
         self._offset = 0
-        self._inode: int | None = None
+        self._held: _Held | None = None  # the file the reader read last, kept open
         self._tail = b""  # a partial last line seen by the reader (a torn write, or in progress)
 
     # -- files -------------------------------------------------------------------------------
@@ -157,25 +161,32 @@ class Journal:
 
     # -- reading -----------------------------------------------------------------------------
 
+    def _hold(self, held: _Held | None) -> None:
+        """Read `held` from now on (None: no file), closing the one read before."""
+        if self._held is not None and self._held is not held:
+            self._held.close()
+        self._held = held
+
     def _read_new(self) -> Batch:
         """Records appended since the last read (the whole file after a compaction)."""
         try:
             st = self.path.stat()
         except FileNotFoundError:
-            reset = self._inode is not None
-            self._offset, self._inode, self._tail = 0, None, b""
-            return Batch([], reset)
-        reset = False
-        if self._inode is not None and (st.st_ino != self._inode or st.st_size < self._offset):
-            reset = True
-        if reset or self._inode is None:
+            reset = self._held is not None
+            self._hold(None)
             self._offset, self._tail = 0, b""
-        self._inode = st.st_ino
+            return Batch([], reset)
+        held = self._held
+        reset = held is not None and (not held.same(st) or st.st_size < self._offset)
+        if held is None or reset:
+            self._offset, self._tail = 0, b""
+            if held is None or not held.same(st):
+                held = _Held(_open_regular(self.path, os.O_RDONLY))
+                self._hold(held)
+                st = held.stat()  # the file opened, if it was replaced since the stat
         if st.st_size == self._offset:
             return Batch([], reset)
-        with os.fdopen(_open_regular(self.path, os.O_RDONLY), "rb") as f:
-            f.seek(self._offset)
-            data = f.read()
+        data = held.read_from(self._offset)
         start = self._offset - len(self._tail)  # where `data` begins in the file
         self._offset += len(data)
         data = self._tail + data
@@ -190,7 +201,8 @@ class Journal:
 
     def read_all(self) -> list[dict[str, Any]]:
         """Every complete record in the file, from the start (resets the reader position)."""
-        self._offset, self._inode, self._tail = 0, None, b""
+        self._hold(None)
+        self._offset, self._tail = 0, b""
         return self._read_new().records
 
     def unfinished(self) -> list[dict[str, Any]]:
@@ -232,7 +244,7 @@ class Journal:
             self._tail = b""
         fd = _open_regular(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
         try:
-            created = self._inode is None
+            created = self._held is None
             view = memoryview(data)
             while view:
                 n = os.write(fd, view)
@@ -244,32 +256,65 @@ class Journal:
             os.close(fd)
         if created:
             _fsync_dir(self.dir)
-        self._inode = st.st_ino
+        if self._held is None or not self._held.same(st):
+            # Created by this append (a transaction read the file it appends to): hold it.
+            self._hold(_Held(_open_regular(self.path, os.O_RDONLY)))
         self._offset = st.st_size
 
     def _rewrite(self, records: list[dict[str, Any]]) -> None:
         tmp = self.dir / (JOURNAL_NAME + ".tmp")
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)  # a crash's leftover, or a symlink: O_EXCL makes a file of our own
-        fd = _open_regular(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+        held = _Held(_open_regular(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL))
         try:
             data = b"".join(_dump(r, self.blobs) for r in records)
             view = memoryview(data)
             while view:
-                n = os.write(fd, view)
+                n = os.write(held.fd, view)
                 view = view[n:]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, self.path)
+            os.fsync(held.fd)
+            os.replace(tmp, self.path)
+        except BaseException:
+            held.close()
+            raise
         _fsync_dir(self.dir)
-        st = self.path.stat()
-        self._inode, self._offset, self._tail = st.st_ino, st.st_size, b""
-        self.compacted_size = st.st_size
+        self._hold(held)  # the new journal: read on from its end
+        self._offset, self._tail = len(data), b""
+        self.compacted_size = len(data)
         # Under the lock, so no writer is between a blob and the record naming it: what the
         # new journal does not name (dropped pre-images, a crash's leftovers) goes, but not
         # the pre-images an interrupted disk apply still needs to be rolled back (files.py).
         self.blobs.collect(_named_blobs(data) | _apply_journal_blobs(self.dir))
+
+
+class _Held:
+    """An open journal file (read-only, or the compaction's own), closed by `close` or when
+    dropped. While it is open its inode cannot be freed, so no other file can get its number:
+    `same` is then a true identity test."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self._ident = _ident(os.fstat(fd))
+        self.close = weakref.finalize(self, os.close, fd)  # once, by hand or when dropped
+
+    def stat(self) -> os.stat_result:
+        return os.fstat(self.fd)
+
+    def same(self, st: os.stat_result) -> bool:
+        """Whether `st` (of the journal's path) is this file."""
+        return _ident(st) == self._ident
+
+    def read_from(self, offset: int) -> bytes:
+        """Everything from `offset` to the end of the file."""
+        parts = []
+        while chunk := os.pread(self.fd, 1 << 24, offset):
+            parts.append(chunk)
+            offset += len(chunk)
+        return b"".join(parts)
+
+
+def _ident(st: os.stat_result) -> tuple[int, int]:
+    return st.st_dev, st.st_ino
 
 
 class _Writer:

@@ -268,6 +268,48 @@ def test_another_process_compacting_is_noticed(ws: Path, state: Path) -> None:
     assert reader.net() == writer.net()
 
 
+def _rec(entry_id: int, pad: int = 0) -> dict[str, object]:
+    return {"t": "record", "id": entry_id, "action": "x" * pad, "outcome": "applied"}
+
+
+def test_a_reader_notices_two_compactions_that_give_the_file_its_inode_back(
+    ws: Path, state: Path
+) -> None:
+    # The second compaction's new file can get the inode number the first one freed, which
+    # is the one the reader last saw; grown past the reader's offset, it was taken for
+    # the same file with lines appended: the reader went on from the middle of a line,
+    # skipped it and lost the records before it (and a compaction it ran next wrote the
+    # loss into the journal). A reader now holds the file it read open, so its number
+    # cannot come back while it is compared.
+    writer, reader = Journal(ws), Journal(ws)
+    with writer.transaction() as (_, w):
+        w.append(_rec(1), _rec(2), _rec(3))
+    with reader.transaction() as (batch, _):
+        assert [r["id"] for r in batch.records] == [1, 2, 3]
+    with writer.transaction() as (_, w):
+        w.rewrite([_rec(1)])
+    with writer.transaction() as (_, w):
+        w.rewrite([_rec(7, 500), _rec(8, 500)])  # longer than the reader's offset
+    with reader.transaction() as (batch, _):
+        assert batch.reset and batch.skipped == 0
+        assert [r["id"] for r in batch.records] == [7, 8]
+
+
+def test_a_long_lived_history_follows_other_processes_compactions(ws: Path, state: Path) -> None:
+    # The server's history against CLI runs (a fresh history each, compacting often): after
+    # each run the server's view is the one a fresh load gives.
+    server = History.load(Journal(ws, max_bytes=2000))
+    fs: FS = {"f.py": "".join(f"line {i}\n" for i in range(200))}
+    for i in range(40):
+        run = History.load(Journal(ws, max_bytes=2000))
+        _, fs = edit(run, fs, "f.py", f"line {i}\n", f"L{i} " + "y" * 800 + "\n")
+        server.refresh()
+        fresh = History.load(Journal(ws, max_bytes=2000))
+        assert server.skipped == 0
+        assert [e.id for e in server.entries] == [e.id for e in fresh.entries]
+        assert server.net() == fresh.net()
+
+
 # -- failures are results -------------------------------------------------------------------------
 
 
