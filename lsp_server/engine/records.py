@@ -206,6 +206,7 @@ def _tracked(data: Any) -> None:
     _str(data.get("origin"), "origin")
     _str(data.get("path"), "path")
     _opt_str(data.get("base"), "base")
+    _opt_str(data.get("absentBase"), "absentBase")
     _edits(data.get("net"), "net")
     for key in ("baseBom", "lastExists", "lastBom", "uncertain"):
         _bool(data.get(key), key)

@@ -219,10 +219,10 @@ class Tracked:
         return out
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "origin": self.origin,
             "path": self.path,
-            "base": "".join(self.base) if self.base_exists else None,
+            "base": "".join(self.base) if self.base_exists else None,  # null: it did not exist
             "baseBom": self.base_bom,
             "net": edits_json(self.net),
             "lastExists": self.last_exists,
@@ -232,15 +232,24 @@ class Tracked:
             "uncertain": self.uncertain,
             "spans": [list(x) for x in self.spans],
         }
+        if not self.base_exists and self.base != [""]:
+            # The file did not exist at the baseline, yet its base has lines: someone else's
+            # edits to the file the agent created went into it (`user_edits`), so that the net
+            # diff's regions (which count those lines) are the agent's alone. Without them the
+            # net diff would not fit its base, and replay would leave the file out.
+            out["absentBase"] = "".join(self.base)
+        return out
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Tracked:
         base_text = data.get("base")
+        if base_text is None:
+            base_text = data.get("absentBase")  # see `to_json`
         return cls(
             origin=str(data["origin"]),
             path=str(data["path"]),
             base=split_lines(base_text or ""),
-            base_exists=base_text is not None,
+            base_exists=data.get("base") is not None,
             base_bom=bool(data.get("baseBom")),
             net=edits_from(data.get("net", [])),
             last_exists=bool(data.get("lastExists")),

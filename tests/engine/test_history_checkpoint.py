@@ -1,0 +1,79 @@
+"""A compacted journal gives back the history the compacting process has: its entries, which of
+them are undoable and the net diff of every file, and a later edit finds the same state in both.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from lsp_server.engine.history import History
+from lsp_server.engine.journal import Journal
+from lsp_server.engine.model import Plan
+from lsp_server.engine.planner import plan_write
+from tests.history_helpers import FS, apply_plan, snap
+
+
+class Workspace:
+    """A dict file system and a history over a real journal; `begin`/`finish` apart, so two
+    processes' applies can overlap (one begun, another begun and finished, the first finished)."""
+
+    def __init__(self, root: Path, undo_window: int = 100) -> None:
+        self.root = root
+        (root / "ws").mkdir()
+        self.undo_window = undo_window
+        self.history = History(self.journal(), undo_window=undo_window)
+        self.fs: FS = {}
+
+    def journal(self) -> Journal:
+        return Journal(self.root / "ws", state_dir=self.root / "state")
+
+    def begin(self, path: str, text: str) -> int:
+        plan = Plan("write", (plan_write(snap(self.fs, path), text),))
+        entry_id = self.history.begin(plan, {"path": path})
+        self.fs = apply_plan(self.fs, plan)
+        return entry_id
+
+    def write(self, path: str, text: str) -> int:
+        entry_id = self.begin(path, text)
+        self.history.finish(entry_id, "applied")
+        return entry_id
+
+    def compact(self) -> None:
+        """What a compaction writes, whatever the journal's size."""
+        assert self.history.journal is not None
+        with self.history.journal.transaction() as (batch, writer):
+            self.history._ingest(batch)
+            writer.rewrite(self.history._compacted(10**9))
+
+    def reloaded(self) -> History:
+        return History.load(self.journal(), undo_window=self.undo_window)
+
+
+def state(h: History) -> dict[str, Any]:
+    """What must be the same in the compacting process and in one replaying its journal."""
+    return {
+        "entries": [e.to_json() for e in h.entries],
+        "undoable": {e.id: e.undoable for e in h.entries},
+        "net": h.net(None),
+        "tracked": [t.to_json() for t in h.tracked_files()],
+    }
+
+
+def test_a_created_file_the_user_typed_into_keeps_its_net_diff_through_a_compaction(
+    tmp_path: Path,
+) -> None:
+    # The user's lines go into the base of a file the agent created (they are not the
+    # agent's), so that base is not empty although the file did not exist before the agent.
+    w = Workspace(tmp_path)
+    w.write("other.txt", "x\n")
+    w.write("b.txt", "")
+    w.fs["b.txt"] += "u\nv\n"  # typed by the user, outside the agent
+    w.write("b.txt", "")
+    before = state(w.history)
+    assert [n["path"] for n in before["net"]] == ["other.txt", "b.txt"]
+    w.compact()
+    again = w.reloaded()
+    assert again.skipped == 0, again.skip_reason
+    assert state(again) == before
+    assert state(w.history) == before
