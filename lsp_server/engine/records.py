@@ -6,7 +6,9 @@ disk may have cut: replay (history/replay.py) must never stop a server start or 
 record is skipped entirely (and counted) instead of leaving the history half-updated: the type of
 every field replay reads, ids and line numbers as non-negative integers a float can hold (`1e400`,
 `NaN` and 5,000-digit numbers never get this far: journal.py's parser refuses them), line edits
-in order. `problem(rec)` returns why a record cannot be used, or None.
+in order. `problem(rec)` returns why a record cannot be used, or None. A checkpoint's tracked
+files are the exception: each is the net diff of one file, so `tracked_problem(data)` checks them
+one by one and replay leaves out only a file that is wrong, not every file's net diff.
 """
 
 from __future__ import annotations
@@ -219,6 +221,15 @@ def _tracked(data: Any) -> None:
             _int(x, "a span")
 
 
+def tracked_problem(data: Any) -> str | None:
+    """Why replay cannot use one tracked file of a checkpoint, or None."""
+    try:
+        _tracked(data)
+    except _Bad as bad:
+        return str(bad)
+    return None
+
+
 def problem(rec: Any) -> str | None:
     """Why replay cannot use `rec`, or None when every field it reads has the right shape."""
     try:
@@ -229,8 +240,7 @@ def problem(rec: Any) -> str | None:
             raise _Bad(f"unknown record type {str(t)[:40]!r}")
         if t == "checkpoint":
             _int(rec.get("nextId", 1), "nextId")
-            for data in _list(rec.get("tracked"), "tracked"):
-                _tracked(data)
+            _list(rec.get("tracked"), "tracked")  # each file on its own: `tracked_problem`
             return None
         _int(rec.get("id"), "id", 1)
         if t in ("begin", "record"):

@@ -4,8 +4,11 @@ them are undoable and the net diff of every file, and a later edit finds the sam
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from lsp_server.engine.history import History
 from lsp_server.engine.journal import Journal
@@ -77,3 +80,29 @@ def test_a_created_file_the_user_typed_into_keeps_its_net_diff_through_a_compact
     assert again.skipped == 0, again.skip_reason
     assert state(again) == before
     assert state(w.history) == before
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("net", [[5, 9, ["x\n"]]]), ("base", 5), ("spans", [[1, 2]]), ("origin", None)],
+    ids=["net-outside-its-file", "base-not-text", "span-malformed", "no-origin"],
+)
+def test_one_unusable_file_in_a_checkpoint_leaves_the_other_files_net_diff(
+    tmp_path: Path, key: str, value: Any
+) -> None:
+    w = Workspace(tmp_path)
+    w.write("a.txt", "a\n")
+    w.write("b.txt", "b\n")
+    w.write("c.txt", "c\n")
+    w.compact()
+    path = w.journal().path
+    lines = path.read_bytes().splitlines()
+    checkpoint = json.loads(lines[-1])
+    assert checkpoint["t"] == "checkpoint"
+    checkpoint["tracked"][1][key] = value  # b.txt's, hand-edited or another version's
+    lines[-1] = json.dumps(checkpoint, separators=(",", ":")).encode()
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    again = w.reloaded()
+    assert [n["path"] for n in again.net(None)] == ["a.txt", "c.txt"]
+    assert again.skipped == 1 and "b.txt" in again.skip_reason
+    assert [e.id for e in again.entries] == [1, 2, 3]

@@ -5,7 +5,8 @@ a move or a rebase retired), the next id and the memory budgets, and applies the
 to them: `begin` (an entry with its change records and the baselines and user edits the net diff
 needs), `finish` (its outcome; then its effect goes into the net diff), `record` (both at once) and
 `checkpoint` (a compacted journal's net-diff state). A record this version cannot use is skipped
-whole and counted. `_compacted` writes the state back as the records of a compacted journal.
+whole and counted, but for a checkpoint's files: each is one file's net diff, taken or left out
+(and counted) on its own. `_compacted` writes the state back as the records of a compacted journal.
 
 A finished entry's effect goes into the net diff lazily: `finish` queues what it needs
 (`_Untracked`) and `_settle` takes the queue in, in order, at the first read of the tracked files
@@ -35,7 +36,7 @@ from lsp_server.engine.history.entries import (
 from lsp_server.engine.history.netdiff import edits_from
 from lsp_server.engine.history.tracked import Tracked, fits, unsure
 from lsp_server.engine.journal import Batch, line_size
-from lsp_server.engine.records import problem
+from lsp_server.engine.records import problem, tracked_problem
 from lsp_server.engine.undo import ChangeRecord
 
 TYPE_CHECKING = False  # typing's constant without importing typing (lsp_server/startup.py)
@@ -141,10 +142,7 @@ class Replay:
     def _apply(self, rec: dict[str, Any]) -> None:
         t = rec.get("t")
         if t == "checkpoint":
-            tracked = [Tracked.from_json(data) for data in rec.get("tracked", [])]
-            for tr in tracked:
-                if not fits(tr.net, len(tr.base)):
-                    raise ValueError(f"the net diff of {tr.path[:80]} is outside its file")
+            tracked = self._checkpoint_files(rec.get("tracked") or [])
             self._next_id = max(self._next_id, int(rec.get("nextId", 1)))
             self._settle()  # what came before is replaced, as when it was taken in at once
             self._paths, self._gone = {}, []
@@ -162,6 +160,26 @@ class Replay:
         elif t == "record":
             self._apply_begin(rec)
             self._apply_finish(self._entries[entry_id], rec)
+
+    def _checkpoint_files(self, files: list[Any]) -> list[Tracked]:
+        """A checkpoint's tracked files, each checked on its own: one that cannot be used (a
+        hand edit, another version's) is left out of the net diff and counted as skipped;
+        the others keep theirs (skipping the whole checkpoint would lose every file's)."""
+        tracked: list[Tracked] = []
+        for data in files:
+            why = tracked_problem(data)
+            if why is None:
+                try:
+                    tr = Tracked.from_json(data)
+                    if fits(tr.net, len(tr.base)):
+                        tracked.append(tr)
+                        continue
+                    why = "its net diff is outside its file"
+                except (ArithmeticError, LookupError, TypeError, ValueError, AttributeError) as exc:
+                    why = f"{type(exc).__name__}: {str(exc)[:80]}"
+            path = data.get("path") if isinstance(data, dict) else None
+            self._skip(1, f"the checkpoint's net diff of {str(path)[:80]}, {why}; left out")
+        return tracked
 
     def _blob(self, sha: str) -> bytes:
         """The journal's blob `sha` (History reads it; without a journal there is none)."""
