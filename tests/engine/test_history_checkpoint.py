@@ -106,3 +106,16 @@ def test_one_unusable_file_in_a_checkpoint_leaves_the_other_files_net_diff(
     assert [n["path"] for n in again.net(None)] == ["a.txt", "c.txt"]
     assert again.skipped == 1 and "b.txt" in again.skip_reason
     assert [e.id for e in again.entries] == [1, 2, 3]
+
+
+def test_entries_finished_out_of_order_have_the_same_undo_window_after_a_compaction(
+    tmp_path: Path,
+) -> None:
+    w = Workspace(tmp_path, undo_window=2)
+    first = w.begin("a.txt", "a\n")  # one process's apply begins,
+    w.write("b.txt", "b\n")  # another's begins and finishes,
+    w.history.finish(first, "applied")  # the first finishes last
+    w.compact()
+    w.write("c.txt", "c\n")  # pushes the entry that finished first out of the window
+    assert {e.id: e.undoable for e in w.history.entries} == {1: True, 2: False, 3: True}
+    assert state(w.reloaded()) == state(w.history)

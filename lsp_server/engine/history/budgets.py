@@ -4,12 +4,19 @@ Pre-images (what undo needs) are kept for the last `undo_window` entries and at 
 PREIMAGE_BUDGET characters; entries' own diffs for at most DIFF_BUDGET characters. Oldest go
 first: an entry past its budget keeps its outcome and files but loses its pre-images (no longer
 undoable) or its diff (`diffDropped`).
+
+"Oldest" is the order entries finished in, which is the order they were taken in (the journal's
+finish lines), not their ids: two processes' applies can overlap (#1 begun, #2 begun and
+finished, #1 finished). A compacted journal has one record per entry, in id order, so its
+checkpoint carries that order (`finish_order`) and replay puts the queues back in it (`reorder`):
+the process that compacted and one that replays its journal strip the same entry next.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from itertools import pairwise
 
 from lsp_server.engine.history.entries import Entry
 
@@ -51,6 +58,30 @@ class Budgets:
                 self.diff_size -= len(old.diff)
                 old.diff = None
 
+    def finish_order(self) -> dict[str, list[int]]:
+        """The queues that are not in id order (an entry finished after a later one), by name:
+        what a compacted journal's checkpoint needs to give them back (`reorder`). Usually
+        none: entries finish in the order they began."""
+        out: dict[str, list[int]] = {}
+        for name, queue in (("preimages", self.with_preimages), ("diffs", self.diff_queue)):
+            if any(a > b for a, b in pairwise(queue)):
+                out[name] = list(queue)
+        return out
+
+    def reorder(self, order: Mapping[str, Sequence[int]]) -> None:
+        """Put the queues in the order `finish_order` gave (what a compacted journal's records,
+        taken in id order, lost)."""
+        self.with_preimages = _ordered(self.with_preimages, order.get("preimages", ()))
+        self.diff_queue = _ordered(self.diff_queue, order.get("diffs", ()))
+
     def undoable_ids(self, undo_window: int) -> set[int]:
         """The entries whose pre-images a compacted journal keeps (the last `undo_window`)."""
         return set(list(self.with_preimages)[-undo_window:])
+
+
+def _ordered(queue: deque[int], order: Sequence[int]) -> deque[int]:
+    """`queue` in `order`; an id `order` does not name keeps its place before those it does."""
+    if not order:
+        return queue
+    rank = {entry_id: i for i, entry_id in enumerate(order)}
+    return deque(sorted(queue, key=lambda entry_id: rank.get(entry_id, -1)))

@@ -144,6 +144,9 @@ class Replay:
         if t == "checkpoint":
             tracked = self._checkpoint_files(rec.get("tracked") or [])
             self._next_id = max(self._next_id, int(rec.get("nextId", 1)))
+            # The records before it came in id order; the budgets' queues go back to the order
+            # the entries finished in (budgets.py), so the next edit strips the same entry.
+            self._budgets.reorder(rec.get("finishOrder") or {})
             self._settle()  # what came before is replaced, as when it was taken in at once
             self._paths, self._gone = {}, []
             for tr in tracked:
@@ -392,6 +395,9 @@ class Replay:
             "nextId": self._next_id,
             "tracked": [t.to_json() for t in [*self._retired, *self._by_path.values()]],
         }
+        order = self._budgets.finish_order()
+        if order:  # some entry finished after a later one: the records below are in id order
+            checkpoint["finishOrder"] = order
 
         def size(r: dict[str, Any]) -> int:
             return line_size(r)  # what stays in the line: big values live in blob files
