@@ -241,6 +241,7 @@ def problem(rec: Any) -> str | None:
         if t == "checkpoint":
             _int(rec.get("nextId", 1), "nextId")
             _list(rec.get("tracked"), "tracked")  # each file on its own: `tracked_problem`
+            _int(rec.get("retired", 0), "retired")
             for ids in _dict(rec.get("finishOrder"), "finishOrder").values():
                 for x in _list(ids, "finishOrder"):
                     _int(x, "finishOrder", 1)

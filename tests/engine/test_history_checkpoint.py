@@ -12,7 +12,7 @@ import pytest
 
 from lsp_server.engine.history import History
 from lsp_server.engine.journal import Journal
-from lsp_server.engine.model import Plan
+from lsp_server.engine.model import FileChange, Plan
 from lsp_server.engine.planner import plan_write
 from tests.history_helpers import FS, apply_plan, snap
 
@@ -31,11 +31,15 @@ class Workspace:
     def journal(self) -> Journal:
         return Journal(self.root / "ws", state_dir=self.root / "state")
 
-    def begin(self, path: str, text: str) -> int:
-        plan = Plan("write", (plan_write(snap(self.fs, path), text),))
-        entry_id = self.history.begin(plan, {"path": path})
+    def run(self, plan: Plan, finish: bool = True) -> int:
+        entry_id = self.history.begin(plan, {"paths": [c.path for c in plan.changes]})
         self.fs = apply_plan(self.fs, plan)
+        if finish:
+            self.history.finish(entry_id, "applied")
         return entry_id
+
+    def begin(self, path: str, text: str) -> int:
+        return self.run(Plan("write", (plan_write(snap(self.fs, path), text),)), finish=False)
 
     def write(self, path: str, text: str) -> int:
         entry_id = self.begin(path, text)
@@ -60,6 +64,8 @@ def state(h: History) -> dict[str, Any]:
         "undoable": {e.id: e.undoable for e in h.entries},
         "net": h.net(None),
         "tracked": [t.to_json() for t in h.tracked_files()],
+        # What the next edit's net diff is composed on (`to_json` holds only part of it).
+        "lines": [(t.base, t.base_exists, t.last) for t in h.tracked_files()],
     }
 
 
@@ -118,4 +124,23 @@ def test_entries_finished_out_of_order_have_the_same_undo_window_after_a_compact
     w.compact()
     w.write("c.txt", "c\n")  # pushes the entry that finished first out of the window
     assert {e.id: e.undoable for e in w.history.entries} == {1: True, 2: False, 3: True}
+    assert state(w.reloaded()) == state(w.history)
+
+
+def test_a_file_a_move_retired_stays_retired_after_a_compaction(tmp_path: Path) -> None:
+    # b.txt deleted by the agent, a.txt moved onto its path (b.txt's tracked file retired),
+    # then on to c.txt: nothing tracked is at b.txt, and a new b.txt starts its own net diff.
+    w = Workspace(tmp_path)
+    w.fs["b.txt"] = "x\n"
+    w.run(Plan("write", (FileChange("delete", snap(w.fs, "b.txt")),)))
+    w.write("a.txt", "a\n")
+    w.run(Plan("move", (FileChange("move", snap(w.fs, "a.txt"), moved_to="b.txt"),)))
+    w.run(Plan("move", (FileChange("move", snap(w.fs, "b.txt"), moved_to="c.txt"),)))
+    w.compact()
+    w.write("b.txt", "n\n")
+    assert [(n["path"], n["change"]) for n in w.history.net(None)] == [
+        ("b.txt", "delete"),
+        ("c.txt", "add"),
+        ("b.txt", "add"),
+    ]
     assert state(w.reloaded()) == state(w.history)

@@ -143,14 +143,20 @@ class Replay:
         t = rec.get("t")
         if t == "checkpoint":
             tracked = self._checkpoint_files(rec.get("tracked") or [])
+            retired = int(rec.get("retired", 0))
             self._next_id = max(self._next_id, int(rec.get("nextId", 1)))
             # The records before it came in id order; the budgets' queues go back to the order
             # the entries finished in (budgets.py), so the next edit strips the same entry.
             self._budgets.reorder(rec.get("finishOrder") or {})
             self._settle()  # what came before is replaced, as when it was taken in at once
             self._paths, self._gone = {}, []
-            for tr in tracked:
-                self._key(tr)
+            for i, tr in tracked:
+                if i < retired:
+                    # Retired, whether or not a file is at its path now: keyed, one whose path
+                    # nothing holds (moved there, then away) would take the next edit there.
+                    self._gone.append(tr)
+                else:
+                    self._key(tr)
             return
         entry_id = int(rec["id"])
         self._next_id = max(self._next_id, entry_id + 1)
@@ -164,18 +170,19 @@ class Replay:
             self._apply_begin(rec)
             self._apply_finish(self._entries[entry_id], rec)
 
-    def _checkpoint_files(self, files: list[Any]) -> list[Tracked]:
-        """A checkpoint's tracked files, each checked on its own: one that cannot be used (a
-        hand edit, another version's) is left out of the net diff and counted as skipped;
-        the others keep theirs (skipping the whole checkpoint would lose every file's)."""
-        tracked: list[Tracked] = []
-        for data in files:
+    def _checkpoint_files(self, files: list[Any]) -> list[tuple[int, Tracked]]:
+        """A checkpoint's tracked files with their places, each checked on its own: one that
+        cannot be used (a hand edit, another version's) is left out of the net diff and counted
+        as skipped; the others keep theirs (skipping the whole checkpoint would lose every
+        file's)."""
+        tracked: list[tuple[int, Tracked]] = []
+        for i, data in enumerate(files):
             why = tracked_problem(data)
             if why is None:
                 try:
                     tr = Tracked.from_json(data)
                     if fits(tr.net, len(tr.base)):
-                        tracked.append(tr)
+                        tracked.append((i, tr))
                         continue
                     why = "its net diff is outside its file"
                 except (ArithmeticError, LookupError, TypeError, ValueError, AttributeError) as exc:
@@ -394,6 +401,7 @@ class Replay:
             "time": self.clock(),
             "nextId": self._next_id,
             "tracked": [t.to_json() for t in [*self._retired, *self._by_path.values()]],
+            "retired": len(self._retired),  # how many of those come first
         }
         order = self._budgets.finish_order()
         if order:  # some entry finished after a later one: the records below are in id order
