@@ -4,9 +4,10 @@
 a move or a rebase retired), the next id and the memory budgets, and applies the journal's records
 to them: `begin` (an entry with its change records and the baselines and user edits the net diff
 needs), `finish` (its outcome; then its effect goes into the net diff), `record` (both at once) and
-`checkpoint` (a compacted journal's net-diff state). A record this version cannot use is skipped
-whole and counted, but for a checkpoint's files: each is one file's net diff, taken or left out
-(and counted) on its own. `_compacted` writes the state back as the records of a compacted journal.
+`checkpoint` (a compacted journal's net-diff state, and the budgets' order when entries finished
+out of id order: budgets.py). A record this version cannot use is skipped whole and counted, but
+for a checkpoint's files: each is one file's net diff, taken or left out (and counted) on its own.
+`_compacted` writes the state back as the records of a compacted journal.
 
 A finished entry's effect goes into the net diff lazily: `finish` queues what it needs
 (`_Untracked`) and `_settle` takes the queue in, in order, at the first read of the tracked files
