@@ -44,7 +44,6 @@ import json
 import os
 import re
 import stat
-import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -295,7 +294,15 @@ class _Held:
     def __init__(self, fd: int) -> None:
         self.fd = fd
         self._ident = _ident(os.fstat(fd))
-        self.close = weakref.finalize(self, os.close, fd)  # once, by hand or when dropped
+
+    def close(self, _close: Any = os.close) -> None:  # `os.close` bound: also at interpreter exit
+        """Close it (once; a dropped one closes itself)."""
+        if self.fd >= 0:
+            fd, self.fd = self.fd, -1
+            _close(fd)
+
+    # Not weakref.finalize: that imports weakref (2 modules) into every CLI start for one fd.
+    __del__ = close
 
     def stat(self) -> os.stat_result:
         return os.fstat(self.fd)

@@ -378,3 +378,18 @@ def test_an_unreadable_record_is_skipped_not_fatal(ws: Path, state: Path) -> Non
     assert [e.id for e in again.entries] == [1] and again.skipped == 2 and again.skipped_note()
     _, fs = edit(again, fs, "f.py", "line 4\n", "four\n")
     assert [e.id for e in History.load(Journal(ws)).entries] == [1, 2]
+
+
+def test_a_dropped_journal_closes_the_file_it_held(ws: Path, state: Path) -> None:
+    # A reader keeps the journal file open between reads; tests, the CLI and the MCP server
+    # make journals and drop them: none may leave its descriptor behind.
+    with Journal(ws).transaction() as (_, w):
+        w.append(_rec(1))
+    before = len(os.listdir("/proc/self/fd"))
+    for _ in range(50):
+        journal = Journal(ws)
+        assert [r["id"] for r in journal.read_all()] == [1]
+        with journal.transaction() as (_, w):
+            w.rewrite([_rec(1)])
+        del journal
+    assert len(os.listdir("/proc/self/fd")) <= before
