@@ -701,9 +701,10 @@ def _last_checkpoint(lines: list[bytes]) -> int | None:
     ends its file with the checkpoint, so where it ends is the size it left, and its `$kept`
     what the compaction's blob files weigh. Only `wants_compaction` reads them: a line that
     merely starts like one (hand-edited) can delay the next compaction, by a quarter of
-    `max_bytes` or of the journal's size where that line ends (with the `$kept` it claims),
-    whichever is more, and no further (the appends after it count from there, and a
-    compaction is never later than that)."""
+    `max_bytes` or of the journal's size where that line ends, whichever is more, and no
+    further (the appends after it count from there, and a compaction is never later than
+    that); the `$kept` it claims can delay only the compaction the blob files' growth would
+    bring, by a quarter of that claim (at most 15 digits: `_count`)."""
     for i in range(len(lines) - 1, -1, -1):
         if lines[i].startswith(_CHECKPOINT):
             return i

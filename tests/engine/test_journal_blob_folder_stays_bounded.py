@@ -154,3 +154,24 @@ def test_blobs_still_needed_survive_the_compactions_blob_writes_bring(tmp_path: 
     assert sorted(entry._baselines) == ["f0.py", "f1.py", "f2.py"]  # read back from the pack
     begun.finish(entry_id, "applied")
     assert History.load(Journal(ws, state_dir=state)).entry(entry_id).finished
+
+
+def test_the_counts_are_the_journals_not_the_records(tmp_path: Path) -> None:
+    """The bytes an append's blobs took end its line, and a compaction's checkpoint says what
+    it kept; neither is part of the record read back."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    j = Journal(ws, state_dir=tmp_path / "state")
+    rec = {"t": "record", "id": 1, "text": "t" * BLOB_MIN}
+    with j.transaction() as (_batch, writer):
+        writer.append(rec, sync=False)
+    assert j.path.read_bytes().endswith(b',"$new":%d}\n' % BLOB_MIN)
+    again = Journal(ws, state_dir=tmp_path / "state")
+    assert again.read_all() == [rec] and again.blob_bytes == BLOB_MIN
+    checkpoint = {"t": "checkpoint", "nextId": 2, "tracked": []}
+    with again.transaction() as (_batch, writer):
+        writer.rewrite([rec, checkpoint])
+    assert j.path.read_bytes().endswith(b',"$kept":%d}\n' % BLOB_MIN)
+    third = Journal(ws, state_dir=tmp_path / "state")
+    assert third.read_all() == [rec, checkpoint]
+    assert (third.compacted_blobs, third.blob_bytes) == (BLOB_MIN, 0)
