@@ -3,6 +3,8 @@
 `Blobs` keeps each value once as `blobs/<sha256>` (written, fsynced and renamed into place before
 the record naming it is appended; a value already there is not written again), reads one back only
 when it is a regular file holding what its name says, and removes the ones nothing names any more.
+It counts the bytes it writes (`written`) and weighs the blobs a compaction keeps (`size_of`), so
+that the journal can compact, which is the only clean-up, as the folder grows (journal.py).
 Every operation goes through a descriptor of the folder opened with O_NOFOLLOW. Which values go to
 blobs, and the markers that name them in a record, are the journal's business (journal.py).
 """
@@ -65,6 +67,10 @@ class Blobs:
 
     def __init__(self, directory: Path) -> None:
         self.dir = directory
+        # Bytes of blob files this object wrote (a value already there is not counted): the
+        # journal tells other processes what its records added to the folder (journal.py
+        # `_append`), which is what lets compaction, the only clean-up, keep up with it.
+        self.written = 0
 
     def _open_dir(self, create: bool) -> tuple[int, bool]:
         """The folder's descriptor (ELOOP when it is a symlink), and whether it was just made."""
@@ -131,6 +137,7 @@ class Blobs:
                 pass
             tmp, at = self._write_temp(dfd, sha, parts, sync)
             os.replace(tmp, self._at(dfd, sha)[0], src_dir_fd=at, dst_dir_fd=at)
+            self.written += size
             if sync and dfd != _NO_FD:
                 os.fsync(dfd)
             elif sync:  # pragma: no cover - Windows
@@ -181,6 +188,7 @@ class Blobs:
             if not stat.S_ISREG(st.st_mode) or st.st_size != staged.size:
                 raise OSError(errno.EINVAL, "not the staged blob", tmp)
             os.replace(tmp, self._at(dfd, staged.sha)[0], src_dir_fd=at, dst_dir_fd=at)
+            self.written += staged.size
             if staged.sync and dfd != _NO_FD:
                 os.fsync(dfd)
             elif staged.sync:  # pragma: no cover - Windows
@@ -213,6 +221,26 @@ class Blobs:
         if sha256(data).hexdigest() != sha:
             raise ValueError(f"blob {sha[:12]} does not hold what its name says")
         return data
+
+    def size_of(self, names: set[str]) -> int:
+        """The bytes of the blob files `names` (one stat each; a missing one is 0)."""
+        total = 0
+        try:
+            dfd, _ = self._open_dir(create=False)
+        except OSError:
+            return 0
+        try:
+            for name in names:
+                if not re.fullmatch(_BLOB_NAME, name):
+                    continue
+                with contextlib.suppress(OSError):
+                    path, at = self._at(dfd, name)
+                    st = os.stat(path, dir_fd=at, follow_symlinks=False)
+                    if stat.S_ISREG(st.st_mode):
+                        total += st.st_size
+        finally:
+            _close(dfd)
+        return total
 
     def collect(self, keep: set[str]) -> int:
         """Remove every blob not in `keep` (and temporaries a crash left); how many went."""

@@ -19,11 +19,16 @@ middle of a line.
 Values too large for a line (a file's text, a long run of a hunk's lines: BLOB_MIN characters
 or more) live in content-addressed blob files beside the journal (`Blobs`, blobs.py), each written
 and fsynced before the record naming them is appended; a compaction that keeps one does not write it
-again, runs only once a quarter of `max_bytes` (or of what the last one left, if more) was
-appended since the last one, and removes the blobs nothing names any more (a record may name a
-blob it refers to in its own way, the history's pre-image pack: `append(named=...)`; the blob
-an interrupted disk apply's journal names is kept too, and so is the one a journal set aside for
-a human names). A line that
+again, and removes the blobs nothing names any more (a record may name a blob it refers to in its
+own way, the history's pre-image pack: `append(named=...)`; the blob an interrupted disk apply's
+journal names is kept too, and so is the one a journal set aside for a human names). Compaction
+runs (`wants_compaction`) once the journal's line file is past `max_bytes`, or the line file and
+its blob files together are, and a quarter of `max_bytes` (or of what the last compaction left,
+if more) was added since: blob bytes count, or the blob folder, which only a compaction cleans,
+grew without bound beside a small line file. So that every process knows that weight without a
+stat per transaction, a line whose append wrote blob files ends with their bytes (`$new`), and
+the checkpoint a compaction writes with the bytes of those it kept (`$kept`); the reader takes
+both off the record (`_counted`). A line that
 cannot be read back (torn, hand-edited, a number no record holds, a blob missing or altered)
 is skipped and counted (`Batch.skipped`).
 
@@ -111,8 +116,12 @@ class Journal:
         self.path = self.dir / JOURNAL_NAME
         self.blobs = Blobs(self.dir / BLOB_DIR)
         self.max_bytes = max_bytes
-        # The size the last compaction left (see `wants_compaction`).
+        # The size the last compaction left (see `wants_compaction`), and the bytes of the blob
+        # files it kept; the bytes of blob files appended records wrote since (their `$new`).
         self.compacted_size = 0
+        self.compacted_blobs = 0
+        self.blob_bytes = 0
+        self._blobs_counted = 0  # `blobs.written` as far as a record counted it
         self._offset = 0
         self._held: _Held | None = None  # the file the reader read last, kept open
         self._tail = b""  # a partial last line seen by the reader (a torn write, or in progress)
@@ -148,15 +157,27 @@ class Journal:
         quarter of what that compaction left when it left more (one that could not get below
         `max_bytes` is not redone on every write, and rewriting N bytes waits for N/4 new
         ones: each byte appended costs a bounded rewrite however large the journal stays).
-        The last compaction's size is where its checkpoint line ends (`_checkpoint_end`), so
+        The last compaction's size is where its checkpoint line ends (`_last_checkpoint`), so
         a process that only read the journal knows it too: each CLI run is a new process, and
         one that took 0 for it rewrote a journal that compaction cannot get below `max_bytes`
         on every apply (~6 s a run once bench_patch's 1,000-file patch had been applied 8
         times). With a quarter of `max_bytes` alone, a 46 MB journal was rewritten every
-        second 1,000-file apply, 3.4-4.7 s each (bench/bench_history_seq.py --workload many)."""
+        second 1,000-file apply, 3.4-4.7 s each (bench/bench_history_seq.py --workload many).
+
+        The same rule holds for the journal with its blob files: compaction is their only
+        clean-up, and with the line file alone counted, 60 whole-file writes of a 200 KB
+        file (undo window 5) left a 42 KB journal beside 12.4 MB of blobs, never collected.
+        What the blob files weigh is known without a stat per transaction: each record says
+        what its append wrote (`$new`), and the checkpoint what the compaction kept (`$kept`,
+        which it rereads and hashes: part of the rewrite's cost, so part of what it waits
+        for); older records say nothing and count 0."""
         size = self.size()
-        wait = max(self.max_bytes, self.compacted_size) // 4
-        return size > self.max_bytes and size - self.compacted_size >= wait
+        grown = size - self.compacted_size
+        if size > self.max_bytes and grown >= max(self.max_bytes, self.compacted_size) // 4:
+            return True
+        left = self.compacted_size + self.compacted_blobs
+        grown += self.blob_bytes
+        return left + grown > self.max_bytes and grown >= max(self.max_bytes, left) // 4
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -179,6 +200,7 @@ class Journal:
         reset = held is not None and (not held.same(st) or st.st_size < self._offset)
         if held is None or reset:
             self._offset, self._tail = 0, b""
+            self.compacted_blobs = self.blob_bytes = 0  # counted again from the file's start
             if held is None or not held.same(st):
                 held = _Held(_open_regular(self.path, os.O_RDONLY))
                 self._hold(held)
@@ -191,9 +213,13 @@ class Journal:
         data = self._tail + data
         lines = data.split(b"\n")
         self._tail = lines.pop()
-        end = _checkpoint_end(lines)
-        if end is not None:
-            self.compacted_size = start + end
+        i = _last_checkpoint(lines)
+        if i is not None:
+            self.compacted_size = start + sum(map(len, lines[: i + 1])) + i + 1
+            self.compacted_blobs = _count(lines[i], _KEPT_COUNT)
+            self.blob_bytes = 0
+        for j in range(0 if i is None else i + 1, len(lines)):
+            self.blob_bytes += _count(lines[j], _NEW_COUNT)
         skipped = [0]
         records = _parse(lines, skipped, self.blobs)
         return Batch(records, reset, skipped[0])
@@ -236,7 +262,11 @@ class Journal:
     ) -> None:
         if not records:
             return
-        data = b"".join(_dump(r, self.blobs, named) for r in records)  # blobs first, fsynced
+        lines = [_dump(r, self.blobs, named) for r in records]  # blobs first, fsynced
+        new = self.blobs.written - self._blobs_counted  # with a pack put under this lock
+        if new > 0:
+            lines[-1] = _counted(lines[-1], _NEW_COUNT, new)
+        data = b"".join(lines)
         if self._tail:
             # A torn line from a crash: end it so the new record starts on a line of its own.
             data = b"\n" + data
@@ -259,6 +289,8 @@ class Journal:
             # Created by this append (a transaction read the file it appends to): hold it.
             self._hold(_Held(_open_regular(self.path, os.O_RDONLY)))
         self._offset = st.st_size
+        self.blob_bytes += new
+        self._blobs_counted += new
 
     def _rewrite(self, records: list[dict[str, Any]]) -> None:
         tmp = self.dir / (JOURNAL_NAME + ".tmp")
@@ -266,7 +298,15 @@ class Journal:
             os.unlink(tmp)  # a crash's leftover, or a symlink: O_EXCL makes a file of our own
         held = _Held(_open_regular(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL))
         try:
-            data = b"".join(_dump(r, self.blobs) for r in records)
+            lines = [_dump(r, self.blobs) for r in records]
+            # What stays: what the new journal names, and the pre-images an interrupted disk
+            # apply still needs to be rolled back (files.py). Weighed before the checkpoint is
+            # written, so that it can say so (`wants_compaction`).
+            keep = set().union(*map(_named_blobs, lines)) | _apply_journal_blobs(self.dir)
+            kept = self.blobs.size_of(keep)
+            if lines and lines[-1].startswith(_CHECKPOINT):
+                lines[-1] = _counted(lines[-1], _KEPT_COUNT, kept)
+            data = b"".join(lines)
             view = memoryview(data)
             while view:
                 n = os.write(held.fd, view)
@@ -279,11 +319,12 @@ class Journal:
         _fsync_dir(self.dir)
         self._hold(held)  # the new journal: read on from its end
         self._offset, self._tail = len(data), b""
-        self.compacted_size = len(data)
+        self.compacted_size, self.compacted_blobs = len(data), kept
+        self.blob_bytes, self._blobs_counted = 0, self.blobs.written
         # Under the lock, so no writer is between a blob and the record naming it: what the
-        # new journal does not name (dropped pre-images, a crash's leftovers) goes, but not
-        # the pre-images an interrupted disk apply still needs to be rolled back (files.py).
-        self.blobs.collect(_named_blobs(data) | _apply_journal_blobs(self.dir))
+        # new journal does not name (dropped pre-images, a crash's leftovers) goes. The apply
+        # journals are looked at again: one the disk writer made meanwhile names its pack too.
+        self.blobs.collect(keep | _apply_journal_blobs(self.dir))
 
 
 class _Held:
@@ -603,6 +644,9 @@ def _parse(
             continue
         try:
             rec = _DECODER.decode(raw.decode("utf-8", "surrogatepass"))
+            if isinstance(rec, dict) and raw.endswith(b"}") and b'"$' in raw[-_COUNT_TAIL:]:
+                rec.pop("$new", None)  # the journal's own counts (`_counted`), not the record's
+                rec.pop("$kept", None)
             if isinstance(rec, dict) and "$blobs" in rec:
                 named = rec.pop("$blobs")
                 if blobs is None or not isinstance(named, list):
@@ -659,17 +703,46 @@ def _marked(raw: bytes) -> bool:
 _CHECKPOINT = b'{"t":"checkpoint"'
 
 
-def _checkpoint_end(lines: list[bytes]) -> int | None:
-    """Where the last checkpoint line among `lines` ends (past its newline), counted from the
-    start of the first line; None without one. A compaction ends its file with the checkpoint,
-    so that is the size it left. Only `wants_compaction` reads it: a line that merely starts
-    like one (hand-edited) can delay the next compaction, by a quarter of `max_bytes` or of
-    the journal's size where that line ends, whichever is more, and no further (the appends
-    after it count from there, and a compaction is never later than that)."""
+def _last_checkpoint(lines: list[bytes]) -> int | None:
+    """The index of the last checkpoint line among `lines`; None without one. A compaction
+    ends its file with the checkpoint, so where it ends is the size it left, and its `$kept`
+    what the compaction's blob files weigh. Only `wants_compaction` reads them: a line that
+    merely starts like one (hand-edited) can delay the next compaction, by a quarter of
+    `max_bytes` or of the journal's size where that line ends, whichever is more, and no
+    further (the appends after it count from there, and a compaction is never later than
+    that); the `$kept` it claims can delay only the compaction the blob files' growth would
+    bring, by a quarter of that claim (at most 15 digits: `_count`)."""
     for i in range(len(lines) - 1, -1, -1):
         if lines[i].startswith(_CHECKPOINT):
-            return sum(map(len, lines[: i + 1])) + i + 1
+            return i
     return None
+
+
+# The counts the journal ends a line with (`_counted`): the bytes of blob files the record's
+# append wrote, and those a compaction kept (on its checkpoint).
+_NEW_COUNT, _KEPT_COUNT = b',"$new":', b',"$kept":'
+_COUNT_TAIL = 32  # a line's last bytes, where its count is
+
+
+def _counted(line: bytes, key: bytes, count: int) -> bytes:
+    """`line` (a record, as `_dump` wrote it) with `count` as its last member `key`: added to
+    the line rather than to the record, since the count is only known once `_dump` has written
+    the record's blobs. A line that is no such object is returned as it is."""
+    if not line.endswith(b"}\n") or line.startswith(b"{}"):
+        return line
+    return b"".join((memoryview(line)[:-2], key, b"%d}\n" % count))
+
+
+def _count(line: bytes, key: bytes) -> int:
+    """The count `key` that ends `line` (no newline), or 0: looked for in its last bytes only,
+    no parse (a record's size does not matter). A hand-edited one changes when the next
+    compaction runs, no more."""
+    tail = line[-_COUNT_TAIL:]
+    at = tail.rfind(key)
+    if at < 0 or not tail.endswith(b"}"):
+        return 0
+    digits = tail[at + len(key) : -1]
+    return int(digits) if digits.isdigit() and len(digits) <= 15 else 0
 
 
 def _named_blobs(data: bytes) -> set[str]:
