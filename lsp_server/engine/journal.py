@@ -35,10 +35,11 @@ is skipped and counted (`Batch.skipped`).
 The journal knows records only as JSON objects with a `t` (type) field; what they mean is
 the history's business (history/replay.py).
 
-Why this module is over 500 lines (~570): its line format is one crash-safety contract between
-the writer (`_dump` and the blobs it moves values to, the lock, compaction) and the reader
-(`_parse`, `_resolve`, the count of skipped lines). A change to a record's shape changes both
-halves at once, and tests/engine/test_journal*.py hold them to each other here.
+Why this module is over 500 lines (~750): its line format is one crash-safety contract between
+the writer (`_dump` and the blobs it moves values to, the lock, compaction, the counts that end a
+line) and the reader (`_parse`, `_resolve`, the count of skipped lines, the file it holds). A
+change to a record's shape changes both halves at once, and tests/engine/test_journal*.py hold
+them to each other here.
 """
 
 from __future__ import annotations
