@@ -80,6 +80,8 @@ async def open(  # the spelling every front calls: `headless.open(root)`
         finally:
             ctx.applier.discard()
             history.drop_prestaged()
+            if history.journal is not None:
+                history.journal.close()  # its held file: not left to a traceback's lifetime
 
 
 class HeadlessContext:

@@ -125,6 +125,7 @@ class Journal:
         self._blobs_counted = 0  # `blobs.written` as far as a record counted it
         self._offset = 0
         self._held: _Held | None = None  # the file the reader read last, kept open
+        self._reset_due = False  # the next batch must say `reset` (see `_read_new`)
         self._tail = b""  # a partial last line seen by the reader (a torn write, or in progress)
 
     # -- files -------------------------------------------------------------------------------
@@ -193,22 +194,24 @@ class Journal:
         try:
             st = self.path.stat()
         except FileNotFoundError:
-            reset = self._held is not None
-            self._hold(None)
-            self._offset, self._tail = 0, b""
+            reset = self._reset_due or self._held is not None
+            self._from_start(None)
+            self._reset_due = False
             return Batch([], reset)
         held = self._held
-        reset = held is not None and (not held.same(st) or st.st_size < self._offset)
-        if held is None or reset:
-            self._offset, self._tail = 0, b""
-            self.compacted_blobs = self.blob_bytes = 0  # counted again from the file's start
+        if self._reset_due or held is None or not held.same(st) or st.st_size < self._offset:
+            # From the start, and a reset if anything was read before. Due until a batch says
+            # so: a read that fails on the way (the path briefly a directory, the file put
+            # back) must not leave the next one to read the file again as if it were new.
+            self._reset_due = self._reset_due or held is not None
             if held is None or not held.same(st):
                 held = _Held(_open_regular(self.path, os.O_RDONLY))
-                self._hold(held)
                 st = held.stat()  # the file opened, if it was replaced since the stat
-        if st.st_size == self._offset:
-            return Batch([], reset)
-        data = held.read_from(self._offset)
+            self._from_start(held)
+        if st.st_size > self._offset:
+            data = held.read_from(self._offset)
+        else:
+            data = b""
         start = self._offset - len(self._tail)  # where `data` begins in the file
         self._offset += len(data)
         data = self._tail + data
@@ -223,13 +226,26 @@ class Journal:
             self.blob_bytes += _count(lines[j], _NEW_COUNT)
         skipped = [0]
         records = _parse(lines, skipped, self.blobs)
+        reset, self._reset_due = self._reset_due, False
         return Batch(records, reset, skipped[0])
+
+    def _from_start(self, held: _Held | None) -> None:
+        """Read `held` (None: no file) from its start, nothing of it counted yet."""
+        self._hold(held)
+        self._offset, self._tail = 0, b""
+        self.compacted_size = self.compacted_blobs = self.blob_bytes = 0
 
     def read_all(self) -> list[dict[str, Any]]:
         """Every complete record in the file, from the start (resets the reader position)."""
-        self._hold(None)
-        self._offset, self._tail = 0, b""
+        self._from_start(None)
+        self._reset_due = False
         return self._read_new().records
+
+    def close(self) -> None:
+        """Close the file the reader holds; a later read takes the whole file again, as a
+        reset (a context that is done with the journal closes it: headless.open)."""
+        self._reset_due = self._reset_due or self._held is not None
+        self._from_start(None)
 
     def unfinished(self) -> list[dict[str, Any]]:
         """`begin` records with no `finish`: plans that may have been half carried out."""
@@ -684,7 +700,9 @@ def _apply_journal_blobs(directory: Path) -> set[str]:
         except OSError:
             continue
         with os.fdopen(fd, "rb") as f:
-            head = f.readline(1 << 20)
+            # Its first line, whole: ~300 bytes a file, so past 1 MiB at ~3,500 files (a
+            # cap there cut it, the pack went unseen, and a compaction removed it).
+            head = f.readline()
         try:
             pack = json.loads(head).get("pack")
         except (ValueError, AttributeError):

@@ -393,3 +393,61 @@ def test_a_dropped_journal_closes_the_file_it_held(ws: Path, state: Path) -> Non
             w.rewrite([_rec(1)])
         del journal
     assert len(os.listdir("/proc/self/fd")) <= before
+
+
+def test_a_read_that_fails_on_a_replaced_journal_still_resets_the_next_one(
+    ws: Path, state: Path
+) -> None:
+    # The journal moved away, a directory in its place (a read fails), then put back: the
+    # reader had taken its offset back to 0 before the open failed, then found its own file
+    # again and read it whole as if every record were new. A history took each in twice
+    # (a line inserted, then changed, showed as two insertions).
+    writer, reader = Journal(ws), Journal(ws)
+    with writer.transaction() as (_, w):
+        w.append(_rec(1))
+    with reader.transaction() as (batch, _):
+        assert [r["id"] for r in batch.records] == [1]
+    with writer.transaction() as (_, w):
+        w.append(_rec(2))
+    away = reader.path.with_name("away")
+    reader.path.rename(away)
+    reader.path.mkdir()
+    with pytest.raises(OSError), reader.transaction():
+        pass
+    reader.path.rmdir()
+    away.rename(reader.path)
+    with reader.transaction() as (batch, _):
+        assert batch.reset and [r["id"] for r in batch.records] == [1, 2]
+    with reader.transaction() as (batch, _):
+        assert not batch.reset and batch.records == []
+
+
+def test_a_history_whose_journal_was_briefly_replaced_still_has_each_edit_once(
+    ws: Path, state: Path
+) -> None:
+    server = History.load(Journal(ws))
+    fs: FS = {"a.txt": "one\ntwo\n"}
+    _, fs = edit(History.load(Journal(ws)), fs, "a.txt", "one\n", "one\nadded\n")
+    server.refresh()
+    _, fs = edit(History.load(Journal(ws)), fs, "a.txt", "two", "TWO")
+    path = server.journal.path  # type: ignore[union-attr]
+    path.rename(path.with_name("away"))
+    path.mkdir()
+    assert server.refresh() is False and "reading the journal failed" in str(server.journal_error)
+    path.rmdir()
+    path.with_name("away").rename(path)
+    server.refresh()
+    fresh = History.load(Journal(ws))
+    assert [e.id for e in server.entries] == [e.id for e in fresh.entries] == [1, 2]
+    assert server.net() == fresh.net()
+
+
+def test_a_closed_journal_reads_the_whole_file_again_as_a_reset(ws: Path, state: Path) -> None:
+    journal = Journal(ws)
+    with journal.transaction() as (_, w):
+        w.append(_rec(1))
+    before = len(os.listdir("/proc/self/fd"))
+    journal.close()
+    assert len(os.listdir("/proc/self/fd")) == before - 1
+    with journal.transaction() as (batch, _):
+        assert batch.reset and [r["id"] for r in batch.records] == [1]

@@ -432,3 +432,27 @@ def test_an_unfinished_entry_with_an_impossible_pid_is_abandoned_not_a_crash(
     journal.path.write_text(json.dumps({"t": "begin", "id": 1, "pid": pid, "changes": []}) + "\n")
     history = History.load(journal)
     assert [e.id for e in history.unfinished()] == [1]
+
+
+def test_the_pack_of_a_set_aside_apply_journal_of_many_files_survives_a_compaction(
+    tmp_path: Path,
+) -> None:
+    # The apply journal's header names ~300 bytes a file: past 1 MiB at ~3,500 files, where
+    # the compaction's read of it stopped; the header did not parse, and the pack of
+    # pre-images the person was told to restore from was removed as named by nothing.
+    journal = _journal(tmp_path)
+    with journal.transaction() as (_, w):
+        w.append({"t": "record", "id": 1, "action": "replace", "outcome": "applied"})
+    pack = journal.blobs.put(b"the pre-images of 4,000 files")
+    entries = [
+        {"path": f"src/pkg{i // 100}/module_{i}.py", "op": "replace", "pre": [i, 1]}
+        | {"newSha256": "0" * 64, "tmp": f"src/pkg{i // 100}/.module_{i}.py.tmp" + "x" * 150}
+        for i in range(4000)
+    ]
+    header = {"version": 3, "root": str(journal.workspace), "pid": 1, "files": entries}
+    line = json.dumps(header | {"blobSize": 0, "pack": pack}).encode() + b"\n"
+    assert len(line) > 1 << 20
+    (journal.dir / (files.JOURNAL + ".unreached-1")).write_bytes(line)
+    with journal.transaction() as (_, w):
+        w.rewrite([{"t": "record", "id": 1, "action": "replace", "outcome": "applied"}])
+    assert journal.blobs.get(pack) == b"the pre-images of 4,000 files"
