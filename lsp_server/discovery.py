@@ -33,6 +33,8 @@ import os
 import stat
 import time
 
+from lsp_server.engine import processes
+
 # No typing or dataclasses at run time: the CLI imports this module on every edit command.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -242,12 +244,8 @@ def _start_time(pid: int) -> str | None:
 
 
 def _alive(pid: int, start: str | None) -> bool:
-    try:
-        os.kill(pid, 0)
-    except (ProcessLookupError, OverflowError):  # past the C int: no process has that pid
-        return False
-    except PermissionError:
-        return False  # another user's process: our server's pid was reused
+    if processes.probe(pid) != processes.OURS:
+        return False  # gone, or another user's process: our server's pid was reused
     now = _start_time(pid)
     return start is None or now is None or now == start
 

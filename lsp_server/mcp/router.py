@@ -23,6 +23,7 @@ import secrets
 from typing import TYPE_CHECKING, Any
 
 from lsp_server import discovery
+from lsp_server.engine import processes
 from lsp_server.engine.results import refusal
 
 if TYPE_CHECKING:
@@ -55,13 +56,7 @@ def _leaves_root(root: str, action: str, args: Any) -> bool:
 
 
 def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except (ProcessLookupError, OverflowError):  # past the C int: no process has that pid
-        return False
-    except PermissionError:
-        return True
-    return True
+    return processes.probe(pid) != processes.NONE  # another user's editor still runs
 
 
 class Router:

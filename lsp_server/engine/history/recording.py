@@ -55,7 +55,7 @@ import os
 from collections.abc import Callable, Container, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
-from lsp_server.engine import errors, state
+from lsp_server.engine import errors, processes, state
 from lsp_server.engine.blobs import Blobs, Pack, Staged
 from lsp_server.engine.diffing import file_diff
 from lsp_server.engine.errors import Code, EditError
@@ -732,16 +732,7 @@ def open_history(workspace: str | os.PathLike[str], **kwargs: Any) -> History:
 
 
 def _pid_alive(pid: int | None) -> bool:
-    # A pid of 0 or below names a process group to os.kill, one past the C int overflows it:
-    # no process has either, so such a (hand-edited) entry is abandoned, not running for ever.
-    if pid is None or pid <= 0 or pid == os.getpid():
+    """Whether the process that began a plan still runs (another user's counts: it exists)."""
+    if pid is None or pid == os.getpid():
         return False
-    if os.name == "nt":  # os.kill would terminate it there; treat the plan as abandoned
-        return False
-    try:
-        os.kill(pid, 0)
-    except (ProcessLookupError, OverflowError):
-        return False
-    except OSError:
-        return True  # exists, owned by someone else
-    return True
+    return processes.probe(pid) != processes.NONE
