@@ -40,6 +40,10 @@ from lsp_server.engine.journal import Batch, line_size
 from lsp_server.engine.records import problem, tracked_problem
 from lsp_server.engine.undo import ChangeRecord
 
+# What taking in a record (or a checkpoint's file, or a queued net diff) can still raise on
+# values records.py let through: counted as skipped with its reason, never a failed start.
+_UNUSABLE = (ArithmeticError, LookupError, TypeError, ValueError, AttributeError)
+
 TYPE_CHECKING = False  # typing's constant without importing typing (lsp_server/startup.py)
 if TYPE_CHECKING:
     from typing import Any
@@ -122,7 +126,7 @@ class Replay:
             if why is None:
                 try:
                     self._apply(rec)
-                except (ArithmeticError, LookupError, TypeError, ValueError, AttributeError) as exc:
+                except _UNUSABLE as exc:
                     why = f"{type(exc).__name__}: {str(exc)[:80]}"
             if why is not None:
                 self._skip(1, why)
@@ -186,7 +190,7 @@ class Replay:
                         tracked.append((i, tr))
                         continue
                     why = "its net diff is outside its file"
-                except (ArithmeticError, LookupError, TypeError, ValueError, AttributeError) as exc:
+                except _UNUSABLE as exc:
                     why = f"{type(exc).__name__}: {str(exc)[:80]}"
             path = data.get("path") if isinstance(data, dict) else None
             self._skip(1, f"the checkpoint's net diff of {str(path)[:80]}, {why}; left out")
@@ -305,7 +309,7 @@ class Replay:
         for item in queue:
             try:
                 self._track(item)
-            except (ArithmeticError, LookupError, TypeError, ValueError, AttributeError) as exc:
+            except _UNUSABLE as exc:
                 self._skip(1, f"edit #{item.id}'s net diff, {type(exc).__name__}: {str(exc)[:80]}")
 
     def _key(self, tr: Tracked) -> None:
