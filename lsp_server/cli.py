@@ -605,7 +605,10 @@ def program() -> None:
     given = sys.argv[1:]
     if given[:1] in (["serve"], ["mcp"]):
         sys.exit(main())
-    code = main()
+    try:
+        code = main()
+    except BrokenPipeError:  # `agent-edit history | head`: the reader left mid-report
+        code = _reader_gone()
     threading = sys.modules.get("threading")
     if threading is not None:  # the interpreter waits for these first (none on the usual path)
         for thread in threading.enumerate():
@@ -619,9 +622,38 @@ def program() -> None:
             continue
         try:
             stream.flush()
-        except (OSError, ValueError):  # a closed pipe: what Python's own exit reports as 120
+        except BrokenPipeError:
+            if stream is sys.stdout:
+                code = code or _reader_gone()
+            else:
+                code = code or 120
+        except (OSError, ValueError):  # what Python's own exit reports as 120
             code = code or 120
     os._exit(code)
+
+
+def _reader_gone() -> int:
+    """Exit status 120 (Python's own for output it could not flush) once standard output's
+    reader has closed the pipe, with a line on stderr that says so: the command itself ran
+    to its end (an edit was applied and recorded, or refused), only its report was cut, and
+    a traceback there read as if the edit had failed. Standard output then points at
+    /dev/null, so what is still buffered for it cannot fail the exit again."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 1)
+        os.close(null)
+    except OSError:
+        pass
+    if sys.stderr is not None:
+        try:
+            sys.stderr.write(
+                "agent-edit: the report was cut short (its reader closed the pipe); "
+                "`agent-edit history` shows what this command did\n"
+            )
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass
+    return 120
 
 
 if __name__ == "__main__":

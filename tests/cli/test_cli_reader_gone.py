@@ -1,0 +1,95 @@
+"""The CLI when standard output's reader goes away (`agent-edit history | head`, an agent's
+pipe closed early): the command still runs to its end (the edit lands and is recorded), and it
+leaves with status 120 and one line on stderr that says only the report was cut, never a
+traceback that reads as if the edit had failed."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _tree(ws: Path, files: int) -> str:
+    parts = ["*** Begin Patch"]
+    for i in range(files):
+        (ws / f"f{i}.txt").write_text(f"line {i}\nkeep\n")
+        parts += [f"*** Update File: f{i}.txt", "@@", f"-line {i}", f"+LINE {i}"]
+    parts.append("*** End Patch")
+    return "\n".join(parts) + "\n"
+
+
+def _run(tmp_path: Path, ws: Path, argv: list[str], stdin: str = "") -> tuple[int, str]:
+    """Run the CLI with stdout a pipe whose reading end is already closed (the reader left)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONUNBUFFERED", "PYTHONPATH")}
+    env |= {"PYTHONPATH": str(REPO), "AGENT_EDIT_STATE_DIR": str(tmp_path / "state")}
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "lsp_server", *argv],
+            input=stdin.encode(),
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            cwd=ws,
+            env=env,
+            timeout=120,
+        )
+    finally:
+        os.close(write_end)
+    return proc.returncode, proc.stderr.decode()
+
+
+def _history(tmp_path: Path, ws: Path) -> dict:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env |= {"PYTHONPATH": str(REPO), "AGENT_EDIT_STATE_DIR": str(tmp_path / "state")}
+    out = subprocess.run(
+        [sys.executable, "-m", "lsp_server", "history", "--json"],
+        cwd=ws,
+        env=env,
+        capture_output=True,
+        timeout=120,
+        check=True,
+    ).stdout
+    return json.loads(out)
+
+
+@pytest.mark.parametrize("files", [1, 300], ids=["report-in-the-buffer", "report-past-it"])
+def test_an_apply_whose_reader_left_lands_and_says_only_the_report_was_cut(
+    tmp_path: Path, files: int
+) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    rc, err = _run(tmp_path, ws, ["apply-patch", "-"], _tree(ws, files))
+    assert "Traceback" not in err, err
+    assert rc == 120, err
+    assert "report was cut short" in err and "agent-edit history" in err
+    assert (ws / f"f{files - 1}.txt").read_text() == f"LINE {files - 1}\nkeep\n"
+    [entry] = _history(tmp_path, ws)["entries"]
+    assert entry["outcome"] == "applied"
+
+
+def test_history_piped_into_a_reader_that_left_is_no_traceback(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    for _ in range(3):
+        rc, _ = _run(tmp_path, ws, ["apply-patch", "-"], _tree(ws, 100))
+    rc, err = _run(tmp_path, ws, ["history", "--format", "diff"])
+    assert "Traceback" not in err, err
+    assert rc == 120, err
+
+
+def test_a_refusal_whose_reader_left_keeps_its_status(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("one\n")
+    patch = "*** Begin Patch\n*** Update File: a.txt\n@@\n-two\n+2\n*** End Patch\n"
+    rc, err = _run(tmp_path, ws, ["apply-patch", "--json", "-"], patch)
+    assert "Traceback" not in err, err
+    assert rc == 1, err
