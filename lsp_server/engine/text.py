@@ -39,6 +39,14 @@ _OTHER_BREAKS = ("\x0b", "\x0c", "\x1c", "\x1d", "\x1e")
 _OTHER_WIDE_BREAKS = ("\x85", "\u2028", "\u2029")
 
 
+def splitlines_is_lsp(text: str) -> bool:
+    """Whether `str.splitlines` splits `text` at the LSP line ends only: it holds none of the
+    other characters splitlines splits on (CR aside: LSP splits on it too)."""
+    return not any(map(text.__contains__, _OTHER_BREAKS)) and (
+        text.isascii() or not any(map(text.__contains__, _OTHER_WIDE_BREAKS))
+    )
+
+
 def split_lines(text: str) -> list[str]:
     """Split `text` into LSP lines with terminators; the last (unterminated) line always ends it."""
     if "\r" not in text:
@@ -50,9 +58,7 @@ def split_lines(text: str) -> list[str]:
         # bench_patch's big workload 605.4 -> 582.8 M instructions, the 1,000 files 1082.1 ->
         # 1076.6 M; whole CLI applies (`bench/bench_ab.py --instructions`, both after a run
         # that wrote the code cache) big 811.0 -> 788.1 M, the 1,000 files 2191.9 -> 2154.2 M.
-        if not any(map(text.__contains__, _OTHER_BREAKS)) and (
-            text.isascii() or not any(map(text.__contains__, _OTHER_WIDE_BREAKS))
-        ):
+        if splitlines_is_lsp(text):
             lines = text.splitlines(keepends=True)
             if not lines or lines[-1][-1] == "\n":
                 lines.append("")
@@ -248,6 +254,16 @@ class Snapshot:
     @cached_property
     def _split_lines(self) -> list[str]:
         return split_lines(self.text)
+
+    def lines_if_split(self) -> list[str] | None:
+        """`lines` when they are at hand (lent, given, or split already), else None (nothing is
+        split): for a caller that can do without the whole line list (undo/changes.py)."""
+        lent = self.lent
+        if lent is not None and lent.lines is not None:
+            return lent.lines
+        if self.given_lines is not None:
+            return self.given_lines
+        return self.__dict__.get("_split_lines")  # where `cached_property` keeps it once made
 
     @property
     def line_of(self) -> Callable[[int], int] | None:

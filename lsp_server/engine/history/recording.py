@@ -345,10 +345,15 @@ class History(Replay):
             self._own.add(entry_id)
             entry._diffs = diffs
             entry._plan_diff = diff
+            # The baselines' lines where they are split already (copied: a document store's
+            # are lent); the others are split from the baseline's text if the net diff ever
+            # takes this entry in (`Tracked.start`), which a CLI run ends before doing.
             entry._base_lines = {
-                c.path: list(c.before.lines)
+                c.path: list(lines)
                 for c in plan.changes
-                if c.path in baselines and c.before.exists
+                if c.path in baselines
+                and c.before.exists
+                and (lines := c.before.lines_if_split()) is not None
             }
         return entry_id
 
