@@ -45,10 +45,15 @@ UNIX_PATH_MAX = 100  # sun_path is 108 bytes on Linux, 104 on macOS
 
 
 async def run_action(
-    server: AgentEditServer, session: Session | None, action: str, args: Any
+    server: AgentEditServer,
+    session: Session | None,
+    action: str,
+    args: Any,
+    within: str | None = None,
 ) -> dict[str, Any]:
     """Run one action for `session` exactly as `workspace/executeCommand` would (the actions
-    layer over the server's context); malformed arguments are a refusal the agent can read."""
+    layer over the server's context); malformed arguments are a refusal the agent can read.
+    `within`: the caller's root (`agent-edit mcp --root`), outside which no path is taken."""
     from lsp_server import actions
 
     if action not in actions.NAMES:
@@ -59,7 +64,7 @@ async def run_action(
             argument="action",
         )
     try:
-        return wire(await actions.run(server.context(session), action, args))
+        return wire(await actions.run(server.context(session, within), action, args))
     except actions.InvalidArguments as exc:
         return invalid_arguments(exc.message)
 
@@ -275,7 +280,15 @@ class Endpoint:
             return refusal(
                 "INVALID_ARGUMENT", "action must be a string.", PROTOCOL_HINT, argument="action"
             ), True
-        answer = await run_action(self.server, self.session(key), action, args)
+        within = msg.get("within")
+        if within is not None and not (isinstance(within, str) and os.path.isabs(within)):
+            return refusal(
+                "INVALID_ARGUMENT",
+                "within must be an absolute path.",
+                PROTOCOL_HINT,
+                argument="within",
+            ), True
+        answer = await run_action(self.server, self.session(key), action, args, within)
         if msg.get("withOpen"):
             # The files the editor has open now: a caller that loses this server later knows
             # which files' disk copies may be behind a buffer (lsp_server/mcp/router.py).

@@ -115,6 +115,9 @@ class Router:
             "action": action,
             "args": rebased["args"],
             "withOpen": True,
+            # Every path the editor's server takes for this call must lie in this root, those it
+            # finds itself too (an undo's, from the history): `_leaves_root` sees only named ones.
+            "within": self.root,
         }
         try:
             answer = await discovery.arequest(entry, payload, ANSWER_TIMEOUT_S)
