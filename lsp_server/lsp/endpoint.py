@@ -19,7 +19,6 @@ import hmac
 import json
 import logging
 import os
-import re
 import secrets
 import socket
 from collections import OrderedDict
@@ -55,6 +54,7 @@ async def run_action(
     layer over the server's context); malformed arguments are a refusal the agent can read.
     `within`: the caller's root (`agent-edit mcp --root`), outside which no path is taken."""
     from lsp_server import actions
+    from lsp_server.actions.args import refusal_of
 
     if action not in actions.NAMES:
         return refusal(
@@ -66,23 +66,7 @@ async def run_action(
     try:
         return wire(await actions.run(server.context(session, within), action, args))
     except actions.InvalidArguments as exc:
-        return invalid_arguments(exc.message)
-
-
-def invalid_arguments(message: str) -> dict[str, Any]:
-    return refusal(
-        "INVALID_ARGUMENT",
-        message,
-        "Fix the arguments (names and types as in the tool's schema) and call again.",
-        argument=_argument_named(message),
-    )
-
-
-def _argument_named(message: str) -> str | None:
-    """The argument an InvalidParams message is about (arguments.py names it first, quoted or
-    before 'must')."""
-    m = re.search(r"'([A-Za-z]\w*)'", message) or re.search(r"(\w[\w.\[\]']*) must ", message)
-    return m.group(1) if m else None
+        return refusal_of(exc)
 
 
 class Endpoint:

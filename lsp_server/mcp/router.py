@@ -39,16 +39,6 @@ _HEADER = re.compile(r"^(\*\*\* (?:Add File|Delete File|Update File|Move to): ?)
 _PADDED_HEADER = re.compile(r"^[ \t]+\*\*\* (?:Add File|Delete File|Update File|Move to):", re.M)
 
 
-def invalid_arguments(message: str) -> dict[str, Any]:
-    m = re.search(r"'([A-Za-z]\w*)'", message) or re.search(r"(\w[\w.\[\]']*) must ", message)
-    return refusal(
-        "INVALID_ARGUMENT",
-        message,
-        "Fix the arguments (names and types as in the tool's schema) and call again.",
-        argument=m.group(1) if m else None,
-    )
-
-
 def _leaves_root(root: str, action: str, args: Any) -> bool:
     from lsp_server.mcp.boundary import leaves_root  # the policy: only once an editor runs
 
