@@ -49,15 +49,18 @@ SAFE_INT = 2**53
 
 
 class InvalidArguments(ValueError):
-    """A malformed request: not an object, an unknown field, a wrong type (each front maps it)."""
+    """A malformed request: not an object, an unknown field, a wrong type (each front maps it).
+    `argument` is the field at fault (None for the object itself): the fronts that answer with
+    a refusal put it in `details.argument`, which agents rely on (never guessed from `message`)."""
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, argument: str | None = None) -> None:
         super().__init__(message)
         self.message = message
+        self.argument = argument
 
 
-def invalid(message: str) -> InvalidArguments:
-    return InvalidArguments(message)
+def invalid(message: str, argument: str | None = None) -> InvalidArguments:
+    return InvalidArguments(message, argument)
 
 
 class ContractError(ValueError):
@@ -107,7 +110,7 @@ def parse(command: str, args: tuple[Any, ...]) -> dict[str, Any]:
     try:
         check_object(fields, args[0], label)
     except ContractError as exc:
-        raise invalid(exc.message) from None
+        raise invalid(exc.message, exc.argument) from None
     return args[0]
 
 

@@ -13,7 +13,7 @@ TYPE_CHECKING = False  # typing's constant without importing typing (lsp_server/
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["InvalidArguments", "parse"]
+__all__ = ["InvalidArguments", "parse", "refusal_of"]
 
 
 def parse(name: str, raw: Any) -> dict[str, Any]:
@@ -21,3 +21,16 @@ def parse(name: str, raw: Any) -> dict[str, Any]:
     of `workspace/executeCommand` arguments (which must hold exactly that one object)."""
     given = tuple(raw) if isinstance(raw, list | tuple) else (raw,)
     return arguments.parse(f"agentEdit.{name}", given)
+
+
+def refusal_of(exc: InvalidArguments) -> dict[str, Any]:
+    """A malformed call as the refusal the fronts that answer with a result send (the MCP server,
+    the editor's endpoint): INVALID_ARGUMENT, `details.argument` the field at fault."""
+    from lsp_server.engine.results import refusal
+
+    return refusal(
+        "INVALID_ARGUMENT",
+        exc.message,
+        "Fix the arguments (names and types as in the tool's schema) and call again.",
+        argument=exc.argument,
+    )

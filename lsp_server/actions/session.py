@@ -70,8 +70,9 @@ def token_now(rel: str, token: dict[str, Any] | None, opened: int | None) -> dic
     if fitted is not None and fitted.get("reopened") and fitted.get("sha256") is None:
         raise errors.stale(
             f"{rel} was closed (or opened) in the editor since version "
-            f"{token.get('version') if token else None} was read, and editors count versions "
-            "again after a reopen, so that version proves nothing now.",
+            f"{token.get('version') if token else None} was read, or the editor sent a change "
+            "without a higher version; editors count versions again after a reopen, so that "
+            "version proves nothing now.",
             "Read the file again with agentEdit.read, or pass expect: {sha256} from a read.",
             expected={
                 "version": token.get("version") if token else None,

@@ -286,6 +286,13 @@ class DocumentStore:
         doc = self._by_uri.get(uri)
         if doc is None:
             return None
+        if changes and version <= doc.version:
+            # LSP wants a higher version with every change; a client that sends none (or a
+            # lower one) has a version that no longer tells contents apart, and a read token
+            # from before would pass on it alone (planner.check_precondition). Counted as a new
+            # open, as after a reopen: such a token is checked by its sha256 (session.for_open).
+            self._opens += 1
+            doc.open_id = self._opens
         for start, end, text in changes:
             if start is None or end is None:
                 doc.replace_all(text)

@@ -11,8 +11,10 @@ from typing import TYPE_CHECKING, TypeVar
 from lsp_server.actions.links import LinkRule
 from lsp_server.actions.paths import Resolved
 from lsp_server.actions.session import Session
+from lsp_server.engine.errors import Code, EditError
 from lsp_server.engine.history import History
 from lsp_server.engine.model import Plan
+from lsp_server.engine.policy import PathPolicy
 from lsp_server.engine.text import Snapshot
 from lsp_server.lsp.editor_applier import EditorApplier
 from lsp_server.lsp.settings import Settings
@@ -27,9 +29,15 @@ class EditorContext:
     """`actions.context.Context` over the server: open buffers, the editor's apply-and-verify
     (lsp/editor_applier.py), the workspace history and edit lock, and one caller's session."""
 
-    def __init__(self, server: AgentEditServer, session: Session) -> None:
+    def __init__(
+        self, server: AgentEditServer, session: Session, within: str | None = None
+    ) -> None:
         self.server = server
         self.session = session
+        # A caller's own root (`agent-edit mcp --root`, lsp_server/mcp/boundary.py): a path
+        # outside it is refused as that root's disk front refuses it, also the paths an action
+        # finds itself (an undo's, from the history), which no check of the call's arguments sees.
+        self.within = None if within is None else PathPolicy.from_settings([within])
         self.applier = EditorApplier(server)
         # Which names the patch being planned reached through a symbolic link: a Delete or a
         # Move's source acts on the link itself, as headless (actions/links.py).
@@ -50,6 +58,12 @@ class EditorContext:
     def resolve(self, path: str, argument: str = "path") -> Resolved:
         policy = self.server.paths.policy
         r = policy.resolve(path, argument=argument)
+        if self.within is not None:
+            try:
+                self.within.resolve(r.abs_path, argument=argument)
+            except EditError as err:
+                if err.code == Code.OUTSIDE_WORKSPACE:
+                    raise
         name = policy.name_of(r)
         self.links.note(r, name, several_roots=len(policy.roots) > 1)
         return Resolved(name, r.abs_path)

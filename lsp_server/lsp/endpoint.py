@@ -19,7 +19,6 @@ import hmac
 import json
 import logging
 import os
-import re
 import secrets
 import socket
 from collections import OrderedDict
@@ -45,11 +44,17 @@ UNIX_PATH_MAX = 100  # sun_path is 108 bytes on Linux, 104 on macOS
 
 
 async def run_action(
-    server: AgentEditServer, session: Session | None, action: str, args: Any
+    server: AgentEditServer,
+    session: Session | None,
+    action: str,
+    args: Any,
+    within: str | None = None,
 ) -> dict[str, Any]:
     """Run one action for `session` exactly as `workspace/executeCommand` would (the actions
-    layer over the server's context); malformed arguments are a refusal the agent can read."""
+    layer over the server's context); malformed arguments are a refusal the agent can read.
+    `within`: the caller's root (`agent-edit mcp --root`), outside which no path is taken."""
     from lsp_server import actions
+    from lsp_server.actions.args import refusal_of
 
     if action not in actions.NAMES:
         return refusal(
@@ -59,25 +64,9 @@ async def run_action(
             argument="action",
         )
     try:
-        return wire(await actions.run(server.context(session), action, args))
+        return wire(await actions.run(server.context(session, within), action, args))
     except actions.InvalidArguments as exc:
-        return invalid_arguments(exc.message)
-
-
-def invalid_arguments(message: str) -> dict[str, Any]:
-    return refusal(
-        "INVALID_ARGUMENT",
-        message,
-        "Fix the arguments (names and types as in the tool's schema) and call again.",
-        argument=_argument_named(message),
-    )
-
-
-def _argument_named(message: str) -> str | None:
-    """The argument an InvalidParams message is about (arguments.py names it first, quoted or
-    before 'must')."""
-    m = re.search(r"'([A-Za-z]\w*)'", message) or re.search(r"(\w[\w.\[\]']*) must ", message)
-    return m.group(1) if m else None
+        return refusal_of(exc)
 
 
 class Endpoint:
@@ -275,7 +264,15 @@ class Endpoint:
             return refusal(
                 "INVALID_ARGUMENT", "action must be a string.", PROTOCOL_HINT, argument="action"
             ), True
-        answer = await run_action(self.server, self.session(key), action, args)
+        within = msg.get("within")
+        if within is not None and not (isinstance(within, str) and os.path.isabs(within)):
+            return refusal(
+                "INVALID_ARGUMENT",
+                "within must be an absolute path.",
+                PROTOCOL_HINT,
+                argument="within",
+            ), True
+        answer = await run_action(self.server, self.session(key), action, args, within)
         if msg.get("withOpen"):
             # The files the editor has open now: a caller that loses this server later knows
             # which files' disk copies may be behind a buffer (lsp_server/mcp/router.py).

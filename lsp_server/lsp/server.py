@@ -308,9 +308,10 @@ class AgentEditServer(LanguageServer):
 
     # -- the actions' context -----------------------------------------------------------
 
-    def context(self, session: Session | None = None) -> EditorContext:
-        """The actions' context for `session`'s caller (default: the editor's own agents)."""
-        return EditorContext(self, self.session if session is None else session)
+    def context(self, session: Session | None = None, within: str | None = None) -> EditorContext:
+        """The actions' context for `session`'s caller (default: the editor's own agents);
+        `within`: a folder no path may leave (an MCP server's root, below a workspace folder)."""
+        return EditorContext(self, self.session if session is None else session, within)
 
 
 RECOVERY_DELAY_S = 0.5

@@ -27,7 +27,7 @@ async def run(
 ) -> dict[str, Any]:
     from lsp_server import actions
     from lsp_server.actions import headless
-    from lsp_server.mcp.router import invalid_arguments
+    from lsp_server.actions.args import refusal_of
     from lsp_server.peers import GuardedApplier
 
     try:
@@ -37,6 +37,6 @@ async def run(
             try:
                 return wire(await actions.run(ctx, action, args))
             except actions.InvalidArguments as exc:
-                return invalid_arguments(exc.message)
+                return refusal_of(exc)
     except EditError as err:  # a workspace that cannot be made ready (state folder, rollback)
         return err.to_result()

@@ -39,16 +39,6 @@ _HEADER = re.compile(r"^(\*\*\* (?:Add File|Delete File|Update File|Move to): ?)
 _PADDED_HEADER = re.compile(r"^[ \t]+\*\*\* (?:Add File|Delete File|Update File|Move to):", re.M)
 
 
-def invalid_arguments(message: str) -> dict[str, Any]:
-    m = re.search(r"'([A-Za-z]\w*)'", message) or re.search(r"(\w[\w.\[\]']*) must ", message)
-    return refusal(
-        "INVALID_ARGUMENT",
-        message,
-        "Fix the arguments (names and types as in the tool's schema) and call again.",
-        argument=m.group(1) if m else None,
-    )
-
-
 def _leaves_root(root: str, action: str, args: Any) -> bool:
     from lsp_server.mcp.boundary import leaves_root  # the policy: only once an editor runs
 
@@ -115,6 +105,9 @@ class Router:
             "action": action,
             "args": rebased["args"],
             "withOpen": True,
+            # Every path the editor's server takes for this call must lie in this root, those it
+            # finds itself too (an undo's, from the history): `_leaves_root` sees only named ones.
+            "within": self.root,
         }
         try:
             answer = await discovery.arequest(entry, payload, ANSWER_TIMEOUT_S)
@@ -166,6 +159,8 @@ class Router:
                 f"{self.lost.describe()} went away)."
             )
         opened = answer.pop("_open", None)
+        if action == "history":
+            answer = self._within_root(entry, answer)
         prefix = self._prefix(entry)
         if prefix is not None:
             answer = _unbased(answer, prefix)
@@ -174,6 +169,57 @@ class Router:
         self.lost, self.lost_open = None, set()
         answer["via"] = "editor"
         return answer
+
+    def _within_root(self, entry: discovery.Entry, answer: dict[str, Any]) -> dict[str, Any]:
+        """A history answer of the editor's server (whose workspace may hold more than this
+        root) without what it shows of files outside the root: entries that touched one (their
+        diffs and the request they echo), net diffs, an edit's texts, diff sections. A read of
+        such a file is refused OUTSIDE_WORKSPACE; its history must not show it either."""
+        if not entry.folders:
+            return answer
+        base = entry.folders[0]
+
+        def inside(path: Any) -> bool:
+            if not isinstance(path, str) or not path:
+                return True
+            full = os.path.normpath(os.path.join(base, path))
+            return full == self.root or full.startswith(self.root.rstrip("/") + "/")
+
+        def shown(item: Any) -> bool:
+            return not isinstance(item, dict) or (
+                inside(item.get("path")) and inside(item.get("movedTo"))
+            )
+
+        out = dict(answer)
+        left = 0
+        if isinstance(out.get("entries"), list):
+            kept = [
+                e
+                for e in out["entries"]
+                if not isinstance(e, dict)
+                or (
+                    all(map(shown, e.get("files") or []))
+                    # Past ENTRY_FILES an entry names no more files: those it leaves out may not
+                    # be inside.
+                    and e.get("filesTotal", 0) <= len(e.get("files") or [])
+                )
+            ]
+            left += len(out["entries"]) - len(kept)
+            out["entries"] = kept
+        for key in ("net", "files"):
+            if isinstance(out.get(key), list):
+                kept = [f for f in out[key] if shown(f)]
+                left += len(out[key]) - len(kept)
+                out[key] = kept
+        if isinstance(out.get("diff"), str):
+            out["diff"], cut = _diff_within(out["diff"], inside)
+            left += cut
+        if left:
+            out["note"] = (
+                f"{left} item(s) of the editor's history concern files outside {self.root} "
+                "and are not shown."
+            )
+        return out
 
     def _prefix(self, entry: discovery.Entry) -> str | None:
         """This root relative to the editor's first workspace folder, when it lies below it
@@ -323,6 +369,32 @@ def _unbased_diff(diff: str, prefix: str) -> str:
         if header and _DIFF_HEADER.match(line):
             lines[i] = in_path.sub(lambda m: m.group(1) or "", line)
     return "\n".join(lines)
+
+
+_SECTION_PATH = re.compile(r"^(?:--- a/|\+\+\+ b/|rename from |rename to )(.*)$")
+
+
+def _diff_within(diff: str, inside: Any) -> tuple[str, int]:
+    """`diff` without its `diff --git` sections that name a path `inside` refuses (paths as the
+    editor's server names them), and how many were left out."""
+    parts = re.split(r"(?m)^(?=diff --git )", diff)
+    kept, cut = [], 0
+    for part in parts:
+        if part.startswith("diff --git "):
+            names = []
+            for line in part.split("\n"):
+                if line.startswith("@@"):
+                    break
+                m = _SECTION_PATH.match(line)
+                if m:
+                    names.append(m.group(1))
+            if not names:  # a header this cannot read (a quoted name): not shown either
+                names = [part.split("\n", 1)[0].removeprefix("diff --git a/")]
+            if not all(inside(n) for n in names):
+                cut += 1
+                continue
+        kept.append(part)
+    return "".join(kept), cut
 
 
 def _absolute(path: str) -> bool:
