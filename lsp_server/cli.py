@@ -504,6 +504,11 @@ def _through_editor(
 def _read_text(name: str, what: str) -> str:
     try:
         if name == "-":
+            if sys.stdin is None:  # started with it closed (`<&-`): not an empty text
+                raise UsageError(
+                    f"{what} is to be read from standard input, but standard input is closed; "
+                    f"pipe the text in, or give {what} as a file"
+                )
             data = sys.stdin.buffer.read()
         else:
             with open(name, "rb") as f:
@@ -605,6 +610,7 @@ def program() -> None:
     given = sys.argv[1:]
     if given[:1] in (["serve"], ["mcp"]):
         sys.exit(main())
+    _stand_in_streams()
     try:
         code = main()
     except BrokenPipeError:  # `agent-edit history | head`: the reader left mid-report
@@ -630,6 +636,34 @@ def program() -> None:
         except (OSError, ValueError):  # what Python's own exit reports as 120
             code = code or 120
     os._exit(code)
+
+
+def _stand_in_streams() -> None:
+    """/dev/null on each standard descriptor the process started without (`<&-`, `>&-`,
+    `2>&-`: Python then has the stream as None), as if the caller had redirected it there.
+
+    A closed standard output is a caller that wants no report: the command runs and exits with
+    its own status. Without a stand-in, the report of an edit that landed raised
+    AttributeError on None (a traceback and exit 1: a landed edit read as failed), a note for
+    stderr went to stdout (`print(file=None)`) into the JSON, and the next file the command
+    opened (the journal, a target's temporary file) took the free descriptor 0, 1 or 2, where
+    a stray write meant for the stream would land in it. Standard input stays None (its
+    descriptor held by /dev/null), so `-` and `@-` say it is closed (`_read_text`) rather than
+    read an empty text. tests/cli/test_cli_exit_closed_stream.py."""
+    for fd, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
+        if getattr(sys, name) is not None:
+            continue
+        try:
+            null = os.open(os.devnull, os.O_RDONLY if fd == 0 else os.O_WRONLY)
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+        except OSError:
+            continue
+        if fd:
+            setattr(
+                sys, name, open(fd, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
+            )
 
 
 def _reader_gone() -> int:
