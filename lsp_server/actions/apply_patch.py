@@ -1,5 +1,11 @@
 """`applyPatch`: a V4A patch over any number of files, all of them or none; each file it updates
-is checked against the caller's `expect` for it, or its last read."""
+is checked against the caller's `expect` for it, or its last read.
+
+An `expect` is a precondition the caller asked for ("refuse unless the file has this
+content"), so none is dropped unchecked: one keyed by a path that no section updates, deletes
+or moves (a misspelt name, a file the patch adds, the file a deleted link points to) is
+checked against that file as it is now, and an absent file is STALE
+(tests/actions/test_apply_patch_expect_keys.py)."""
 
 from __future__ import annotations
 
@@ -7,6 +13,7 @@ from lsp_server.actions.context import Context
 from lsp_server.actions.execute import execute
 from lsp_server.actions.paths import Resolved
 from lsp_server.actions.session import token_now
+from lsp_server.engine import errors
 from lsp_server.engine.planner import check_precondition
 from lsp_server.engine.results import EditResult
 from lsp_server.engine.text import Snapshot
@@ -17,11 +24,9 @@ if TYPE_CHECKING:
 
 
 async def run(ctx: Context, a: dict[str, Any]) -> EditResult:
-    expect = {
-        r.rel: ctx.session.known(r.rel, v)
-        for k, v in (a.get("expect") or {}).items()
-        if (r := ctx.resolve(k))
-    }
+    given = [(ctx.resolve(k), v) for k, v in (a.get("expect") or {}).items()]
+    keys = {r.rel: r for r, _ in given}
+    expect = {r.rel: ctx.session.known(r.rel, v) for r, v in given}
     known = {p: ctx.session.known(p, None) for p in ctx.session.reads}  # when it was sent
     async with ctx.edit_lock:
         where: dict[str, Resolved] = {}
@@ -45,6 +50,21 @@ async def run(ctx: Context, a: dict[str, Any]) -> EditResult:
                     token_now(c.path, known.get(c.path), opened),
                     required=False,  # context and removed lines are checked as they are now
                 )
+        checked = {c.path for c in plan.changes if c.before.exists}
+        for rel in expect.keys() - checked:
+            now = ctx.snapshot(keys[rel])
+            if not now.exists:
+                raise errors.stale(
+                    f"{rel} does not exist, but `expect` gives a token of its content "
+                    "(details.expected): it was removed (or never was there) since it was read.",
+                    "Read the file again (is it elsewhere now? is its name in `expect` right?) "
+                    "and recompute the patch from what the workspace holds.",
+                    expected={k: (expect[rel] or {}).get(k) for k in ("version", "sha256")},
+                    current=None,
+                    path=rel,
+                )
+            opened = ctx.open_id(keys[rel])
+            check_precondition(now, token_now(rel, expect[rel], opened), None, required=False)
         return await execute(
             ctx, "applyPatch", a, list(plan.changes), where, a.get("dryRun", False)
         )
