@@ -587,11 +587,32 @@ def _print_failure(result: dict[str, Any], as_json: bool) -> None:
     details = result.get("details") or {}
     for cand in details.get("candidates", []) or []:
         msg.append(f"  near line {cand['line']}: {cand['text']!r} ({cand['why']})")
-    if details.get("lines"):
-        msg.append("  matching lines: " + ", ".join(map(str, details["lines"])))
+    msg += _lines_said(details.get("lines"))
     if result.get("code") != "PARTIAL" and not result.get("committed"):
         msg.append("No files were changed.")  # (a PARTIAL result says which may have)
     sys.stderr.write("\n".join(msg) + "\n")
+
+
+def _lines_said(lines: Any) -> list[str]:
+    """`details.lines` for a person: an AMBIGUOUS result's matching line numbers, or a
+    CONFLICT's differing lines (`{path, line, expected, current}`, as undo reports them).
+    Another code's `lines` (a read's refused range: the file's line count, an int) is said by
+    its message: printing it as a list raised TypeError, a traceback instead of the refusal."""
+    if not isinstance(lines, list) or not lines:
+        return []
+    if all(isinstance(n, int) for n in lines):
+        return ["  matching lines: " + ", ".join(map(str, lines))]
+    out = []
+    for d in lines:
+        if not isinstance(d, dict):
+            continue
+        expected, current = d.get("expected"), d.get("current")
+        out.append(
+            f"  {d.get('path')} line {d.get('line')}: "
+            + ("expected " + repr(expected) if expected is not None else "expected no line")
+            + (", now " + repr(current) if current is not None else ", now no line")
+        )
+    return out
 
 
 def program() -> None:
