@@ -111,6 +111,10 @@ class HeadlessContext:
         self.fork_plans = fork_plans  # whether a large patch may be planned in a forked child
         self._prestage = True  # whether a snapshot for a plan starts History.prestage
 
+    @property
+    def max_file_bytes(self) -> int:
+        return self.policy.max_file_bytes
+
     def resolve(self, path: str, argument: str = "path") -> Resolved:
         r = self.policy.resolve(path, argument=argument, memo=self._walk_memo)
         rel = self.policy.name_of(r)
