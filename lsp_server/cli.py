@@ -346,6 +346,11 @@ def _action_args(action: str, ns: Any) -> dict[str, Any]:
             value = _arg_text(value, METAVAR[name])
         elif name == "patch":
             value = _read_text(value, "PATCH")
+            if value[:1] == "\ufeff":
+                # A patch file saved with a byte order mark (Notepad, PowerShell 5): the mark
+                # is the file's encoding, not a character of the patch; left in, the first
+                # line was refused as not '*** Begin Patch' while it showed exactly that.
+                value = value[1:]
         elif name == "expect" and action == "applyPatch":
             value = dict(_path_token(v) for v in value)
         elif name == "expect":
