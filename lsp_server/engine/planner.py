@@ -95,8 +95,10 @@ def require_exists(snap: Snapshot) -> None:
     if not snap.exists:
         raise errors.not_found(
             f"{snap.path} does not exist.",
-            "Check the path (agentEdit.read lists what exists), or create the file with "
-            "agentEdit.write.",
+            # (agentEdit.read reads one file; it lists no folder: a hint saying it did sent
+            # agents to read a directory, refused INVALID_ARGUMENT)
+            "Check the path (spelling, folder, relative to the workspace root), or create the "
+            "file with agentEdit.write.",
             path=snap.path,
         )
 
