@@ -290,8 +290,14 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"agent-edit: error: {exc}\n")
         return EXIT_USAGE
     except KeyboardInterrupt:
-        # Ctrl-C: an edit under way was settled (rolled back, its entry finished) on the way
-        # out (actions/execute.py); a line that says so, not a traceback.
+        # Ctrl-C (or SIGTERM, `_on_sigterm`): an edit under way was settled (rolled back, its
+        # entry finished) on the way out (actions/execute.py); a line that says so, not a
+        # traceback.
+        if _TERMINATED:
+            sys.stderr.write(
+                "agent-edit: terminated (SIGTERM); see `agent-edit history` for what it left\n"
+            )
+            return 143
         sys.stderr.write("agent-edit: interrupted; see `agent-edit history` for what it left\n")
         return 130
     finally:
@@ -637,10 +643,15 @@ def program() -> None:
     if given[:1] in (["serve"], ["mcp"]):
         sys.exit(main())
     _stand_in_streams()
+    import _signal  # (loaded at start-up; `signal` would load enum)
+
+    _signal.signal(_signal.SIGTERM, _on_sigterm)
     try:
         code = main()
     except BrokenPipeError:  # `agent-edit history | head`: the reader left mid-report
         code = _reader_gone()
+    finally:
+        _signal.signal(_signal.SIGTERM, _signal.SIG_DFL)  # the exit below, as usual
     threading = sys.modules.get("threading")
     if threading is not None:  # the interpreter waits for these first (none on the usual path)
         for thread in threading.enumerate():
@@ -662,6 +673,20 @@ def program() -> None:
         except (OSError, ValueError):  # what Python's own exit reports as 120
             code = code or 120
     os._exit(code)
+
+
+_TERMINATED: list[int] = []  # the SIGTERM that `_on_sigterm` turned into KeyboardInterrupt
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    """SIGTERM (what a harness sends a command it times out, `timeout`, `kill`) taken as
+    Ctrl-C is: a KeyboardInterrupt, so an apply under way is rolled back and its history entry
+    finished on the way out (actions/execute.py), exit status 143. With the default action
+    the process died mid-apply, leaving up to all but one of the patch's files new on disk
+    until the next agent-edit command rolled them back: no longer all or nothing for
+    whoever looked (git, a build) in between. tests/cli/test_cli_sigterm.py."""
+    _TERMINATED.append(signum)
+    raise KeyboardInterrupt
 
 
 def _stand_in_streams() -> None:
