@@ -584,7 +584,10 @@ def _print_history(result: dict[str, Any], as_json: bool, as_diff: bool) -> None
             names = [str(f.get("path", "?")) for f in e.get("files", [])]
             files = ", ".join(names[:5]) + (f" and {len(names) - 5} more" * (len(names) > 5))
             print(f"#{e['id']}  {e['time']}  {e['action']:<10} {e['outcome']:<20} {files}")
-        if not entries:
+        total = result.get("total") or 0
+        if not entries and total:  # (--limit 0): recorded, only not shown
+            print(f"{total} agent edit(s) recorded in this workspace, none shown (--limit)")
+        elif not entries:
             print("no agent edits recorded in this workspace")
 
 
