@@ -14,6 +14,7 @@ from lsp_server.actions.execute import execute
 from lsp_server.actions.paths import Resolved
 from lsp_server.actions.session import token_now
 from lsp_server.engine import errors
+from lsp_server.engine.model import FileChange
 from lsp_server.engine.planner import check_precondition
 from lsp_server.engine.results import EditResult
 from lsp_server.engine.text import Snapshot
@@ -65,6 +66,30 @@ async def run(ctx: Context, a: dict[str, Any]) -> EditResult:
                 )
             opened = ctx.open_id(keys[rel])
             check_precondition(now, token_now(rel, expect[rel], opened), None, required=False)
-        return await execute(
-            ctx, "applyPatch", a, list(plan.changes), where, a.get("dryRun", False)
-        )
+        # A file the patch leaves as it is (a chunk of context lines only, `-a` then `+a`, a
+        # Delete and an Add of the same text) is not rewritten: it was, with a new inode and
+        # mtime, and the result said "M f.txt" over an empty diff. A patch that changes nothing
+        # at all is NO_CHANGE, as a replace or write of the same text is.
+        changes = [c for c in plan.changes if not _changes_nothing(c)]
+        if not changes:
+            raise errors.invalid_argument(
+                "NO_CHANGE: the patch would change nothing: every file it names already has "
+                "the text it gives.",
+                "Nothing to do; if a change was meant, read the files again and send the "
+                "'-'/'+' lines of it.",
+                argument="patch",
+                reason="NO_CHANGE",
+            )
+        return await execute(ctx, "applyPatch", a, changes, where, a.get("dryRun", False))
+
+
+def _changes_nothing(c: FileChange) -> bool:
+    """Whether `c` is an update that leaves its file's text and BOM exactly as they are
+    (compared over its edits' lines only: no new text is built)."""
+    before = c.before
+    if c.change != "update" or c.moved_to is not None or c.bom != before.bom:
+        return False
+    if c.new_text_override is not None:
+        return c.new_text_override == before.text
+    lines = before.lines
+    return all(tuple(lines[e.start : e.end]) == tuple(e.new_lines) for e in c.edits)
