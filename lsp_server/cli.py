@@ -587,6 +587,8 @@ def _print_history(result: dict[str, Any], as_json: bool, as_diff: bool) -> None
         total = result.get("total") or 0
         if not entries and total:  # (--limit 0): recorded, only not shown
             print(f"{total} agent edit(s) recorded in this workspace, none shown (--limit)")
+        elif not entries and result.get("journalError"):  # (said on stderr first)
+            print("no agent edits could be read: the journal is unreadable (see above)")
         elif not entries:
             print("no agent edits recorded in this workspace")
 
