@@ -1,7 +1,7 @@
 """A headless command waits for the workspace lock another process holds for a bounded time,
-after saying once which process it waits for, then is refused (IO_ERROR, reason BUSY) with
-nothing read or changed. A process stopped while it held the lock (Ctrl-Z) made every later
-command, `history` and `read` too, hang for ever without a word."""
+saying once which process it waits for (past LOCK_QUIET_SECONDS), then is refused (IO_ERROR,
+reason BUSY) with nothing read or changed. A process stopped while it held the lock (Ctrl-Z)
+made every later command, `history` and `read` too, hang for ever without a word."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ import pytest
 
 from lsp_server import actions
 from lsp_server.actions import headless
+from lsp_server.engine import files
 from lsp_server.engine.errors import EditError
 from lsp_server.engine.results import wire
 from lsp_server.engine.state import state_dir
@@ -25,6 +26,7 @@ from lsp_server.engine.state import state_dir
 def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("AGENT_EDIT_STATE_DIR", str(tmp_path / "state"))
     monkeypatch.setattr(headless, "LOCK_WAIT_SECONDS", 0.2)
+    monkeypatch.setattr(files, "LOCK_QUIET_SECONDS", 0.0)
     return tmp_path / "state"
 
 
