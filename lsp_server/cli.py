@@ -513,6 +513,12 @@ def _through_editor(
 
 
 def _read_text(name: str, what: str) -> str:
+    """The text of file `name` (`-`: standard input), read no further than a text may be
+    long: an endless input (`yes | agent-edit apply-patch -`) was read until memory ran out
+    (a MemoryError traceback, or the OOM killer), the size check coming only after."""
+    from lsp_server.arguments import MAX_STRING
+
+    cap = 4 * MAX_STRING  # bytes: no UTF-8 character takes more than 4
     try:
         if name == "-":
             if sys.stdin is None:  # started with it closed (`<&-`): not an empty text
@@ -520,10 +526,15 @@ def _read_text(name: str, what: str) -> str:
                     f"{what} is to be read from standard input, but standard input is closed; "
                     f"pipe the text in, or give {what} as a file"
                 )
-            data = sys.stdin.buffer.read()
+            data = sys.stdin.buffer.read(cap + 1)
         else:
             with open(name, "rb") as f:
-                data = f.read()
+                data = f.read(cap + 1)
+        if len(data) > cap:
+            raise UsageError(
+                f"{what} {name} is over {cap:,} bytes, so over the {MAX_STRING:,}-character "
+                "limit for a text; nothing more of it was read"
+            )
         return data.decode("utf-8")
     except OSError as exc:
         raise UsageError(f"cannot read {what} {name}: {exc.strerror or exc}") from None
