@@ -290,8 +290,14 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"agent-edit: error: {exc}\n")
         return EXIT_USAGE
     except KeyboardInterrupt:
-        # Ctrl-C: an edit under way was settled (rolled back, its entry finished) on the way
-        # out (actions/execute.py); a line that says so, not a traceback.
+        # Ctrl-C (or SIGTERM, `_on_sigterm`): an edit under way was settled (rolled back, its
+        # entry finished) on the way out (actions/execute.py); a line that says so, not a
+        # traceback.
+        if _TERMINATED:
+            sys.stderr.write(
+                "agent-edit: terminated (SIGTERM); see `agent-edit history` for what it left\n"
+            )
+            return 143
         sys.stderr.write("agent-edit: interrupted; see `agent-edit history` for what it left\n")
         return 130
     finally:
@@ -346,6 +352,11 @@ def _action_args(action: str, ns: Any) -> dict[str, Any]:
             value = _arg_text(value, METAVAR[name])
         elif name == "patch":
             value = _read_text(value, "PATCH")
+            if value[:1] == "\ufeff":
+                # A patch file saved with a byte order mark (Notepad, PowerShell 5): the mark
+                # is the file's encoding, not a character of the patch; left in, the first
+                # line was refused as not '*** Begin Patch' while it showed exactly that.
+                value = value[1:]
         elif name == "expect" and action == "applyPatch":
             value = dict(_path_token(v) for v in value)
         elif name == "expect":
@@ -502,12 +513,28 @@ def _through_editor(
 
 
 def _read_text(name: str, what: str) -> str:
+    """The text of file `name` (`-`: standard input), read no further than a text may be
+    long: an endless input (`yes | agent-edit apply-patch -`) was read until memory ran out
+    (a MemoryError traceback, or the OOM killer), the size check coming only after."""
+    from lsp_server.arguments import MAX_STRING
+
+    cap = 4 * MAX_STRING  # bytes: no UTF-8 character takes more than 4
     try:
         if name == "-":
-            data = sys.stdin.buffer.read()
+            if sys.stdin is None:  # started with it closed (`<&-`): not an empty text
+                raise UsageError(
+                    f"{what} is to be read from standard input, but standard input is closed; "
+                    f"pipe the text in, or give {what} as a file"
+                )
+            data = sys.stdin.buffer.read(cap + 1)
         else:
             with open(name, "rb") as f:
-                data = f.read()
+                data = f.read(cap + 1)
+        if len(data) > cap:
+            raise UsageError(
+                f"{what} {name} is over {cap:,} bytes, so over the {MAX_STRING:,}-character "
+                "limit for a text; nothing more of it was read"
+            )
         return data.decode("utf-8")
     except OSError as exc:
         raise UsageError(f"cannot read {what} {name}: {exc.strerror or exc}") from None
@@ -568,7 +595,12 @@ def _print_history(result: dict[str, Any], as_json: bool, as_diff: bool) -> None
             names = [str(f.get("path", "?")) for f in e.get("files", [])]
             files = ", ".join(names[:5]) + (f" and {len(names) - 5} more" * (len(names) > 5))
             print(f"#{e['id']}  {e['time']}  {e['action']:<10} {e['outcome']:<20} {files}")
-        if not entries:
+        total = result.get("total") or 0
+        if not entries and total:  # (--limit 0): recorded, only not shown
+            print(f"{total} agent edit(s) recorded in this workspace, none shown (--limit)")
+        elif not entries and result.get("journalError"):  # (said on stderr first)
+            print("no agent edits could be read: the journal is unreadable (see above)")
+        elif not entries:
             print("no agent edits recorded in this workspace")
 
 
@@ -582,11 +614,32 @@ def _print_failure(result: dict[str, Any], as_json: bool) -> None:
     details = result.get("details") or {}
     for cand in details.get("candidates", []) or []:
         msg.append(f"  near line {cand['line']}: {cand['text']!r} ({cand['why']})")
-    if details.get("lines"):
-        msg.append("  matching lines: " + ", ".join(map(str, details["lines"])))
+    msg += _lines_said(details.get("lines"))
     if result.get("code") != "PARTIAL" and not result.get("committed"):
         msg.append("No files were changed.")  # (a PARTIAL result says which may have)
     sys.stderr.write("\n".join(msg) + "\n")
+
+
+def _lines_said(lines: Any) -> list[str]:
+    """`details.lines` for a person: an AMBIGUOUS result's matching line numbers, or a
+    CONFLICT's differing lines (`{path, line, expected, current}`, as undo reports them).
+    Another code's `lines` (a read's refused range: the file's line count, an int) is said by
+    its message: printing it as a list raised TypeError, a traceback instead of the refusal."""
+    if not isinstance(lines, list) or not lines:
+        return []
+    if all(isinstance(n, int) for n in lines):
+        return ["  matching lines: " + ", ".join(map(str, lines))]
+    out = []
+    for d in lines:
+        if not isinstance(d, dict):
+            continue
+        expected, current = d.get("expected"), d.get("current")
+        out.append(
+            f"  {d.get('path')} line {d.get('line')}: "
+            + ("expected " + repr(expected) if expected is not None else "expected no line")
+            + (", now " + repr(current) if current is not None else ", now no line")
+        )
+    return out
 
 
 def program() -> None:
@@ -605,10 +658,16 @@ def program() -> None:
     given = sys.argv[1:]
     if given[:1] in (["serve"], ["mcp"]):
         sys.exit(main())
+    _stand_in_streams()
+    import _signal  # (loaded at start-up; `signal` would load enum)
+
+    _signal.signal(_signal.SIGTERM, _on_sigterm)
     try:
         code = main()
     except BrokenPipeError:  # `agent-edit history | head`: the reader left mid-report
         code = _reader_gone()
+    finally:
+        _signal.signal(_signal.SIGTERM, _signal.SIG_DFL)  # the exit below, as usual
     threading = sys.modules.get("threading")
     if threading is not None:  # the interpreter waits for these first (none on the usual path)
         for thread in threading.enumerate():
@@ -630,6 +689,48 @@ def program() -> None:
         except (OSError, ValueError):  # what Python's own exit reports as 120
             code = code or 120
     os._exit(code)
+
+
+_TERMINATED: list[int] = []  # the SIGTERM that `_on_sigterm` turned into KeyboardInterrupt
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    """SIGTERM (what a harness sends a command it times out, `timeout`, `kill`) taken as
+    Ctrl-C is: a KeyboardInterrupt, so an apply under way is rolled back and its history entry
+    finished on the way out (actions/execute.py), exit status 143. With the default action
+    the process died mid-apply, leaving up to all but one of the patch's files new on disk
+    until the next agent-edit command rolled them back: no longer all or nothing for
+    whoever looked (git, a build) in between. tests/cli/test_cli_sigterm.py."""
+    _TERMINATED.append(signum)
+    raise KeyboardInterrupt
+
+
+def _stand_in_streams() -> None:
+    """/dev/null on each standard descriptor the process started without (`<&-`, `>&-`,
+    `2>&-`: Python then has the stream as None), as if the caller had redirected it there.
+
+    A closed standard output is a caller that wants no report: the command runs and exits with
+    its own status. Without a stand-in, the report of an edit that landed raised
+    AttributeError on None (a traceback and exit 1: a landed edit read as failed), a note for
+    stderr went to stdout (`print(file=None)`) into the JSON, and the next file the command
+    opened (the journal, a target's temporary file) took the free descriptor 0, 1 or 2, where
+    a stray write meant for the stream would land in it. Standard input stays None (its
+    descriptor held by /dev/null), so `-` and `@-` say it is closed (`_read_text`) rather than
+    read an empty text. tests/cli/test_cli_exit_closed_stream.py."""
+    for fd, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
+        if getattr(sys, name) is not None:
+            continue
+        try:
+            null = os.open(os.devnull, os.O_RDONLY if fd == 0 else os.O_WRONLY)
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+        except OSError:
+            continue
+        if fd:
+            setattr(
+                sys, name, open(fd, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
+            )
 
 
 def _reader_gone() -> int:

@@ -110,6 +110,11 @@ class Context(Protocol):
     def edit_lock(self) -> AbstractAsyncContextManager[Any]:
         """Held around planning and applying an edit: edits are served one at a time."""
 
+    @property
+    def max_file_bytes(self) -> int:
+        """The size cap for edits (the policy's `maxFileBytes`): no file is read for an edit
+        over it, nor written over it (actions/execute.py)."""
+
     def resolve(self, path: str, argument: str = "path") -> Resolved:
         """The path policy: the workspace file `path` names, or the EditError refusing it."""
 

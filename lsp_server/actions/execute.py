@@ -47,6 +47,7 @@ async def execute(
     plan = Plan(action, tuple(changes))
     for r in list(where.values()):
         where.setdefault(r.rel, r)
+    check_sizes(changes, ctx.max_file_bytes)
     attempt = ctx.applier.start(plan, where)
     if dry_run:
         attempt.check_dry_run()
@@ -146,6 +147,40 @@ class _Diff:
         return self.made
 
 
+def check_sizes(changes: list[FileChange], cap: int) -> None:
+    """Refuse (TOO_LARGE) a change whose new content would be over the size cap for edits.
+
+    The cap refused reading such a file for an edit, but not writing one: an Add File or a
+    `write` of 20 MB landed, and then its own undo (a delete: the file read first) and every
+    later edit of it were refused TOO_LARGE, while the history called it undoable. The bound
+    is cheap for the usual change (the file's size plus 4 bytes for each character the edits
+    add, against the cap); only a change near the cap has its new text encoded to count."""
+    for c in changes:
+        if c.change == "delete":
+            continue
+        if c.new_text_override is None:
+            before = c.before
+            base = before.disk.size if before.disk is not None else 4 * len(before.text) + 3
+            added = sum(len(s) for e in c.edits for s in e.new_lines)
+            if base + 4 * added <= cap:
+                continue
+        elif 4 * len(c.new_text_override) + 3 <= cap:
+            continue
+        size = len(c.new_text.encode("utf-8", "surrogatepass")) + (3 if c.bom else 0)
+        if size > cap:
+            raise errors.too_large(
+                f"{c.target_path} would be {size:,} bytes after this edit, over the "
+                f"{cap:,}-byte cap for edits (a file over it could not be edited, nor this "
+                "edit undone, through agent-edit).",
+                "Keep files edited through agent-edit under the cap: split the content into "
+                "smaller files, or raise the agentEdit.maxFileBytes setting if this is "
+                "intended.",
+                path=c.target_path,
+                size=size,
+                cap=cap,
+            )
+
+
 def recorded(error: EditError) -> list[dict[str, Any]]:
     """The committed list the history keeps for a refused edit: what landed, the files that
     may be changed ("unknown": a rollback or the edit itself the editor has not answered yet),
@@ -185,6 +220,10 @@ def unexpected(ctx: Context, attempt: Attempt, plan: Plan, exc: BaseException) -
         why = f"{exc.strerror or exc}{': ' + str(exc.filename) if exc.filename else ''}"
         stopped = "The operating system refused a step of the edit"
         fix = "Fix the cause (disk space, permissions, the device), then send the edit again."
+    elif isinstance(exc, KeyboardInterrupt):  # Ctrl-C, or SIGTERM (the CLI takes it so)
+        why = "Ctrl-C or SIGTERM"
+        stopped = "The edit was stopped"
+        fix = "Send the edit again if it is still wanted."
     else:
         why = f"{type(exc).__name__}{': ' + str(exc) if str(exc) else ''}"
         stopped = "An unexpected error stopped a step of the edit"

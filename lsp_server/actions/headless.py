@@ -43,6 +43,9 @@ if TYPE_CHECKING:
 # hand-over cost more than half the planning saves. Here, not there: a small patch never imports
 # that module.
 SPLIT_PLAN_FROM_CHARS = 256 * 1024
+# How long a headless command waits for the workspace lock another process holds (an apply
+# of thousands of files takes about a second), after saying so, before it is refused BUSY.
+LOCK_WAIT_SECONDS = 30.0
 
 
 @dataclass(frozen=True)
@@ -62,7 +65,9 @@ async def open(  # the spelling every front calls: `headless.open(root)`
     """`fork_plans`: a large patch may be planned in a forked child (lsp_server/split_plan.py);
     only for a single-threaded process (the CLI), never one that runs threads or asyncio."""
     root = os.path.realpath(root)
-    with files.workspace_lock(root) as sdir:
+    # A bounded wait, said at once: a process stopped while it held the lock must not hang
+    # every later command without a word (engine/files.py).
+    with files.workspace_lock(root, wait=LOCK_WAIT_SECONDS, notify=notify) as sdir:
         done = recovery.recover(root, sdir)
         for text in done.messages():
             if notify is not None:
@@ -110,6 +115,10 @@ class HeadlessContext:
         self.links = LinkRule()
         self.fork_plans = fork_plans  # whether a large patch may be planned in a forked child
         self._prestage = True  # whether a snapshot for a plan starts History.prestage
+
+    @property
+    def max_file_bytes(self) -> int:
+        return self.policy.max_file_bytes
 
     def resolve(self, path: str, argument: str = "path") -> Resolved:
         r = self.policy.resolve(path, argument=argument, memo=self._walk_memo)

@@ -4,7 +4,7 @@ edit's texts before and after; what other processes journalled is taken in first
 from __future__ import annotations
 
 from lsp_server.actions.context import Context
-from lsp_server.engine import edit_texts
+from lsp_server.engine import edit_texts, errors
 from lsp_server.engine.history import NET_FILES
 from lsp_server.engine.read_results import HistoryDiff, HistoryEntries, HistoryTexts
 
@@ -14,6 +14,15 @@ if TYPE_CHECKING:
 
 
 async def run(ctx: Context, a: dict[str, Any]) -> HistoryEntries | HistoryDiff | HistoryTexts:
+    for name in ("limit", "netLimit"):
+        # A negative count showed no entry at all, which the CLI then read as "no agent
+        # edits recorded in this workspace" (tests/cli/test_cli_history_limits.py).
+        if a.get(name) is not None and a[name] < 0:
+            raise errors.invalid_argument(
+                f"{name} is {a[name]}; it is a count of entries (or files) to show, 0 or more.",
+                f"Give {name} as a whole number from 0, or leave it out for the default.",
+                argument=name,
+            )
     history = ctx.history
     history.refresh()
     if a.get("texts"):

@@ -38,7 +38,11 @@ State directory: `$AGENT_EDIT_STATE_DIR/workspaces/<name>-<hash>/` if that varia
 (tests use temporary folders), else the same under platformdirs' user state dir for
 `agent-edit` (`~/.local/state/agent-edit` on Linux). A lock file there
 (`flock`) keeps two applies in one workspace from interleaving, or a recovery from rolling back
-an apply that is still running.
+an apply that is still running. Its holder writes its pid there. A caller that gives
+`workspace_lock` a `wait` waits that long at most, saying once (`notify`) which process it
+waits for if that takes over LOCK_QUIET_SECONDS, then is refused (IO_ERROR, reason BUSY): a
+process stopped while it held the lock (Ctrl-Z, SIGSTOP) made every later command, `history`
+and `read` too, hang without a word.
 
 Crash testing hook: `AGENT_EDIT_CRASH_AFTER=N` makes the process SIGKILL itself right after its
 N-th step (a temporary file written, a rename, or a delete), so tests can interrupt an apply at
@@ -327,11 +331,16 @@ def _hook(point: str, path: str = "") -> None:
 
 
 @contextmanager
-def workspace_lock(root: str) -> Iterator[str]:
+def workspace_lock(
+    root: str, wait: float | None = None, notify: Callable[[str], None] | None = None
+) -> Iterator[str]:
     """Hold this workspace's apply lock; yields the state directory.
 
     A state folder that cannot be created or locked (a full disk, an unwritable base) is an
     `EditError(IO_ERROR)` saying which folder and what to do, before anything is touched.
+    With `wait` (seconds), a lock another process holds is waited for that long at most, said
+    once to `notify` first, then refused (IO_ERROR, reason BUSY); without, for as long as it
+    takes (the holder is running an apply, which ends).
     """
     try:
         sdir = state_dir(root)
@@ -341,13 +350,80 @@ def workspace_lock(root: str) -> Iterator[str]:
     try:
         try:
             import fcntl
-
-            fcntl.flock(fd, fcntl.LOCK_EX)
         except ImportError:  # pragma: no cover - Windows: no advisory lock
             pass
+        else:
+            _take_lock(fcntl, fd, wait, notify)
         yield sdir
     finally:
         os.close(fd)
+
+
+def _take_lock(
+    fcntl: Any, fd: int, wait: float | None, notify: Callable[[str], None] | None
+) -> None:
+    """`flock` the workspace lock `fd` (see `workspace_lock`), then write this pid in it."""
+    if wait is None:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    else:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            _wait_for_lock(fcntl, fd, wait, notify)
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+    except OSError:
+        pass  # (only a waiting process's message names the holder by it)
+
+
+# A wait for the lock this short is not said: two commands that overlap (an agent's parallel
+# calls) wait for each other for milliseconds, and a line on stderr each time is noise.
+LOCK_QUIET_SECONDS = 1.0
+
+
+def _wait_for_lock(fcntl: Any, fd: int, wait: float, notify: Callable[[str], None] | None) -> None:
+    start = time.monotonic()
+    said = notify is None
+    pause = 0.002
+    while True:
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            waited = time.monotonic() - start
+        if not said and waited >= LOCK_QUIET_SECONDS:
+            said = True
+            assert notify is not None
+            notify(
+                f"agent-edit: waiting (up to {wait:g} s) for another agent-edit process"
+                f"{_lock_holder(fd)} that is editing this workspace"
+            )
+        if waited >= wait:
+            raise errors.io_error(
+                f"Another agent-edit process{_lock_holder(fd)} has held this workspace's lock "
+                f"for over {wait:g} s (an edit under way, or a process stopped while it "
+                "edited: Ctrl-Z, SIGSTOP); nothing was read or changed.",
+                "Wait for it to end and retry; if it was stopped, resume it (`fg`, "
+                "`kill -CONT <pid>`) or end it: the next command rolls back what it left.",
+                reason="BUSY",
+                pid=_lock_pid(fd),
+            )
+
+
+def _lock_pid(fd: int) -> int | None:
+    try:
+        text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() and len(text) < 20 else None
+
+
+def _lock_holder(fd: int) -> str:
+    pid = _lock_pid(fd)
+    return f" (pid {pid})" if pid is not None else ""
 
 
 def _state_error(exc: OSError) -> EditError:

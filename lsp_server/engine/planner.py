@@ -71,6 +71,10 @@ def check_precondition(
         return
     if sha is not None and sha == snap.sha256:
         return
+    # The same hash in capitals (hex has no case), or the file's bytes' where they differ from
+    # its text's: the content the agent saw, not STALE.
+    if isinstance(sha, str) and sha.lower() in (snap.sha256, _file_sha256(snap)):
+        return
     raise errors.stale(
         f"{snap.path} changed since it was read "
         f"(expected {_describe(token)}, now {_describe(snap.token())}); "
@@ -80,6 +84,22 @@ def check_precondition(
         current=snap.token(),
         path=snap.path,
     )
+
+
+def _file_sha256(snap: Snapshot) -> str | None:
+    """The sha256 of a disk file's bytes, where it is not its text's: a file with a BOM.
+
+    A read's token is the sha256 of the text (the BOM is a flag), but the CLI's
+    `--expect-sha256` says "refuse unless the file has this sha256", and `sha256sum` gives the
+    bytes': for a file with a BOM that was refused STALE, "changed since it was read", over a
+    file nobody had touched (tests/engine/test_expect_file_sha256.py). The bytes prove the
+    same content, BOM included. (Only hashed once the text's token did not match.)"""
+    disk = snap.disk
+    if disk is None or not snap.bom:
+        return None
+    from lsp_server.engine.digests import sha256
+
+    return str(sha256(disk.data).hexdigest())
 
 
 def _describe(token: dict[str, Any]) -> str:
@@ -95,8 +115,10 @@ def require_exists(snap: Snapshot) -> None:
     if not snap.exists:
         raise errors.not_found(
             f"{snap.path} does not exist.",
-            "Check the path (agentEdit.read lists what exists), or create the file with "
-            "agentEdit.write.",
+            # (agentEdit.read reads one file; it lists no folder: a hint saying it did sent
+            # agents to read a directory, refused INVALID_ARGUMENT)
+            "Check the path (spelling, folder, relative to the workspace root), or create the "
+            "file with agentEdit.write.",
             path=snap.path,
         )
 

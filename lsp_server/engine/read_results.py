@@ -53,6 +53,9 @@ class HistoryEntries:
     net_note: str | None = field(default=None, metadata=meta(omit=True))
     skipped: int | None = field(default=None, metadata=meta(omit=True))
     skipped_note: str | None = field(default=None, metadata=meta(omit=True))
+    # Why the journal could not be read (or written): the entries are then not the whole
+    # history, and an empty list is no "nothing was recorded".
+    journal_error: str | None = field(default=None, metadata=meta(omit=True))
 
     @classmethod
     def of(cls, rendered: Mapping[str, Any]) -> HistoryEntries:
@@ -71,11 +74,23 @@ class HistoryEntries:
             net_note=rendered.get("netNote"),
             skipped=rendered.get("skipped"),
             skipped_note=rendered.get("skippedNote"),
+            journal_error=rendered.get("journalError"),
         )
 
 
 _RENDERED = frozenset(
-    {"ok", "entries", "total", "net", "netCut", "netFiles", "netNote", "skipped", "skippedNote"}
+    {
+        "ok",
+        "entries",
+        "total",
+        "net",
+        "netCut",
+        "netFiles",
+        "netNote",
+        "skipped",
+        "skippedNote",
+        "journalError",
+    }
 )
 
 

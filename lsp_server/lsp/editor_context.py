@@ -55,6 +55,10 @@ class EditorContext:
     def edit_lock(self) -> asyncio.Lock:
         return self.server.edit_lock
 
+    @property
+    def max_file_bytes(self) -> int:
+        return self.server.paths.policy.max_file_bytes
+
     def resolve(self, path: str, argument: str = "path") -> Resolved:
         policy = self.server.paths.policy
         r = policy.resolve(path, argument=argument)

@@ -1,9 +1,9 @@
 """The history's memory budgets: how much of the past a long session keeps in memory.
 
 Pre-images (what undo needs) are kept for the last `undo_window` entries and at most
-PREIMAGE_BUDGET characters; entries' own diffs for at most DIFF_BUDGET characters. Oldest go
-first: an entry past its budget keeps its outcome and files but loses its pre-images (no longer
-undoable) or its diff (`diffDropped`).
+PREIMAGE_BUDGET characters (the newest entry's whatever it weighs); entries' own diffs for at
+most DIFF_BUDGET characters. Oldest go first: an entry past its budget keeps its outcome and
+files but loses its pre-images (no longer undoable) or its diff (`diffDropped`).
 
 "Oldest" is the order entries finished in, which is the order they were taken in (the journal's
 finish lines), not their ids: two processes' applies can overlap (#1 begun, #2 begun and
@@ -43,7 +43,11 @@ class Budgets:
             self.with_preimages.append(entry.id)
             self.preimage_size += sum(c.size() for c in entry.changes)
         while self.with_preimages and (
-            len(self.with_preimages) > undo_window or self.preimage_size > PREIMAGE_BUDGET
+            len(self.with_preimages) > undo_window
+            # The newest stays whatever it weighs: stripped on its way in, an edit of 8 MB
+            # (a large file deleted or written) could never be undone, not even at once, and
+            # its undo said it was "too old" (tests/engine/test_history_budgets.py).
+            or (self.preimage_size > PREIMAGE_BUDGET and len(self.with_preimages) > 1)
         ):
             old = entries.get(self.with_preimages.popleft())
             if old is not None:

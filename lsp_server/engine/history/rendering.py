@@ -183,6 +183,11 @@ def iter_json(
     if history.skipped:
         out["skipped"] = history.skipped
         out["skippedNote"] = history.skipped_note()
+    # A journal that could not be read (a directory, a FIFO in its place): without this the
+    # answer was `entries: []`, read as "no edits recorded" (tests/cli/test_cli_history_limits.py).
+    journal_error = getattr(history, "journal_error", None)
+    if journal_error:
+        out["journalError"] = journal_error
     return out
 
 
