@@ -91,5 +91,15 @@ def _changes_nothing(c: FileChange) -> bool:
         return False
     if c.new_text_override is not None:
         return c.new_text_override == before.text
-    lines = before.lines
-    return all(tuple(lines[e.start : e.end]) == tuple(e.new_lines) for e in c.edits)
+    text = before.text
+    for e in c.edits:
+        if e.offsets is None:  # (no offsets: the lines, split once)
+            if tuple(before.lines[e.start : e.end]) != e.new_lines:
+                return False
+            continue
+        # The old lines are the text between the edit's offsets: compared without splitting
+        # the file (the history's records do not split it either: undo/changes.py).
+        start, end = e.offsets
+        if end - start != sum(map(len, e.new_lines)) or text[start:end] != "".join(e.new_lines):
+            return False
+    return True

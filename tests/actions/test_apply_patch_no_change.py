@@ -75,3 +75,24 @@ def test_a_newline_added_at_the_end_is_a_change(ws: Path) -> None:
     res = run(ws, "*** Begin Patch\n*** Update File: f.txt\n@@\n a\n-b\n+b\n*** End Patch\n")
     assert res["ok"], res
     assert (ws / "f.txt").read_text() == "a\nb\n"
+
+
+def test_the_no_change_check_does_not_split_a_planned_file_into_lines() -> None:
+    """Deciding that a planned file changes is made from the edits' offsets: splitting each
+    file of a 1,000-file patch into lines was the cost the history's records had just shed
+    (undo/changes.py `_record_hunks_at`). Edits that change nothing still count as none."""
+    from lsp_server.actions.apply_patch import _changes_nothing
+    from lsp_server.engine.patching import plan_hunks
+    from lsp_server.engine.text import Snapshot
+    from lsp_server.engine.v4a import parse_patch
+
+    body = "".join(f"line {i}\n" for i in range(40))
+    patch = (
+        "*** Begin Patch\n*** Update File: a.txt\n@@\n line 9\n-line 10\n+LINE 10\n line 11\n"
+        "*** Update File: b.txt\n@@\n line 9\n-line 10\n+line 10\n line 11\n*** End Patch\n"
+    )
+    plan = plan_hunks(parse_patch(patch), lambda p: Snapshot(p, body))
+    a, b = plan.changes
+    assert not _changes_nothing(a)
+    assert _changes_nothing(b)
+    assert a.before.lines_if_split() is None and b.before.lines_if_split() is None

@@ -75,3 +75,24 @@ def test_an_edit_up_to_the_cap_lands_and_undoes(ws: Path) -> None:
     undone = run(ws, "undo", {"editId": made["editId"]})
     assert undone["ok"], {k: v for k, v in undone.items() if k != "diff"}
     assert not (ws / "big.txt").exists()
+
+
+def test_a_replace_in_a_large_ascii_buffer_is_not_encoded_to_be_measured(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The cap's check stays O(edit) for an open buffer well under it: a 4.5 MB ASCII buffer
+    (100k lines) was joined and encoded whole at every replace, its bound taken as 4 bytes a
+    character. Its new text must not even be built."""
+    from lsp_server.actions.execute import check_sizes
+    from lsp_server.engine.model import FileChange, LineEdit
+    from lsp_server.engine.text import Snapshot
+
+    text = "".join(f"    value_{i} = compute(alpha, beta, gamma) + {i}\n" for i in range(100_000))
+    snap = Snapshot("big.py", text, source="buffer", version=3)
+    change = FileChange("update", snap, (LineEdit(500, 501, ("x = 1\n",)),))
+
+    def built(self: FileChange) -> str:
+        raise AssertionError("the whole new text was built to check the size cap")
+
+    monkeypatch.setattr(FileChange, "new_text", property(built))
+    check_sizes([change], 10 * 1024 * 1024)  # under the cap: passes without building it
