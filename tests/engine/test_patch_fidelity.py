@@ -483,13 +483,13 @@ async def test_lsp_open_buffer_rewritten_with_its_own_text(vscode: Editor, secti
         "agentEdit.applyPatch", {"patch": _p(section + "*** Update File: g.txt\n@@\n-g\n+G\n")}
     )
     assert result["ok"] and result["status"] == "applied", result
-    assert [(f["path"], f["change"]) for f in result["files"]] == [
-        ("f.txt", "update"),
-        ("g.txt", "update"),
-    ]
+    # f.txt is left as it is: not reported changed (tests/actions/test_apply_patch_no_change.py).
+    assert [(f["path"], f["change"]) for f in result["files"]] == [("g.txt", "update")]
     assert "f.txt" not in result["diff"]
     assert vscode.view() == {"f.txt": b"one\n", "g.txt": b"G\n"}
-    assert len(vscode.apply_requests) == 1  # no rollback
+    # Nothing for the editor (f.txt is left as it is; g.txt, not open, is written on disk),
+    # and so no rollback either.
+    assert vscode.apply_requests == []
 
 
 @pytest.mark.asyncio
