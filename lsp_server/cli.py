@@ -82,7 +82,7 @@ POSITIONAL = {
     "undo": ("editId",),
 }
 HELP = {
-    "read": "print a file (a line range, numbered) with its sha256",
+    "read": "print a file (a line range, numbered); --json adds its sha256 (for --expect-sha256)",
     "applyPatch": "apply a V4A patch (*** Begin Patch ... *** End Patch), all files or none",
     "replace": "replace OLD with NEW in PATH (exactly one match)",
     "write": "create PATH with TEXT, or overwrite it (with --expect-sha256)",

@@ -53,7 +53,7 @@ async def run(ctx: Context, a: dict[str, Any]) -> EditResult:
                 )
         checked = {c.path for c in plan.changes if c.before.exists}
         for rel in expect.keys() - checked:
-            now = ctx.snapshot(keys[rel])
+            now = ctx.read(keys[rel])  # (not `snapshot`: nothing is planned on it)
             if not now.exists:
                 raise errors.stale(
                     f"{rel} does not exist, but `expect` gives a token of its content "

@@ -54,3 +54,19 @@ def test_an_ambiguous_match_lists_its_line_numbers(tmp_path: Path) -> None:
     (root / "a.txt").write_text("x\ny\nx\n")
     proc = cli(root, tmp_path / "state", "replace", "a.txt", "x", "z")
     assert proc.returncode == 1 and "matching lines: 1, 3" in proc.stderr, proc.stderr
+
+
+def test_reads_help_says_where_the_sha256_is(tmp_path: Path) -> None:
+    """`read`'s help promised the file "with its sha256", which only --json prints: the
+    plain output is the text, as `cat` gives it."""
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "a.txt").write_text("one\n")
+    plain = cli(root, tmp_path / "state", "read", "a.txt")
+    assert plain.stdout == "one\n"
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    top = subprocess.run(
+        [sys.executable, "-m", "lsp_server", "--help"], capture_output=True, text=True, env=env
+    )
+    said = " ".join(top.stdout.split())
+    assert "with its sha256" not in said and "--json adds its sha256" in said
