@@ -67,6 +67,19 @@ def check_precondition(
             "Pass expect: {version: N} or expect: {sha256: '...'}.",
             argument="expect",
         )
+    if sha is not None and not _is_sha256(sha):
+        # A token that cannot be any file's sha256 (a 12-digit prefix copied from a STALE
+        # message, a misquoted value) was refused STALE, "changed since it was read", over a
+        # file nobody had touched, again on every retry after a fresh read.
+        shown = repr(sha) if len(str(sha)) <= 80 else f"{str(sha)[:77]!r}..."
+        raise errors.invalid_argument(
+            f"`expect.sha256` for {snap.path} is not a sha256: {shown} "
+            f"({len(str(sha))} characters); a sha256 is 64 hexadecimal digits.",
+            "Pass the whole `sha256` a read returned (agentEdit.read, or `agent-edit read "
+            "--json`), or `sha256sum`'s first field.",
+            argument="expect",
+            path=snap.path,
+        )
     if version is not None and snap.source == "buffer" and snap.version == version:
         return
     if sha is not None and sha == snap.sha256:
@@ -84,6 +97,17 @@ def check_precondition(
         current=snap.token(),
         path=snap.path,
     )
+
+
+def _is_sha256(token: object) -> bool:
+    """Whether `token` is written as a sha256 is: 64 hexadecimal digits, in either case."""
+    if not isinstance(token, str) or len(token) != 64 or not token.isascii():
+        return False
+    try:
+        int(token, 16)
+    except ValueError:
+        return False
+    return "_" not in token and token.strip() == token  # int() takes "1_0" and spaces
 
 
 def _file_sha256(snap: Snapshot) -> str | None:
