@@ -277,8 +277,9 @@ def main(argv: list[str] | None = None) -> int:
         serve()
         return EXIT_OK
     if args.command == "mcp":
-        if not os.path.isdir(args.root):
-            sys.stderr.write(f"agent-edit: error: --root {args.root} is not a directory\n")
+        if not args.root or not os.path.isdir(args.root):
+            said = "is empty" if not args.root else f"{args.root} is not a directory"
+            sys.stderr.write(f"agent-edit: error: --root {said}\n")
             return EXIT_USAGE
         from lsp_server.mcp.handshake import main as mcp_main
 
@@ -377,6 +378,12 @@ def _path_token(given: str) -> tuple[str, dict[str, str]]:
 def _run(ns: Any) -> int:
     from lsp_server import startup
 
+    if not ns.root:
+        # realpath("") is the current folder: an unset variable (`--root "$WS"`) would have
+        # edited wherever the command happened to run.
+        raise UsageError(
+            "--root is empty; give the workspace folder, or leave --root out for the current one"
+        )
     root = os.path.realpath(ns.root)
     if not os.path.isdir(root):
         raise UsageError(f"--root {ns.root} is not a directory")
