@@ -55,8 +55,10 @@ def test_contributed_commands_are_registered_and_named_for_users() -> None:
 def test_extension_stays_thin() -> None:
     # Finding and checking the server, the history view and applying a patch by hand are
     # presentation; every edit decision stays in the server.
+    # (750 until requests.ts: telling a request never sent, which changed nothing, from one left
+    # without an answer, which may have, is the client's own report, not an edit decision.)
     lines = sum(len(p.read_text().splitlines()) for p in (EXT / "src").glob("*.ts"))
-    assert lines <= 750, f"{lines} lines of TypeScript outside tests"
+    assert lines <= 850, f"{lines} lines of TypeScript outside tests"
     assert (EXT / "package-lock.json").is_file()
     deps = PKG["dependencies"]
     assert deps == {"vscode-languageclient": deps["vscode-languageclient"]}

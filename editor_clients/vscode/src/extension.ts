@@ -7,9 +7,10 @@
  * and every error, goes to the "Agent Edit" output channel.
  */
 import * as vscode from 'vscode';
-import { LanguageClient, LanguageClientOptions } from 'vscode-languageclient/node';
+import { LanguageClient, LanguageClientOptions, State } from 'vscode-languageclient/node';
 import { HistoryView } from './history';
 import { registerPatchCommands } from './patch';
+import { makeRun, ServerGate, type Cancellation } from './requests';
 import { explainFailure, findServer, selectInterpreter } from './server';
 import { registerTools } from './tools';
 
@@ -20,8 +21,9 @@ export interface AgentEditApi {
   ready: Promise<void>;
   history: HistoryView;
   log: vscode.LogOutputChannel;
-  /** Sends `workspace/executeCommand` with the single argument object every command takes. */
-  run(command: string, args: object): Promise<any>;
+  /** Sends `workspace/executeCommand` with the single argument object every command takes, once
+   * the server runs; a `NotSent` (requests.ts) when it cannot run or `token` is cancelled first. */
+  run(command: string, args: object, token?: Cancellation): Promise<any>;
 }
 
 // Dirty state of each document just before the latest agent edit touched it: saveAfterEdit must
@@ -108,15 +110,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<AgentE
   let client: LanguageClient | undefined;
   let started!: () => void;
   const ready = new Promise<void>((resolve) => (started = resolve));
-  const run = async (command: string, args: object): Promise<any> => {
-    await ready;
-    try {
-      return await client!.sendRequest('workspace/executeCommand', { command, arguments: [args] });
-    } catch (err) {
-      log.error(`${command} failed: ${err}`);
-      throw err;
-    }
-  };
+  const gate = new ServerGate();
+  const run = makeRun(
+    gate,
+    (command, args) => client!.sendRequest('workspace/executeCommand', { command, arguments: [args] }),
+    (command, err) => log.error(`${command} failed: ${err}`),
+  );
   const history = new HistoryView(run, log);
   const trace = traceChannel(log, context);
   // A burst of edits gives one refresh: the history answer holds every entry of the session.
@@ -127,8 +126,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<AgentE
   };
 
   const start = async (): Promise<void> => {
+    gate.set('starting');
     const found = await findServer(log);
     if (Array.isArray(found)) {
+      gate.set('failed');
       // Not awaited: activation must not wait for the user to read the notification.
       void explainFailure(found, log).then(async (choice) => {
         if (choice !== 'select') return;
@@ -172,11 +173,20 @@ export async function activate(context: vscode.ExtensionContext): Promise<AgentE
     try {
       await c.start();
     } catch (err) {
+      gate.set('failed');
       log.error(`the server did not start: ${err}`);
       void vscode.window.showErrorMessage(`Agent Edit: the server did not start (${err}).`, 'Show log').then((b) => b && log.show());
       return;
     }
     client = c;
+    gate.set('running');
+    // Past start: a crash makes the client restart the server (Starting) or, after too many,
+    // stop for good (Stopped); requests wait for the one and are not sent to the other.
+    context.subscriptions.push(
+      c.onDidChangeState(({ newState }) =>
+        gate.set(newState === State.Running ? 'running' : newState === State.Starting ? 'starting' : 'failed'),
+      ),
+    );
     const info = c.initializeResult?.serverInfo;
     log.info(`server started: ${info?.name ?? 'agent-edit'} ${info?.version ?? ''} (${found.command} ${found.args.join(' ')})`);
     started();

@@ -6,8 +6,7 @@
  */
 import * as vscode from 'vscode';
 import type { HistoryView } from './history';
-
-type Run = (command: string, args: object) => Promise<any>;
+import { changedNothing, NotSent, type Run } from './requests';
 
 const BEGIN = '*** Begin Patch';
 
@@ -26,10 +25,14 @@ async function apply(run: Run, history: HistoryView, log: vscode.LogOutputChanne
   try {
     result = await run('agentEdit.applyPatch', { patch });
   } catch (err: any) {
-    // Only a refusal of the request itself (malformed params, unknown command) is known to have
-    // changed nothing; a request that timed out or lost its connection may have been applied.
-    const refusedUpFront = [-32700, -32600, -32601, -32602].includes(err?.code);
-    if (!refusedUpFront) {
+    // Only a request never sent, or refused as a request (malformed params, unknown command), is
+    // known to have changed nothing; one that lost its connection may have been applied.
+    if (err instanceof NotSent) {
+      log.error(`apply patch from the ${from}: ${err.message}`);
+      void vscode.window.showErrorMessage(`Agent Edit: ${err.message} ${err.hint}`);
+      return { ok: false, code: err.code, message: err.message };
+    }
+    if (!changedNothing(err)) {
       const message = String(err?.message ?? err);
       log.error(`apply patch from the ${from}: no answer: ${message}`);
       void vscode.window.showWarningMessage(

@@ -5,11 +5,11 @@
  * the diff, and after an applied edit the diagnostics every extension reports for the touched files.
  */
 import * as vscode from 'vscode';
-
-type Run = (command: string, args: object) => Promise<any>;
+import { changedNothing, NotSent, type Run } from './requests';
 
 // Tool `agentEdit_<verb>` runs server command `agentEdit.<verb>` (tool names may not hold dots).
 const VERBS = ['read', 'replace', 'applyPatch', 'write', 'history', 'undo'];
+const EDITS = new Set(['replace', 'applyPatch', 'write', 'undo']);
 
 /** Resolves a result path (workspace-relative, absolute, or a file:// URI) to a URI. */
 export function toUri(path: string): vscode.Uri {
@@ -52,15 +52,26 @@ function describeDiagnostics(uris: vscode.Uri[]): object[] {
   );
 }
 
-async function invoke(run: Run, command: string, input: object, token: vscode.CancellationToken) {
+/** The result a model reads when `run` gave none: only what is known to have changed. */
+export function failureOf(verb: string, err: any): object {
+  const message = String(err?.message ?? err);
+  if (err instanceof NotSent) return { ok: false, code: err.code, message, hint: err.hint, committed: [] };
+  // Malformed input (InvalidParams) is refused before anything runs; the model still reads why.
+  if (changedNothing(err)) return { ok: false, code: 'INVALID_ARGUMENT', message, committed: [] };
+  // Sent, then no answer (the server died, the connection broke): an edit may have landed, so
+  // no `committed` list and no "nothing was changed".
+  const hint = EDITS.has(verb)
+    ? 'The edit may or may not have been applied: read the files again (agentEdit_read) or look at agentEdit_history before retrying it.'
+    : 'Try again; if the server is down, see "Agent Edit: Show Log".';
+  return { ok: false, code: 'SERVER_ERROR', message: `No result from the server: ${message}`, hint };
+}
+
+async function invoke(run: Run, verb: string, input: object, token: vscode.CancellationToken) {
   let result: any;
   try {
-    result = await run(command, input);
+    result = await run(`agentEdit.${verb}`, input, token);
   } catch (err: any) {
-    // Malformed input is a JSON-RPC error (InvalidParams), not a result; the model still needs
-    // to read why. Anything else means the server is not there to ask.
-    const code = err?.code === -32602 ? 'INVALID_ARGUMENT' : 'SERVER_ERROR';
-    result = { ok: false, code, message: String(err?.message ?? err) };
+    result = failureOf(verb, err);
   }
   const parts: vscode.LanguageModelTextPart[] = [];
   const { diff, text, ...summary } = result ?? {};
@@ -79,7 +90,7 @@ async function invoke(run: Run, command: string, input: object, token: vscode.Ca
 export function registerTools(run: Run): vscode.Disposable[] {
   return VERBS.map((verb) =>
     vscode.lm.registerTool<object>(`agentEdit_${verb}`, {
-      invoke: (options, token) => invoke(run, `agentEdit.${verb}`, options.input, token),
+      invoke: (options, token) => invoke(run, verb, options.input, token),
       prepareInvocation: (options) => {
         const input = options.input as { path?: string; editId?: string };
         const target = input.path ?? (input.editId ? `edit ${input.editId}` : '');
