@@ -167,12 +167,22 @@ class Verifier:
 
     store: DocumentStore
     _waiters: list[tuple[Callable[[], bool], asyncio.Future[None]]] = field(default_factory=list)
+    # Called at every report, before the waiters: an edit in flight latches what it shows.
+    _watchers: list[Callable[[], None]] = field(default_factory=list)
     # Whether this editor may show an edit only after answering applyEdit (eglot's idle timer,
     # Neovim's debounce): then a buffer that does not show an edit yet proves nothing. Set from
     # the client's name at initialize (`reports_late_by_name`), and for good once it is seen.
     reports_late: bool = True
 
+    def watch(self, look: Callable[[], None]) -> Callable[[], None]:
+        """Call `look` at every report (didOpen, didChange, didClose) until the returned
+        function is called."""
+        self._watchers.append(look)
+        return lambda: self._watchers.remove(look)
+
     def notify(self) -> None:
+        for look in list(self._watchers):
+            look()
         if not self._waiters:
             return
         still = []
@@ -327,6 +337,8 @@ class Outcome:
     unconfirmed: list[str] = field(default_factory=list)
     # After a TIMEOUT: the editor's answer, which may still come (the edit may still land).
     late_answer: asyncio.Future[Any] | None = None
+    # Target path -> the document version that first showed the edit (None: not open then).
+    shown: dict[str, int | None] = field(default_factory=dict)
 
 
 Mark = tuple[int, int] | None
@@ -384,12 +396,6 @@ async def apply_and_verify(
     """
     edit = to_workspace_edit(changes, where, encoding)
 
-    def states() -> dict[str, FileState]:
-        out: dict[str, FileState] = {}
-        for c in changes:
-            out.update(file_state(c, where, store))
-        return out
-
     # Open documents being updated are checked line by line from a watch on their changes.
     fast: list[LineCheck | None] = []
     for c in changes:
@@ -397,9 +403,50 @@ async def apply_and_verify(
         ok = c.change == "update" and doc is not None and c.before.source == "buffer"
         fast.append(LineCheck.start(doc, c) if ok and doc is not None else None)
 
+    # Each file's first showing of the edit is latched, with its version, at the report that
+    # made it (`look`, from the moment the edit is sent): the user may type right after the
+    # edit shows, before the editor answers or before this coroutine looks again. The edit
+    # landed all the same; it was reported PARTIAL ("do not resend"), and a multi-file edit
+    # was half rolled back (tests/lsp/test_lsp_typing_right_after_the_edit.py).
+    shown: dict[int, int | None] = {}
+
+    def reported(c: FileChange) -> tuple[Mark, Mark]:
+        return (
+            report_mark(where[c.path].abs_path, store),
+            report_mark(where[c.target_path].abs_path, store),
+        )
+
+    marks = [reported(c) for c in changes]
+
+    def look(reported_only: bool = True) -> None:
+        for i, c in enumerate(changes):
+            if i in shown:
+                continue
+            if reported_only:  # at a report: only the files it concerns are looked at
+                mark = reported(c)
+                if mark == marks[i]:
+                    continue
+                marks[i] = mark
+            if _is_new(c, where, store, fast[i]):
+                doc = store.by_path(where[c.target_path].abs_path)
+                shown[i] = doc.version if doc is not None else None
+
+    def states() -> dict[str, FileState]:
+        out: dict[str, FileState] = {}
+        for i, c in enumerate(changes):
+            if i in shown:
+                out.update({p: "new" for p in file_state(c, where, store)})
+            else:
+                out.update(file_state(c, where, store))
+        return out
+
     def all_new() -> bool:
         # Runs on every didChange while waiting: look only for the promised content.
-        return all(_is_new(c, where, store, f) for c, f in zip(changes, fast, strict=True))
+        look(reported_only=False)
+        return len(shown) == len(changes)
+
+    def versions_shown() -> dict[str, int | None]:
+        return {changes[i].target_path: v for i, v in shown.items()}
 
     # Files the editor has not open may be changed on disk (or opened later): poll for those.
     poll = any(store.by_path(where[c.target_path].abs_path) is None for c in changes)
@@ -408,6 +455,35 @@ async def apply_and_verify(
         if c.change != "update":
             c.new_lines  # noqa: B018 - computed now, while the old lines are still valid
         c.before.release_lines()
+    unwatch = verifier.watch(look)
+    try:
+        return await _send_and_await(
+            server, edit, label, changes, where, store, verifier, states, all_new,
+            apply_timeout_s, verify_timeout_s, poll, all_or_nothing, versions_shown,
+        )  # fmt: skip
+    finally:
+        unwatch()
+        for f in fast:
+            if f is not None:
+                f.stop()
+
+
+async def _send_and_await(
+    server: Any,
+    edit: t.WorkspaceEdit,
+    label: str,
+    changes: list[FileChange],
+    where: dict[str, Location],
+    store: DocumentStore,
+    verifier: Verifier,
+    states: Callable[[], dict[str, FileState]],
+    all_new: Callable[[], bool],
+    apply_timeout_s: float,
+    verify_timeout_s: float,
+    poll: bool,
+    all_or_nothing: bool,
+    versions_shown: Callable[[], dict[str, int | None]],
+) -> Outcome:
     request = server.protocol.send_request(
         "workspace/applyEdit", t.ApplyWorkspaceEditParams(edit=edit, label=label)
     )
@@ -424,23 +500,20 @@ async def apply_and_verify(
         if c.change == "update" and doc is not None and c.edits and c.edits[0].offsets:
             start, state = doc.hash_start(c.edits[0].offsets[0])
         hashes.append(loop.run_in_executor(None, hash_with_marks, c.new_text, start, state))
-    try:
-        return await _await_outcome(
-            request,
-            hashes,
-            changes,
-            states,
-            all_new,
-            verifier,
-            apply_timeout_s,
-            verify_timeout_s,
-            poll,
-            all_or_nothing,
-        )
-    finally:
-        for f in fast:
-            if f is not None:
-                f.stop()
+    outcome = await _await_outcome(
+        request,
+        hashes,
+        changes,
+        states,
+        all_new,
+        verifier,
+        apply_timeout_s,
+        verify_timeout_s,
+        poll,
+        all_or_nothing,
+    )
+    outcome.shown = versions_shown()
+    return outcome
 
 
 async def _await_outcome(

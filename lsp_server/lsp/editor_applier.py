@@ -87,6 +87,8 @@ class EditorAttempt:
         )
         self.disk: disk_side.DiskSide | None = None
         self.versions: dict[str, int | None] = {}
+        # Target path -> the version that first showed the edit (apply.py's latch).
+        self.shown: dict[str, int | None] = {}
 
     def check_dry_run(self) -> None:
         pass  # the editor's part is checked by the editor; the disk side only when it applies
@@ -118,6 +120,7 @@ class EditorAttempt:
             outcome = await self._apply_mixed(self.disk)
         else:
             outcome = await self._apply(self.plan, self.plan.action)
+        self.shown = outcome.shown
         if outcome.error is None:
             return Applied()
         error = outcome.error
@@ -155,9 +158,17 @@ class EditorAttempt:
         doc = self.server.store.by_path(self.locations[change.target_path].abs_path)
         if doc is None:
             return None, None
-        self.versions[change.target_path] = doc.version
-        doc.set_known_text(change.new_text, change.new_sha256, change.digest.marks)
-        return doc.version, doc.open_id
+        # The version that showed the edit, not the one now: the user may have typed since
+        # (the result's version and sha256 then name the edit's text, and the agent's next
+        # edit of the file is checked against the typing, not waved through by version).
+        shown = self.shown.get(change.target_path)
+        version = doc.version if shown is None else shown
+        self.versions[change.target_path] = version
+        if doc.version == version:
+            # Only then is the edit's text the buffer's: seeding the caches with it after the
+            # user typed made the server read (and hash, and edit) a buffer without the typing.
+            doc.set_known_text(change.new_text, change.new_sha256, change.digest.marks)
+        return version, doc.open_id
 
     async def report(self, result: EditResult) -> EditResult:
         changes = list(self.plan.changes)
@@ -216,7 +227,7 @@ class EditorAttempt:
             return Outcome(states, back)
         for c in to_disk:
             states[c.path] = states[c.target_path] = "new"
-        return Outcome(states)
+        return Outcome(states, shown=outcome.shown if to_editor else {})
 
     async def _apply(self, plan: Plan, action: str) -> Outcome:
         server = self.server
@@ -355,7 +366,16 @@ class EditorAttempt:
         }
         if not self.server.settings.save_after_edit:
             uris = {}
-        saved = await self._save_documents(list(uris.values())) if uris else set()
+        # The version each document showed the edit at: a client saves a document only while it
+        # is still at that version, so typing that came after the edit is not saved with it.
+        versions = {
+            uris[e.moved_to or e.path]: e.version
+            for e in result.files
+            if (e.moved_to or e.path) in uris and isinstance(e.version, int)
+        }
+        # A document the user typed in since the edit showed is not asked for (saved: false).
+        ask = [u for t, u in uris.items() if self._still_at(t, versions.get(u))]
+        saved = await self._save_documents(ask, versions) if ask else set()
         files = []
         for entry in result.files:
             target = entry.moved_to or entry.path
@@ -370,12 +390,20 @@ class EditorAttempt:
             saved=bool(written or uris) and all(u in saved for u in uris.values()),
         )
 
-    async def _save_documents(self, uris: list[str]) -> set[str]:
+    def _still_at(self, target: str, version: int | None) -> bool:
+        """Whether the document of `target` is still at `version` (the one that showed the edit)
+        as far as the server has heard, or has no version to compare."""
+        doc = self.server.store.by_path(self.locations[target].abs_path)
+        return doc is None or version is None or doc.version == version
+
+    async def _save_documents(self, uris: list[str], versions: dict[str, int]) -> set[str]:
         """The URIs the editor says it saved; none when it cannot (no such request, timeout)."""
         server = self.server
+        # `versions[i]`: the version of `uris[i]` that showed the edit (null: not known).
+        params = {"uris": uris, "versions": [versions.get(u) for u in uris]}
         try:
             answer = await asyncio.wait_for(
-                server.protocol.send_request_async("agentEdit/saveDocuments", {"uris": uris}),
+                server.protocol.send_request_async("agentEdit/saveDocuments", params),
                 server.settings.apply_timeout_ms / 1000,
             )
         except Exception as exc:  # noqa: BLE001 - a client without the request: nothing saved

@@ -56,13 +56,15 @@ function rememberDirtyState(edit: any): void {
   for (const [uri, wasDirty] of seen) dirtyBeforeEdit.set(uri, wasDirty);
 }
 
-async function saveDocuments(params: { uris: string[] }): Promise<{ saved: string[]; skipped: string[] }> {
+async function saveDocuments(params: { uris: string[]; versions?: (number | null)[] }): Promise<{ saved: string[]; skipped: string[] }> {
   const saved: string[] = [];
   const skipped: string[] = [];
-  for (const raw of params.uris ?? []) {
+  for (const [i, raw] of (params.uris ?? []).entries()) {
     const uri = norm(raw);
     const doc = vscode.workspace.textDocuments.find((d) => d.uri.toString() === uri);
-    if (dirtyBeforeEdit.get(uri)) {
+    const version = params.versions?.[i];
+    // Typed in since the edit showed (a later version): saving would persist that typing too.
+    if (dirtyBeforeEdit.get(uri) || (typeof version === 'number' && doc && doc.version !== version)) {
       skipped.push(raw);
     } else if (doc && (!doc.isDirty || (await doc.save()))) {
       saved.push(raw);
