@@ -87,7 +87,7 @@ and the names and types of its properties."
                                 "{\"path\": \"notes.txt\", \"old_text\": \"shipped\", \"new_text\": \"x\", \"dry_run\": true}"))
    (h-observe "stale_expect"
               (gptel-stub--call "agent_edit_replace"
-                                "{\"path\": \"notes.txt\", \"old_text\": \"shipped\", \"new_text\": \"x\", \"expect\": {\"sha256\": \"0000\"}}"))
+                                "{\"path\": \"notes.txt\", \"old_text\": \"shipped\", \"new_text\": \"x\", \"expect\": {\"sha256\": \"0000000000000000000000000000000000000000000000000000000000000000\"}}"))
    (h-observe "bad_match"
               (gptel-stub--call "agent_edit_replace"
                                 "{\"path\": \"notes.txt\", \"old_text\": \"shipped\", \"new_text\": \"x\", \"match\": \"fuzzy\"}"))
