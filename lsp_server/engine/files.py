@@ -2001,11 +2001,22 @@ def _report(
 def _drop_tmp(fd: int, tmp: str, left: list[str]) -> bool:
     """Remove temporary file `tmp` from folder `fd`; whether it was there (a rename consumes
     it: a write whose temporary file remains never reached its target)."""
+    name = split(tmp)[1]
     try:
-        os.unlink(split(tmp)[1], dir_fd=fd)
+        os.unlink(name, dir_fd=fd)
     except FileNotFoundError:
         return False
     except OSError:
+        # A read-only file system refuses the unlink before it looks the name up (EROFS for a
+        # name that is not there): only a lookup tells. Taken for "still there", a temporary
+        # file already renamed over its target made that target look untouched: the rollback
+        # skipped it, said "nothing was changed" and dropped the journal.
+        try:
+            os.stat(name, dir_fd=fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return False
+        except OSError:
+            pass
         left.append(tmp)
     return True
 
