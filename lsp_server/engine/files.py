@@ -440,7 +440,31 @@ def _state_error(exc: OSError) -> EditError:
 
 def _tmp_name(target: str, token: str) -> str:
     head, name = os.path.split(target)
-    return os.path.join(head, f".{name}.agent-edit-{token}.tmp")
+    return os.path.join(head, _aside(name, f"agent-edit-{token}"))
+
+
+_NAME_MAX = 255  # bytes: the longest file name Linux and macOS allow
+
+
+def _aside(name: str, tag: str) -> str:
+    """The name of a temporary file next to `name`: `.<name>.<tag>.tmp`, or, where that would
+    be over `_NAME_MAX` bytes (a name the path policy allows, up to 255 bytes), the start of
+    `name` and a hash of it. A target with a long name could otherwise never be written nor
+    put back (ENAMETOOLONG on its temporary file)."""
+    out = f".{name}.{tag}.tmp"
+    if len(os.fsencode(out)) <= _NAME_MAX:
+        return out
+    digest = sha256(os.fsencode(name)).hexdigest()[:16]
+    keep = name
+    while len(os.fsencode(f".{keep}~{digest}.{tag}.tmp")) > _NAME_MAX:
+        keep = keep[:-1]
+    return f".{keep}~{digest}.{tag}.tmp"
+
+
+# Where a rollback writes a pre-image before renaming it over its file: one fixed name per file,
+# so that a rollback killed before that rename leaves nothing the next one cannot find (a random
+# name was left in the workspace for good, with the old content).
+_RESTORE_TAG = "agent-edit-restore"
 
 
 def _journal_header(
@@ -1888,7 +1912,8 @@ def _restore_at(
             umask = os.umask(0o022)
             os.umask(umask)
             mode = 0o666 & ~umask
-    tmp = f".{name}.agent-edit-restore-{os.urandom(4).hex()}.tmp"
+    tmp = _aside(name, _RESTORE_TAG)
+    _drop_restore_tmp(fd, name)  # one a killed rollback left
     f = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _CLOEXEC, 0o600, dir_fd=fd)
     try:
         try:
@@ -1918,6 +1943,14 @@ def _restore_at(
         except OSError:
             pass  # the folder is not ours any more, or the disk refuses: the report says why
         raise
+
+
+def _drop_restore_tmp(fd: int, name: str) -> None:
+    """Remove the pre-image a killed rollback left next to `name` (see `_RESTORE_TAG`)."""
+    try:
+        os.unlink(_aside(name, _RESTORE_TAG), dir_fd=fd)
+    except FileNotFoundError:
+        pass
 
 
 _SAVED_MEANWHILE = "saved by someone else while it was being put back; left as they saved it"
@@ -2077,10 +2110,16 @@ def _rollback(
         if applied is not None and path not in applied:
             # Never renamed or removed by this apply: as it is now is someone else's doing (a
             # file or folder they deleted or saved meanwhile must not be "put back"). Only
-            # its temporary file is ours.
-            if tmp and fd >= 0:
+            # its temporary file is ours (if it was made: one never made is not "left").
+            if tmp and fd >= 0 and made(tmp):
                 _drop_tmp(fd, tmp, left)
             continue
+        if applied is None and fd >= 0 and not entry.get("link"):
+            # A rollback of this apply killed before its rename left its pre-image aside.
+            try:
+                _drop_restore_tmp(fd, name)
+            except OSError:
+                pass  # (put back below, or reported with the file)
         if entry.get("link") and pre is not None:
             _put_link_back(folders, fd, head, name, path, pre, restored, conflicts, failed)
             touched.add(head)
