@@ -741,6 +741,10 @@ def _steps(
         else:
             step = _Step(target, "write", pre, sha, tmp, data)
             _seen(step, stats, before.disk)
+            if change.mode_of is not None and step.st is None:
+                # A move's text landing as a new file (Move A to B, then Add A): as private
+                # as the file it came from, as a plain move's destination is.
+                step.like = stats.get(change.mode_of)
             writes.append(step)
     return writes + removes
 
