@@ -1957,6 +1957,7 @@ def _drop_restore_tmp(fd: int, name: str) -> None:
         pass
 
 
+_REMOVED_MEANWHILE = "removed by someone else since the apply began; left removed"
 _SAVED_MEANWHILE = "saved by someone else while it was being put back; left as they saved it"
 
 
@@ -2138,6 +2139,13 @@ def _rollback(
             current, ident = _sha_at(fd, name) if fd >= 0 else (None, None)
             if current == pre_sha:
                 continue  # untouched (or already back)
+            if current is None and entry["op"] == "write" and pre is not None:
+                # A write replaces its file in one rename, never leaves it absent: gone now (or
+                # its folder), someone else removed it since, which is not the apply's to undo
+                # (it was put back, and reported "restored", even when the apply had never
+                # reached it).
+                conflicts.append({"path": path, "why": _REMOVED_MEANWHILE})
+                continue
             if current is None or (entry["op"] == "write" and current == entry.get("newSha256")):
                 if pre is not None:
                     if fd < 0:
