@@ -2082,6 +2082,9 @@ def _rollback(
     unreached: list[dict[str, str]] = []
     left: list[str] = []
     touched: set[str] = set()
+    # Whether a write was found never renamed: the deletes, which come after every rename
+    # (and after the writes in the journal), were then never reached either.
+    unrenamed = False
     for entry in journal["files"]:
         path = entry["path"]
         head, name = split(path)
@@ -2134,16 +2137,17 @@ def _rollback(
                 # Its temporary file was still there: never renamed over the target, which is
                 # as the apply found it or as someone else left it since (deleted, say): not
                 # the apply's to put back.
+                unrenamed = True
                 continue
             pre_sha = sha256(pre).hexdigest() if pre is not None else None
             current, ident = _sha_at(fd, name) if fd >= 0 else (None, None)
             if current == pre_sha:
                 continue  # untouched (or already back)
-            if current is None and entry["op"] == "write" and pre is not None:
-                # A write replaces its file in one rename, never leaves it absent: gone now (or
-                # its folder), someone else removed it since, which is not the apply's to undo
-                # (it was put back, and reported "restored", even when the apply had never
-                # reached it).
+            if current is None and pre is not None and (entry["op"] == "write" or unrenamed):
+                # A write replaces its file in one rename, never leaves it absent, and a delete
+                # after a write never renamed was not reached: gone now (or its folder), someone
+                # else removed it since, which is not the apply's to undo (it was put back, and
+                # reported "restored", even when the apply had never reached it).
                 conflicts.append({"path": path, "why": _REMOVED_MEANWHILE})
                 continue
             if current is None or (entry["op"] == "write" and current == entry.get("newSha256")):

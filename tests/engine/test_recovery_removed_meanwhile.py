@@ -53,3 +53,24 @@ def test_a_file_removed_after_the_crash_stays_removed(
     assert gone not in report["restored"], report
     assert [c["path"] for c in report["conflicts"]] == [gone], report
     assert not list(state.rglob(files.JOURNAL))
+
+
+def test_a_file_to_delete_removed_by_hand_before_the_deletes_stays_removed(
+    tmp_path: Path,
+) -> None:
+    """Killed before its deletes (a.txt's temporary file still there): gone.txt, which the
+    patch deletes, was removed by the user since; the rollback does not bring it back."""
+    state = tmp_path / "state"
+    root = tmp_path / "ws"
+    make(root, {"a.txt": b"a\n", "gone.txt": b"g\n"})
+    patch = (
+        "*** Begin Patch\n*** Update File: a.txt\n@@\n-a\n+A\n"
+        "*** Delete File: gone.txt\n*** End Patch\n"
+    )
+    assert apply_killed_after(1, root, patch, state).returncode == -9
+    (root / "gone.txt").unlink()
+    proc = cli("history", "--root", str(root), "--json", state=state)
+    assert proc.returncode == 0, proc.stderr
+    assert tree(root) == {"a.txt": b"a\n"}, proc.stderr
+    (report,) = json.loads(proc.stdout)["recovered"]
+    assert report["restored"] == [] and [c["path"] for c in report["conflicts"]] == ["gone.txt"]
