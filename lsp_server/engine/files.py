@@ -1925,6 +1925,15 @@ def _restore_at(
                 os.fchown(f, uid, gid)
         except PermissionError:
             pass  # not root: the content matters more than who owns it (see the report)
+        if _XATTRS:
+            # The file replaced is the apply's, given the original's extended attributes (its
+            # POSIX ACL, labels): the pre-image gets them back (a rollback that said "put back
+            # as it was" dropped them). After the chown, before the chmod, as in `_write_temp`.
+            at = _Step(f"{head}/{name}" if head else name, "write", None, None, None)
+            try:
+                _keep_xattrs(f, fd, at)
+            except _Refused:
+                pass  # as for the owner: the content first
         os.fchmod(f, mode)
         _write_all(f, pre)
         os.fsync(f)
