@@ -241,6 +241,7 @@ class _Step:
         "suspect",
         "link",
         "like",
+        "like_path",
         "head",
         "name",
         "tmp_name",
@@ -275,6 +276,7 @@ class _Step:
         # For a new file that continues another (a move's destination): the source as it was
         # seen, whose mode (and, as root, owner) the new file keeps, as a rename would.
         self.like: os.stat_result | None = None
+        self.like_path = ""  # where `like` is (workspace-relative): its extended attributes
         # Whether this process created its temporary file: a rollback that cannot reach the
         # folder reports only those as left behind, not every name the journal reserved.
         self.created = False
@@ -735,7 +737,7 @@ def _steps(
             moved = _Step(target, "write", None, sha, tmp, data)
             if before.link is None:
                 # A private file stays private where it moves to (not 0644 by the umask).
-                moved.like = stats.get(change.path)
+                moved.like, moved.like_path = stats.get(change.path), change.path
             writes.append(moved)
             removes.append(_removal(before, pre, stats))
         else:
@@ -744,7 +746,7 @@ def _steps(
             if change.mode_of is not None and step.st is None:
                 # A move's text landing as a new file (Move A to B, then Add A): as private
                 # as the file it came from, as a plain move's destination is.
-                step.like = stats.get(change.mode_of)
+                step.like, step.like_path = stats.get(change.mode_of), change.mode_of
             writes.append(step)
     return writes + removes
 
@@ -1022,7 +1024,17 @@ def _write_temp(
         if st is not None and _XATTRS:
             # After the chown (which clears security.capability), before the chmod (an ACL
             # sets the group bits to its mask: the chmod then puts the exact mode back).
-            narrowed = _keep_xattrs(fd, folders.fds[head], step) or narrowed
+            narrowed = _keep_xattrs(fd, folders.fds[head], step.name, step.path) or narrowed
+        elif like is not None and _XATTRS:
+            # A moved file keeps its ACL too, as a rename would: without it, the group bits
+            # (its mask) become the group's own permissions. Where one cannot be given (not
+            # root), the file moves as before, without it, rather than not at all.
+            like_head, like_name = split(step.like_path)
+            try:
+                got = _keep_xattrs(fd, folders.fds[like_head], like_name, step.path)
+            except _Refused:
+                got = True  # some were set before the refusal: the mode again
+            narrowed = got or narrowed
         if narrowed:
             os.fchmod(fd, mode)  # the umask must not narrow an existing file's permissions
         _write_all(fd, step.data)
@@ -1036,22 +1048,23 @@ _XATTRS = hasattr(os, "listxattr")
 _PROC_FD = os.path.isdir("/proc/self/fd")
 
 
-def _keep_xattrs(fd: int, dir_fd: int, step: _Step) -> bool:
+def _keep_xattrs(fd: int, dir_fd: int, name: str, path: str) -> bool:
     """Give the temporary file `fd` the extended attributes (POSIX ACLs, user.* and security.*
-    attributes) of the file it replaces, which a rename would otherwise drop; whether it set
-    any. Refused (DENIED) when one differs and cannot be set: replacing the file would change
-    who may read or write it."""
+    attributes) of file `name` in folder `dir_fd` (workspace-relative `path`, for the message):
+    the file it replaces, which a rename would otherwise drop; whether it set any. Refused
+    (DENIED) when one differs and cannot be set: replacing the file would change who may read
+    or write it."""
     if _PROC_FD:
         # One system call for the usual file without any (no open and close), through the
         # folder's descriptor (a magic link to it: no path looked up again), the name itself
         # not followed.
         try:
-            if not os.listxattr(f"/proc/self/fd/{dir_fd}/{step.name}", follow_symlinks=False):
+            if not os.listxattr(f"/proc/self/fd/{dir_fd}/{name}", follow_symlinks=False):
                 return False
         except OSError:
             return False
     try:
-        src = os.open(step.name, _READ_ANY, dir_fd=dir_fd)
+        src = os.open(name, _READ_ANY, dir_fd=dir_fd)
     except OSError:
         return False  # gone or not a regular file: the re-check before the rename refuses it
     try:
@@ -1075,11 +1088,11 @@ def _keep_xattrs(fd: int, dir_fd: int, step: _Step) -> bool:
             except OSError as exc:
                 raise _Refused(
                     errors.denied(
-                        f"{step.path} has the extended attribute {key}, which its replacement "
+                        f"{path} has the extended attribute {key}, which its replacement "
                         f"cannot be given ({exc.strerror or exc}); replacing it would drop it",
                         "Apply as a user who may set it (or as root), or remove the attribute, "
                         "then apply again.",
-                        path=step.path,
+                        path=path,
                         reason="XATTR",
                         attribute=key,
                     )
@@ -1929,9 +1942,8 @@ def _restore_at(
             # The file replaced is the apply's, given the original's extended attributes (its
             # POSIX ACL, labels): the pre-image gets them back (a rollback that said "put back
             # as it was" dropped them). After the chown, before the chmod, as in `_write_temp`.
-            at = _Step(f"{head}/{name}" if head else name, "write", None, None, None)
             try:
-                _keep_xattrs(f, fd, at)
+                _keep_xattrs(f, fd, name, f"{head}/{name}" if head else name)
             except _Refused:
                 pass  # as for the owner: the content first
         os.fchmod(f, mode)
