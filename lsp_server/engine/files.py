@@ -1025,6 +1025,7 @@ def _write_temp(
             # After the chown (which clears security.capability), before the chmod (an ACL
             # sets the group bits to its mask: the chmod then puts the exact mode back).
             narrowed = _keep_xattrs(fd, folders.fds[head], step.name, step.path) or narrowed
+            narrowed = _drop_inherited_acl(fd, folders.fds[head], step.name) or narrowed
         elif like is not None and _XATTRS:
             # A moved file keeps its ACL too, as a rename would: without it, the group bits
             # (its mask) become the group's own permissions. Where one cannot be given (not
@@ -1035,6 +1036,7 @@ def _write_temp(
             except _Refused:
                 got = True  # some were set before the refusal: the mode again
             narrowed = got or narrowed
+            narrowed = _drop_inherited_acl(fd, folders.fds[like_head], like_name) or narrowed
         if narrowed:
             os.fchmod(fd, mode)  # the umask must not narrow an existing file's permissions
         _write_all(fd, step.data)
@@ -1101,6 +1103,32 @@ def _keep_xattrs(fd: int, dir_fd: int, name: str, path: str) -> bool:
         return changed
     finally:
         os.close(src)
+
+
+_ACL = "system.posix_acl_access"
+
+
+def _drop_inherited_acl(fd: int, dir_fd: int, name: str) -> bool:
+    """Remove the ACL the temporary file `fd` inherited from its folder's default ACL when
+    file `name` in folder `dir_fd`, which it replaces (or was moved from), has none; whether
+    it did. The inherited ACL's named users and groups could read (or write) a file they
+    could not read before: a 0640 file gained `user:nobody:rw-` (mask r--) from an edit."""
+    try:
+        if _ACL not in os.listxattr(fd):
+            return False
+    except OSError:
+        return False  # no extended attributes on this file system
+    try:
+        src = os.open(name, _READ_ANY, dir_fd=dir_fd)
+    except OSError:
+        return False  # gone or not a regular file: the re-check before the rename refuses it
+    try:
+        if _ACL in os.listxattr(src):
+            return False  # its own, given by `_keep_xattrs`
+    finally:
+        os.close(src)
+    os.removexattr(fd, _ACL)
+    return True  # the mode was narrowed by the ACL's mask: set again
 
 
 def _keep_owner(
@@ -1944,7 +1972,8 @@ def _restore_at(
             # as it was" dropped them). After the chown, before the chmod, as in `_write_temp`.
             try:
                 _keep_xattrs(f, fd, name, f"{head}/{name}" if head else name)
-            except _Refused:
+                _drop_inherited_acl(f, fd, name)
+            except (_Refused, OSError):
                 pass  # as for the owner: the content first
         os.fchmod(f, mode)
         _write_all(f, pre)
