@@ -241,6 +241,7 @@ class _Step:
         "suspect",
         "link",
         "like",
+        "like_path",
         "head",
         "name",
         "tmp_name",
@@ -275,6 +276,7 @@ class _Step:
         # For a new file that continues another (a move's destination): the source as it was
         # seen, whose mode (and, as root, owner) the new file keeps, as a rename would.
         self.like: os.stat_result | None = None
+        self.like_path = ""  # where `like` is (workspace-relative): its extended attributes
         # Whether this process created its temporary file: a rollback that cannot reach the
         # folder reports only those as left behind, not every name the journal reserved.
         self.created = False
@@ -440,7 +442,31 @@ def _state_error(exc: OSError) -> EditError:
 
 def _tmp_name(target: str, token: str) -> str:
     head, name = os.path.split(target)
-    return os.path.join(head, f".{name}.agent-edit-{token}.tmp")
+    return os.path.join(head, _aside(name, f"agent-edit-{token}"))
+
+
+_NAME_MAX = 255  # bytes: the longest file name Linux and macOS allow
+
+
+def _aside(name: str, tag: str) -> str:
+    """The name of a temporary file next to `name`: `.<name>.<tag>.tmp`, or, where that would
+    be over `_NAME_MAX` bytes (a name the path policy allows, up to 255 bytes), the start of
+    `name` and a hash of it. A target with a long name could otherwise never be written nor
+    put back (ENAMETOOLONG on its temporary file)."""
+    out = f".{name}.{tag}.tmp"
+    if len(os.fsencode(out)) <= _NAME_MAX:
+        return out
+    digest = sha256(os.fsencode(name)).hexdigest()[:16]
+    keep = name
+    while len(os.fsencode(f".{keep}~{digest}.{tag}.tmp")) > _NAME_MAX:
+        keep = keep[:-1]
+    return f".{keep}~{digest}.{tag}.tmp"
+
+
+# Where a rollback writes a pre-image before renaming it over its file: one fixed name per file,
+# so that a rollback killed before that rename leaves nothing the next one cannot find (a random
+# name was left in the workspace for good, with the old content).
+_RESTORE_TAG = "agent-edit-restore"
 
 
 def _journal_header(
@@ -711,12 +737,16 @@ def _steps(
             moved = _Step(target, "write", None, sha, tmp, data)
             if before.link is None:
                 # A private file stays private where it moves to (not 0644 by the umask).
-                moved.like = stats.get(change.path)
+                moved.like, moved.like_path = stats.get(change.path), change.path
             writes.append(moved)
             removes.append(_removal(before, pre, stats))
         else:
             step = _Step(target, "write", pre, sha, tmp, data)
             _seen(step, stats, before.disk)
+            if change.mode_of is not None and step.st is None:
+                # A move's text landing as a new file (Move A to B, then Add A): as private
+                # as the file it came from, as a plain move's destination is.
+                step.like, step.like_path = stats.get(change.mode_of), change.mode_of
             writes.append(step)
     return writes + removes
 
@@ -994,7 +1024,19 @@ def _write_temp(
         if st is not None and _XATTRS:
             # After the chown (which clears security.capability), before the chmod (an ACL
             # sets the group bits to its mask: the chmod then puts the exact mode back).
-            narrowed = _keep_xattrs(fd, folders.fds[head], step) or narrowed
+            narrowed = _keep_xattrs(fd, folders.fds[head], step.name, step.path) or narrowed
+            narrowed = _drop_inherited_acl(fd, folders.fds[head], step.name) or narrowed
+        elif like is not None and _XATTRS:
+            # A moved file keeps its ACL too, as a rename would: without it, the group bits
+            # (its mask) become the group's own permissions. Where one cannot be given (not
+            # root), the file moves as before, without it, rather than not at all.
+            like_head, like_name = split(step.like_path)
+            try:
+                got = _keep_xattrs(fd, folders.fds[like_head], like_name, step.path)
+            except _Refused:
+                got = True  # some were set before the refusal: the mode again
+            narrowed = got or narrowed
+            narrowed = _drop_inherited_acl(fd, folders.fds[like_head], like_name) or narrowed
         if narrowed:
             os.fchmod(fd, mode)  # the umask must not narrow an existing file's permissions
         _write_all(fd, step.data)
@@ -1008,22 +1050,23 @@ _XATTRS = hasattr(os, "listxattr")
 _PROC_FD = os.path.isdir("/proc/self/fd")
 
 
-def _keep_xattrs(fd: int, dir_fd: int, step: _Step) -> bool:
+def _keep_xattrs(fd: int, dir_fd: int, name: str, path: str) -> bool:
     """Give the temporary file `fd` the extended attributes (POSIX ACLs, user.* and security.*
-    attributes) of the file it replaces, which a rename would otherwise drop; whether it set
-    any. Refused (DENIED) when one differs and cannot be set: replacing the file would change
-    who may read or write it."""
+    attributes) of file `name` in folder `dir_fd` (workspace-relative `path`, for the message):
+    the file it replaces, which a rename would otherwise drop; whether it set any. Refused
+    (DENIED) when one differs and cannot be set: replacing the file would change who may read
+    or write it."""
     if _PROC_FD:
         # One system call for the usual file without any (no open and close), through the
         # folder's descriptor (a magic link to it: no path looked up again), the name itself
         # not followed.
         try:
-            if not os.listxattr(f"/proc/self/fd/{dir_fd}/{step.name}", follow_symlinks=False):
+            if not os.listxattr(f"/proc/self/fd/{dir_fd}/{name}", follow_symlinks=False):
                 return False
         except OSError:
             return False
     try:
-        src = os.open(step.name, _READ_ANY, dir_fd=dir_fd)
+        src = os.open(name, _READ_ANY, dir_fd=dir_fd)
     except OSError:
         return False  # gone or not a regular file: the re-check before the rename refuses it
     try:
@@ -1047,11 +1090,11 @@ def _keep_xattrs(fd: int, dir_fd: int, step: _Step) -> bool:
             except OSError as exc:
                 raise _Refused(
                     errors.denied(
-                        f"{step.path} has the extended attribute {key}, which its replacement "
+                        f"{path} has the extended attribute {key}, which its replacement "
                         f"cannot be given ({exc.strerror or exc}); replacing it would drop it",
                         "Apply as a user who may set it (or as root), or remove the attribute, "
                         "then apply again.",
-                        path=step.path,
+                        path=path,
                         reason="XATTR",
                         attribute=key,
                     )
@@ -1060,6 +1103,32 @@ def _keep_xattrs(fd: int, dir_fd: int, step: _Step) -> bool:
         return changed
     finally:
         os.close(src)
+
+
+_ACL = "system.posix_acl_access"
+
+
+def _drop_inherited_acl(fd: int, dir_fd: int, name: str) -> bool:
+    """Remove the ACL the temporary file `fd` inherited from its folder's default ACL when
+    file `name` in folder `dir_fd`, which it replaces (or was moved from), has none; whether
+    it did. The inherited ACL's named users and groups could read (or write) a file they
+    could not read before: a 0640 file gained `user:nobody:rw-` (mask r--) from an edit."""
+    try:
+        if _ACL not in os.listxattr(fd):
+            return False
+    except OSError:
+        return False  # no extended attributes on this file system
+    try:
+        src = os.open(name, _READ_ANY, dir_fd=dir_fd)
+    except OSError:
+        return False  # gone or not a regular file: the re-check before the rename refuses it
+    try:
+        if _ACL in os.listxattr(src):
+            return False  # its own, given by `_keep_xattrs`
+    finally:
+        os.close(src)
+    os.removexattr(fd, _ACL)
+    return True  # the mode was narrowed by the ACL's mask: set again
 
 
 def _keep_owner(
@@ -1888,7 +1957,8 @@ def _restore_at(
             umask = os.umask(0o022)
             os.umask(umask)
             mode = 0o666 & ~umask
-    tmp = f".{name}.agent-edit-restore-{os.urandom(4).hex()}.tmp"
+    tmp = _aside(name, _RESTORE_TAG)
+    _drop_restore_tmp(fd, name)  # one a killed rollback left
     f = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _CLOEXEC, 0o600, dir_fd=fd)
     try:
         try:
@@ -1896,6 +1966,15 @@ def _restore_at(
                 os.fchown(f, uid, gid)
         except PermissionError:
             pass  # not root: the content matters more than who owns it (see the report)
+        if _XATTRS:
+            # The file replaced is the apply's, given the original's extended attributes (its
+            # POSIX ACL, labels): the pre-image gets them back (a rollback that said "put back
+            # as it was" dropped them). After the chown, before the chmod, as in `_write_temp`.
+            try:
+                _keep_xattrs(f, fd, name, f"{head}/{name}" if head else name)
+                _drop_inherited_acl(f, fd, name)
+            except (_Refused, OSError):
+                pass  # as for the owner: the content first
         os.fchmod(f, mode)
         _write_all(f, pre)
         os.fsync(f)
@@ -1920,6 +1999,15 @@ def _restore_at(
         raise
 
 
+def _drop_restore_tmp(fd: int, name: str) -> None:
+    """Remove the pre-image a killed rollback left next to `name` (see `_RESTORE_TAG`)."""
+    try:
+        os.unlink(_aside(name, _RESTORE_TAG), dir_fd=fd)
+    except FileNotFoundError:
+        pass
+
+
+_REMOVED_MEANWHILE = "removed by someone else since the apply began; left removed"
 _SAVED_MEANWHILE = "saved by someone else while it was being put back; left as they saved it"
 
 
@@ -2001,11 +2089,22 @@ def _report(
 def _drop_tmp(fd: int, tmp: str, left: list[str]) -> bool:
     """Remove temporary file `tmp` from folder `fd`; whether it was there (a rename consumes
     it: a write whose temporary file remains never reached its target)."""
+    name = split(tmp)[1]
     try:
-        os.unlink(split(tmp)[1], dir_fd=fd)
+        os.unlink(name, dir_fd=fd)
     except FileNotFoundError:
         return False
     except OSError:
+        # A read-only file system refuses the unlink before it looks the name up (EROFS for a
+        # name that is not there): only a lookup tells. Taken for "still there", a temporary
+        # file already renamed over its target made that target look untouched: the rollback
+        # skipped it, said "nothing was changed" and dropped the journal.
+        try:
+            os.stat(name, dir_fd=fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return False
+        except OSError:
+            pass
         left.append(tmp)
     return True
 
@@ -2033,6 +2132,9 @@ def _rollback(
     unreached: list[dict[str, str]] = []
     left: list[str] = []
     touched: set[str] = set()
+    # Whether a write was found never renamed: the deletes, which come after every rename
+    # (and after the writes in the journal), were then never reached either.
+    unrenamed = False
     for entry in journal["files"]:
         path = entry["path"]
         head, name = split(path)
@@ -2066,10 +2168,16 @@ def _rollback(
         if applied is not None and path not in applied:
             # Never renamed or removed by this apply: as it is now is someone else's doing (a
             # file or folder they deleted or saved meanwhile must not be "put back"). Only
-            # its temporary file is ours.
-            if tmp and fd >= 0:
+            # its temporary file is ours (if it was made: one never made is not "left").
+            if tmp and fd >= 0 and made(tmp):
                 _drop_tmp(fd, tmp, left)
             continue
+        if applied is None and fd >= 0 and not entry.get("link"):
+            # A rollback of this apply killed before its rename left its pre-image aside.
+            try:
+                _drop_restore_tmp(fd, name)
+            except OSError:
+                pass  # (put back below, or reported with the file)
         if entry.get("link") and pre is not None:
             _put_link_back(folders, fd, head, name, path, pre, restored, conflicts, failed)
             touched.add(head)
@@ -2079,11 +2187,19 @@ def _rollback(
                 # Its temporary file was still there: never renamed over the target, which is
                 # as the apply found it or as someone else left it since (deleted, say): not
                 # the apply's to put back.
+                unrenamed = True
                 continue
             pre_sha = sha256(pre).hexdigest() if pre is not None else None
             current, ident = _sha_at(fd, name) if fd >= 0 else (None, None)
             if current == pre_sha:
                 continue  # untouched (or already back)
+            if current is None and pre is not None and (entry["op"] == "write" or unrenamed):
+                # A write replaces its file in one rename, never leaves it absent, and a delete
+                # after a write never renamed was not reached: gone now (or its folder), someone
+                # else removed it since, which is not the apply's to undo (it was put back, and
+                # reported "restored", even when the apply had never reached it).
+                conflicts.append({"path": path, "why": _REMOVED_MEANWHILE})
+                continue
             if current is None or (entry["op"] == "write" and current == entry.get("newSha256")):
                 if pre is not None:
                     if fd < 0:

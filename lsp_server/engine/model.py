@@ -174,6 +174,9 @@ class FileChange:
     new_text_override: str | None = None
     moved_to: str | None = None
     new_bom: bool | None = None
+    # For an add that is the text a move carried away (Move A to B, then Add A: an add of B):
+    # the file whose mode the new one keeps, as the move's own destination would.
+    mode_of: str | None = None
     # Not an argument: each change (a `dataclasses.replace` too) gets its own.
     digest: NewDigest = field(default_factory=NewDigest, init=False, repr=False)
 

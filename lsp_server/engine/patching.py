@@ -164,7 +164,12 @@ class _Sections:
             dest = self.dest.pop(k)
             # The moved text lands at the destination as a new file; the source is rewritten.
             self.changes[k] = FileChange(
-                "add", dest, new_text_override=gone.new_text, new_bom=gone.bom
+                "add",
+                dest,
+                new_text_override=gone.new_text,
+                new_bom=gone.bom,
+                # (not a symbolic link's: 0777)
+                mode_of=gone.path if gone.before.link is None else None,
             )
             # Still what the Update File section at `first` moved there (it says so when a
             # later section names the destination), though planned as an add.

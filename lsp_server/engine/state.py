@@ -72,10 +72,25 @@ def workspace_state_path(workspace: str | os.PathLike[str], base: str | None = N
     """The workspace's state folder (not created), checked to be outside the workspace."""
     real = os.path.realpath(workspace)
     digest = sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:16]
-    name = os.path.basename(real) or "root"
+    name = _short(os.path.basename(real) or "root")
     directory = os.path.join(base or state_base(), "workspaces", f"{name}-{digest}")
     check_outside(directory, real)
     return directory
+
+
+# The longest workspace name kept whole in its state folder's name: with "-" and the 16-digit
+# hash that is 255 bytes, the longest file name Linux and macOS allow. A longer one (a folder
+# named up to 255 bytes itself) made the state folder impossible to create: every command in
+# that workspace, `read` too, was refused IO_ERROR with a hint about disk space.
+_NAME_BYTES = 255 - 17
+
+
+def _short(name: str) -> str:
+    """`name` as it is, or cut (whole characters) to `_NAME_BYTES` bytes; the hash next to it
+    tells workspaces apart. Names that fit keep their folder (an existing history)."""
+    while len(name.encode("utf-8", "surrogateescape")) > _NAME_BYTES:
+        name = name[:-1]
+    return name
 
 
 def make_dir(directory: str | os.PathLike[str]) -> str:
