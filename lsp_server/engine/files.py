@@ -183,7 +183,9 @@ def read_snapshot(root: str, rel: str, max_bytes: int = DEFAULT_MAX_BYTES) -> Sn
         os.close(fd)
     # What was seen goes with the snapshot (no table of every file read, which a long-lived
     # process would only grow): the apply re-checks the file against it, under the lock.
-    seen = DiskRead(st.st_ino, size, st.st_mtime_ns, st.st_ctime_ns, read_ns, data)
+    seen = DiskRead(
+        st.st_ino, size, st.st_mtime_ns, st.st_ctime_ns, read_ns, data, stat.S_IMODE(st.st_mode)
+    )
     return decode_file(rel, data, max_bytes, seen)
 
 
@@ -242,6 +244,7 @@ class _Step:
         "link",
         "like",
         "like_path",
+        "mode",
         "head",
         "name",
         "tmp_name",
@@ -277,6 +280,9 @@ class _Step:
         # seen, whose mode (and, as root, owner) the new file keeps, as a rename would.
         self.like: os.stat_result | None = None
         self.like_path = ""  # where `like` is (workspace-relative): its extended attributes
+        # For a new file with no such source: the permission bits it gets (an undone delete's
+        # file), None for the umask's.
+        self.mode: int | None = None
         # Whether this process created its temporary file: a rollback that cannot reach the
         # folder reports only those as left behind, not every name the journal reserved.
         self.created = False
@@ -747,6 +753,9 @@ def _steps(
                 # A move's text landing as a new file (Move A to B, then Add A): as private
                 # as the file it came from, as a plain move's destination is.
                 step.like, step.like_path = stats.get(change.mode_of), change.mode_of
+            elif change.new_mode is not None and step.st is None:
+                # A file put back by an undo: as private as it was (the set-id bits aside).
+                step.mode = change.new_mode & 0o777
             writes.append(step)
     return writes + removes
 
@@ -1005,6 +1014,8 @@ def _write_temp(
     mode = st.st_mode & 0o7777 if st is not None else 0o666
     if like is not None:
         mode = like.st_mode & 0o7777
+    elif st is None and step.mode is not None:
+        mode = step.mode
     fd = os.open(
         step.tmp_name,
         os.O_WRONLY | os.O_CREAT | os.O_EXCL | _CLOEXEC,
@@ -1012,7 +1023,7 @@ def _write_temp(
         dir_fd=folders.fds[head],
     )
     step.created = True
-    narrowed = (st is not None or like is not None) and mode & umask
+    narrowed = (st is not None or like is not None or step.mode is not None) and mode & umask
     try:
         if st is not None and _keep_owner(fd, step, st, folders.stats[head], ids):
             narrowed = True  # chown clears setuid/setgid bits: set the mode after it

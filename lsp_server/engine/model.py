@@ -177,6 +177,9 @@ class FileChange:
     # For an add that is the text a move carried away (Move A to B, then Add A: an add of B):
     # the file whose mode the new one keeps, as the move's own destination would.
     mode_of: str | None = None
+    # For an add: the permission bits the new file gets (an undone delete's file, as it was),
+    # None for the umask's.
+    new_mode: int | None = None
     # Not an argument: each change (a `dataclasses.replace` too) gets its own.
     digest: NewDigest = field(default_factory=NewDigest, init=False, repr=False)
 

@@ -132,6 +132,7 @@ class ChangeRecord:
     after_text: str | None = None  # add: the whole new text
     # False once the pre-images were dropped (outside the undo window or over the size cap).
     preimage: bool = True
+    mode: int | None = None  # delete: the file's permission bits, where they were read
 
     @property
     def target_path(self) -> str:
@@ -176,6 +177,8 @@ class ChangeRecord:
             out["hunks"] = [h.to_json() for h in self.hunks]
         if self.before_text is not None:
             out["beforeText"] = self.before_text
+        if self.mode is not None:
+            out["mode"] = self.mode
         if self.after_text is not None:
             out["afterText"] = self.after_text
         return out
@@ -194,6 +197,7 @@ class ChangeRecord:
             before_lines=int(data.get("lines", 0)),
             hunks=tuple(Hunk.from_json(h) for h in data.get("hunks", ())),
             before_text=data.get("beforeText"),
+            mode=_mode(data.get("mode")),
             after_text=data.get("afterText"),
             preimage=bool(data.get("preimage", True)),
         )
@@ -210,6 +214,11 @@ class ChangeRecord:
         for h in self.hunks:
             n += sum(map(len, chain(h.before, h.after, h.ctx_before, h.ctx_after)))
         return n
+
+
+def _mode(value: Any) -> int | None:
+    """A record's `mode`: permission bits, or None (absent, or not such a number)."""
+    return value if type(value) is int and 0 <= value <= 0o7777 else None
 
 
 def _record_hunks(
@@ -324,11 +333,13 @@ def record_change(fc: FileChange, *, hashes: bool = False) -> ChangeRecord:
     # (bench_recording's 1,000 files, with `Hunk` a named tuple: record_change 23 -> 15 ms CPU).
     hunks: tuple[Hunk, ...] = ()
     before_text = after_text = None
+    mode = None
     n_old = -1
     if fc.change == "add":
         after_text = fc.new_text
     elif fc.change == "delete":
         before_text = fc.before.text
+        mode = before.disk.mode if before.disk is not None else None
     elif fc.new_text_override is not None:
         one = minimal_edit(fc.before.lines, fc.new_lines)
         hunks = _record_hunks(fc.before.lines, fc.new_lines, [one] if one else [])
@@ -356,6 +367,7 @@ def record_change(fc: FileChange, *, hashes: bool = False) -> ChangeRecord:
         hunks,
         before_text,
         after_text,
+        mode=mode,
     )
 
 

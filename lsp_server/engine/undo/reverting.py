@@ -219,7 +219,9 @@ def _undo_one(
             return None
         if rec.before_text is None:
             raise _describe_missing(rec, f"The pre-image of {rec.path} is no longer kept.")
-        return FileChange("add", snap, new_text_override=rec.before_text, new_bom=rec.bom)
+        return FileChange(
+            "add", snap, new_text_override=rec.before_text, new_bom=rec.bom, new_mode=rec.mode
+        )
     if not snap.exists:
         conflicts.file(rec.target_path, "the file the edit changed no longer exists")
         return None

@@ -41,7 +41,8 @@ def _classify(
             pre = rec.before_text
             if pre is None:
                 return "applied", None, "pre-image not kept"
-            return "applied", FileChange("add", src, new_text_override=pre, new_bom=rec.bom), None
+            back = FileChange("add", src, new_text_override=pre, new_bom=rec.bom, new_mode=rec.mode)
+            return "applied", back, None
         if is_before(rec, src):
             return "not-applied", None, None
         return "unknown", None, "the file has other content"
