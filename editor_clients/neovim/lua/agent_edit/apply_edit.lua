@@ -135,6 +135,50 @@ end
 --- touched it; read by the `agentEdit/saveDocuments` request the server sends after verifying.
 M._dirty_before = {}
 
+--- Canonical path -> the buffer's LSP version right after the latest applied agent edit. The
+--- save request comes after the server verified the edit; a keystroke in between is the user's
+--- own unsaved text, so a buffer whose version moved on since is not written.
+M._version_after = {}
+
+--- bufnr -> the file's identity on disk when Neovim last read or wrote it ({} if there was no
+--- file). `write!` would replace whatever the disk holds, so a save is skipped when the file
+--- changed since (another program, a checkout): its content would be lost without a word.
+M._disk_seen = {}
+
+--- @param path string
+--- @return table identity {ino, size, sec, nsec}, or {} when there is no file
+local function disk_identity(path)
+  local st = vim.uv.fs_stat(path)
+  if not st then
+    return {}
+  end
+  return { ino = st.ino, size = st.size, sec = st.mtime.sec, nsec = st.mtime.nsec }
+end
+
+--- Remembers the disk identity of a buffer's file (Neovim just read or wrote it).
+--- @param bufnr integer
+function M.note_disk(bufnr)
+  if not vim.api.nvim_buf_is_valid(bufnr) or vim.bo[bufnr].buftype ~= '' then
+    return
+  end
+  local name = vim.api.nvim_buf_get_name(bufnr)
+  if name == '' then
+    return
+  end
+  M._disk_seen[bufnr] = disk_identity(canonical(name))
+end
+
+--- Whether the buffer's file is no longer the one Neovim last read or wrote (or that is unknown).
+--- @param bufnr integer
+--- @return boolean
+local function disk_changed(bufnr)
+  local seen = M._disk_seen[bufnr]
+  if seen == nil then
+    return true
+  end
+  return not vim.deep_equal(seen, disk_identity(canonical(vim.api.nvim_buf_get_name(bufnr))))
+end
+
 --- @param uri string
 --- @return string?
 local function path_key(uri)
@@ -159,7 +203,9 @@ function M.save_documents(_, params, _)
       and key
       and bufnr
       and M._dirty_before[key] == false
+      and M._version_after[key] == util.buf_versions[bufnr]
       and vim.bo[bufnr].buftype == ''
+      and not disk_changed(bufnr)
     then
       if vim.bo[bufnr].modified then
         ok = pcall(vim.api.nvim_buf_call, bufnr, function()
@@ -324,6 +370,8 @@ function M.handler(err, params, ctx)
       local key = path_key(uri)
       if key then
         M._dirty_before[key] = was_modified
+        local bufnr = M.find_buffer(uri)
+        M._version_after[key] = bufnr and util.buf_versions[bufnr] or nil
       end
     end
     flush_changes(ctx.client_id)

@@ -782,6 +782,15 @@ function M.setup(opts)
       M.attach(ev.buf)
     end,
   })
+  -- What the disk held when Neovim last read or wrote each file: a save after an agent edit
+  -- must not overwrite a file another program changed since (apply_edit.save_documents).
+  local disk_events = { 'BufReadPost', 'BufNewFile', 'BufWritePost', 'FileChangedShellPost' }
+  vim.api.nvim_create_autocmd(disk_events, {
+    group = group,
+    callback = function(ev)
+      require('agent_edit.apply_edit').note_disk(ev.buf)
+    end,
+  })
   if M.config.codelens then
     vim.api.nvim_create_autocmd({ 'BufEnter', 'InsertLeave' }, {
       group = group,
@@ -795,9 +804,14 @@ function M.setup(opts)
   end
   create_commands()
   -- Buffers opened before setup ran (lazy loading) get attached too.
+  local apply_edit = require('agent_edit.apply_edit')
   for _, bufnr in ipairs(vim.api.nvim_list_bufs()) do
     if vim.api.nvim_buf_is_loaded(bufnr) then
       M.attach(bufnr)
+      if apply_edit._disk_seen[bufnr] == nil then
+        -- Read before setup: the disk as it is now is the best known.
+        apply_edit.note_disk(bufnr)
+      end
     end
   end
 end

@@ -1,0 +1,29 @@
+"""Real-Neovim tests: what the plugin does around an agent edit must not write, widen or report
+more than the edit did (saving, renaming, choosing the workspace, the user's messages)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.neovim_runner import ok, run_scenario
+
+
+def test_save_after_edit_skips_files_changed_on_disk_and_typing_after_the_edit(
+    tmp_path: Path,
+) -> None:
+    data = run_scenario("save_guards", tmp_path)
+    # Control: a clean buffer is saved with the agent's edit.
+    assert ok(data["clean"], data)["saved"] is True
+    assert data["clean_disk"] == "one\nTWO\n"
+    # The file changed on disk under the clean buffer: the edit lands in the buffer, the other
+    # program's text stays on disk, and the agent is told the file is not saved.
+    external = ok(data["external"], data)
+    assert data["external_lines"] == ["ONE", "two"]
+    assert data["external_disk"] == "one\ntwo\nwritten by another program\n"
+    assert external["saved"] is False and external["files"][0]["saved"] is False
+    # The user typed between the edit and the save: nothing is written behind their back.
+    typed = ok(data["typed"], data)
+    assert data["typed_lines"] == ["ONE", "two", "# typed by the user"]
+    assert data["typed_modified"] is True
+    assert data["typed_disk"] == "one\ntwo\n"
+    assert typed["saved"] is False and typed["files"][0]["saved"] is False
