@@ -27,3 +27,17 @@ def test_save_after_edit_skips_files_changed_on_disk_and_typing_after_the_edit(
     assert data["typed_modified"] is True
     assert data["typed_disk"] == "one\ntwo\n"
     assert typed["saved"] is False and typed["files"][0]["saved"] is False
+
+
+def test_move_of_a_buffer_with_unsaved_text_is_refused_before_anything(tmp_path: Path) -> None:
+    data = run_scenario("move_unsaved", tmp_path)
+    ok(data["read"], data)
+    result = data["patch"]
+    assert result["ok"] is False, result
+    assert "unsaved changes" in result["message"], result
+    # Nothing moved or written: the typing stays unsaved, in the buffer of a.txt.
+    assert data["disk_b"] is None
+    assert data["disk_a"] == "alpha\nbeta\ngamma\n"
+    assert data["name"].endswith("/a.txt")
+    assert data["lines"] == ["alpha typed by the user", "beta", "gamma"]
+    assert data["modified"] is True

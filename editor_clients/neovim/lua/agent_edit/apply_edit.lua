@@ -333,6 +333,36 @@ function M.adapt_for_neovim(edit, encoding)
   end
 end
 
+--- Why each RenameFile of `edit` may not run: Neovim's rename (vim.lsp.util.rename) moves the
+--- file, then writes every loaded buffer under the old path to the new one with `:saveas!`. A
+--- buffer holding the user's unsaved text would have it written to disk behind their back, and
+--- one whose file another program changed since it was read would overwrite that change.
+--- @param edit table lsp.WorkspaceEdit
+--- @return string[] reasons, empty when every rename is safe
+function M.unsafe_renames(edit)
+  local reasons = {}
+  for _, change in ipairs(edit.documentChanges or {}) do
+    if change.kind == 'rename' then
+      local ok, fname = pcall(vim.uri_to_fname, change.oldUri)
+      local old = ok and canonical(fname):gsub('/$', '') or nil
+      for _, bufnr in ipairs(old and vim.api.nvim_list_bufs() or {}) do
+        local name = vim.api.nvim_buf_get_name(bufnr)
+        if vim.api.nvim_buf_is_loaded(bufnr) and name ~= '' then
+          name = canonical(name)
+          if name == old or name:sub(1, #old + 1) == old .. '/' then
+            if vim.bo[bufnr].modified then
+              table.insert(reasons, name .. ' with its unsaved changes')
+            elseif disk_changed(bufnr) then
+              table.insert(reasons, name .. ' over what another program wrote to it since')
+            end
+          end
+        end
+      end
+    end
+  end
+  return reasons
+end
+
 --- Options set by agent_edit.setup().
 M.options = { save_after_edit = 'clean' }
 
@@ -348,6 +378,17 @@ function M.handler(err, params, ctx)
   local stale = M.stale_documents(params.edit)
   if #stale > 0 then
     return { applied = false, failureReason = failure_reason(stale) }
+  end
+  local unsafe = M.unsafe_renames(params.edit)
+  if #unsafe > 0 then
+    return {
+      applied = false,
+      failureReason = 'Neovim renames an open buffer by writing it to the new name (:saveas!), '
+        .. 'which would write '
+        .. table.concat(unsafe, '; ')
+        .. '; nothing was applied. Save or undo those changes (or reload the file: :edit) '
+        .. 'first, then move the file.',
+    }
   end
   -- A null version can arrive as vim.NIL (from Lua callers); Neovim's apply compares it as a
   -- number and fails, so make it the nil the JSON decoder gives.
