@@ -41,3 +41,13 @@ def test_move_of_a_buffer_with_unsaved_text_is_refused_before_anything(tmp_path:
     assert data["name"].endswith("/a.txt")
     assert data["lines"] == ["alpha typed by the user", "beta", "gamma"]
     assert data["modified"] is True
+
+
+def test_absolute_path_in_another_repository_is_not_served(tmp_path: Path) -> None:
+    data = run_scenario("outside_repo", tmp_path)
+    for key in ("read", "replace", "write"):
+        assert data[key]["ok"] is False, data[key]
+        assert data[key]["code"] == "OUTSIDE_WORKSPACE", data[key]
+    assert data["other_disk"] == "secret = 1\n"
+    assert data["other_new_exists"] is False
+    assert data["roots"] == [data["_workspace"]]

@@ -295,6 +295,31 @@ local function client_for_root(root)
   return vim.lsp.get_client_by_id(id)
 end
 
+--- Whether `root` is a workspace the user chose: a server runs for it, it is the current
+--- directory's, or a file they opened (a loaded buffer) belongs to it.
+--- @param root string
+--- @return boolean
+function M.is_user_root(root)
+  for _, client in ipairs(M.clients()) do
+    if client.root_dir and (canonical(client.root_dir):gsub('/$', '')) == root then
+      return true
+    end
+  end
+  local cwd = (canonical(vim.fn.getcwd()):gsub('/$', ''))
+  if (M.root_for(cwd .. '/.') or cwd) == root then
+    return true
+  end
+  for _, bufnr in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.api.nvim_buf_is_loaded(bufnr) then
+      local path = managed_path(bufnr)
+      if path and M.root_for(path) == root then
+        return true
+      end
+    end
+  end
+  return false
+end
+
 --- Picks the client that should run a command: the one attached to `opts.bufnr` (or the current
 --- buffer), else the one whose workspace holds the command's `path`, else the current directory's.
 --- @param args table
@@ -317,6 +342,23 @@ function M.pick_client(args, opts)
   local root
   if path and path:sub(1, 1) == '/' then
     root = M.root_for(canonical(path))
+    if root and not M.is_user_root(root) then
+      -- A path an agent named must not choose the workspace: a server started for any folder
+      -- with a .git above it would let the agent edit every repository on the machine. Only
+      -- the user's workspaces (a server running, the current directory's, a file they opened)
+      -- are served; another path goes to one of those, whose server refuses it
+      -- (OUTSIDE_WORKSPACE) unless one of its folders holds it.
+      local holder = nil
+      for _, client in ipairs(M.clients()) do
+        if client.root_dir and is_inside(canonical(path), canonical(client.root_dir)) then
+          holder = client
+        end
+      end
+      if holder then
+        return holder
+      end
+      root = nil
+    end
   end
   if root == nil then
     local clients = M.clients()
