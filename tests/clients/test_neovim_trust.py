@@ -51,3 +51,11 @@ def test_absolute_path_in_another_repository_is_not_served(tmp_path: Path) -> No
     assert data["other_disk"] == "secret = 1\n"
     assert data["other_new_exists"] is False
     assert data["roots"] == [data["_workspace"]]
+
+
+def test_patch_command_never_says_nothing_changed_after_a_timeout(tmp_path: Path) -> None:
+    data = run_scenario("patch_command_uncertain", tmp_path)
+    assert data["result"]["code"] == "TIMEOUT", data["result"]
+    assert data["lines"] == ["alpha", "BETA", "gamma"]
+    assert "nothing changed" not in data["messages"]
+    assert "did not complete: TIMEOUT" in data["messages"]

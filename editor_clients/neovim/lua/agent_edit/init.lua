@@ -675,6 +675,36 @@ function M.refresh_codelens()
   end
 end
 
+--- Failure codes after which nothing was changed (the server checked, or nothing was sent).
+--- Any other code (TIMEOUT, UNVERIFIED, PARTIAL, NO_SERVER after the server exited mid-call, a
+--- code added later) may come after a change landed: the user must not be told otherwise.
+local NOTHING_CHANGED = {
+  PARSE_ERROR = true,
+  INVALID_ARGUMENT = true,
+  NOT_FOUND = true,
+  ALREADY_EXISTS = true,
+  OUTSIDE_WORKSPACE = true,
+  DENIED = true,
+  BINARY = true,
+  TOO_LARGE = true,
+  INVALID_ENCODING = true,
+  STALE = true,
+  NO_MATCH = true,
+  AMBIGUOUS = true,
+  CLIENT_REJECTED = true,
+  NOT_APPLIED = true,
+  PARTIAL_ROLLED_BACK = true,
+  CONFLICT = true,
+  UNSUPPORTED = true,
+}
+
+--- Whether a failure result means that nothing was changed.
+--- @param result table
+--- @return boolean
+function M.nothing_changed(result)
+  return result.ok ~= true and NOTHING_CHANGED[result.code] == true
+end
+
 --- Reports a result table to the user (for the commands; the API returns tables instead).
 --- @param result table
 --- @param what string
@@ -683,8 +713,9 @@ function M.notify_result(result, what)
     vim.notify(string.format('agent-edit: %s done (edit %s)', what, tostring(result.editId)))
   else
     local msg = string.format(
-      'agent-edit: %s refused: %s %s',
+      'agent-edit: %s %s: %s %s',
       what,
+      M.nothing_changed(result) and 'refused' or 'did not complete',
       tostring(result.code),
       tostring(result.message)
     )
@@ -771,7 +802,7 @@ function M.apply_patch_command(cmd)
     if entry then
       history.open_entry(entry)
     end
-  else
+  elseif M.nothing_changed(result) then
     vim.notify(
       string.format(
         'agent-edit: the patch from the %s was not applied; nothing changed: %s',
@@ -780,6 +811,9 @@ function M.apply_patch_command(cmd)
       ),
       vim.log.levels.WARN
     )
+  else
+    -- TIMEOUT, UNVERIFIED, PARTIAL...: part or all of it may have landed; the result says what.
+    M.notify_result(result, 'the patch from the ' .. from)
   end
   return result
 end
