@@ -34,6 +34,7 @@ def test_move_of_a_buffer_with_unsaved_text_is_refused_before_anything(tmp_path:
     ok(data["read"], data)
     result = data["patch"]
     assert result["ok"] is False, result
+    assert result["code"] == "CLIENT_REJECTED", result
     assert "unsaved changes" in result["message"], result
     # Nothing moved or written: the typing stays unsaved, in the buffer of a.txt.
     assert data["disk_b"] is None
@@ -59,3 +60,17 @@ def test_patch_command_never_says_nothing_changed_after_a_timeout(tmp_path: Path
     assert data["lines"] == ["alpha", "BETA", "gamma"]
     assert "nothing changed" not in data["messages"]
     assert "did not complete: TIMEOUT" in data["messages"]
+
+
+def test_refusal_of_a_multi_file_patch_says_nothing_changed(tmp_path: Path) -> None:
+    data = run_scenario("refusal_multi_file", tmp_path)
+    typed = data["typed"]
+    assert typed["ok"] is False and typed["code"] == "CLIENT_REJECTED", typed
+    assert "STALE" in typed["message"] and typed["committed"] == [], typed
+    assert data["typed_lines"] == {"a": ["alpha", "beta"], "b": ["one", "two typed"]}
+    outcomes = [e["outcome"] for e in data["typed_history"]["entries"]]
+    assert outcomes == ["CLIENT_REJECTED"], outcomes
+    # Neovim's apply failed after changing a.txt: an error answer, checked and rolled back.
+    failed = data["failed"]
+    assert failed["ok"] is False and failed["code"] == "PARTIAL_ROLLED_BACK", failed
+    assert data["failed_lines"] == {"a": ["alpha", "beta"], "b": ["one", "two typed"]}

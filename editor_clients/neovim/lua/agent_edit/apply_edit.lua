@@ -406,6 +406,19 @@ function M.handler(err, params, ctx)
   quiet.label = nil
   local builtin = vim.lsp.handlers['workspace/applyEdit']
   local result = builtin(err, quiet, ctx)
+  if not (result and result.applied) then
+    -- Neovim's apply failed part-way (it answers applied: false for an error after it changed
+    -- some files). This client promises that applied: false means nothing changed, so it is an
+    -- error answer instead, sent after what did change, for the server to see it.
+    flush_changes(ctx.client_id)
+    local reason = result and result.failureReason or 'the workspace edit failed'
+    return nil,
+      vim.lsp.rpc_response_error(
+        vim.lsp.protocol.ErrorCodes.InternalError,
+        'Neovim failed while applying the edit, possibly after changing some files: '
+          .. tostring(reason)
+      )
+  end
   if result and result.applied then
     for uri, was_modified in pairs(before) do
       local key = path_key(uri)

@@ -213,6 +213,10 @@ local function client_config(root)
     init_options = next(settings) and settings or vim.empty_dict(),
     settings = { agentEdit = next(settings) and settings or vim.empty_dict() },
     commands = lens_commands,
+    -- Merged over Neovim's defaults. The applyEdit handler (apply_edit.lua) refuses before it
+    -- applies anything, so its `applied: false` proves nothing changed (PROTOCOL.md): the server
+    -- then reports a refusal as one, instead of waiting for files that will not change.
+    capabilities = { experimental = { agentEdit = { refusalAppliesNothing = true } } },
     handlers = {
       -- Looked up per call, so a wrapper installed later (a plugin, a test) takes effect.
       ['workspace/applyEdit'] = function(...)
