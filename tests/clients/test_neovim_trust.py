@@ -74,3 +74,20 @@ def test_refusal_of_a_multi_file_patch_says_nothing_changed(tmp_path: Path) -> N
     failed = data["failed"]
     assert failed["ok"] is False and failed["code"] == "PARTIAL_ROLLED_BACK", failed
     assert data["failed_lines"] == {"a": ["alpha", "beta"], "b": ["one", "two typed"]}
+
+
+def test_nested_repository_buffers_are_seen_by_the_enclosing_workspace_server(
+    tmp_path: Path,
+) -> None:
+    data = run_scenario("nested_repo", tmp_path)
+    # The workspace's server reads the buffers (the user's unsaved text), not the disk.
+    for key, text in (("read_x", "int x = 100;\nint y = 2;\n"), ("read_z", "int z = 5;\n")):
+        read = ok(data[key], data)
+        assert read["source"] == "buffer" and read["text"] == text, read
+    assert ok(data["main_edit"], data)["editId"] == 1
+    assert ok(data["own_read"], data)["text"] == "int x = 100;\nint y = 3;\n"
+    assert ok(data["own_edit"], data)["editId"] == 1  # the nested server's own history
+    assert data["after_edits"] == ["int x = 200;", "int y = 3;"]
+    # The lens of the workspace server's edit 1 undoes that edit, not the nested server's 1.
+    assert data["after_undo"] == ["int x = 200;", "int y = 2;"]
+    assert data["disk_x"] == "int x = 1;\nint y = 2;\n"

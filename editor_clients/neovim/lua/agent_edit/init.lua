@@ -179,7 +179,7 @@ local lens_commands = {
   ['agentEdit.history'] = function(command)
     local arg = command.arguments and command.arguments[1]
     local id = type(arg) == 'table' and arg.editId or nil
-    require('agent_edit.history').open({ edit_id = id })
+    require('agent_edit.history').open({ edit_id = id, client_id = ctx and ctx.client_id })
   end,
   ['agentEdit.undo'] = function(command, ctx)
     local arg = command.arguments and command.arguments[1]
@@ -188,6 +188,7 @@ local lens_commands = {
     end
     M.undo(arg, {
       bufnr = ctx and ctx.bufnr,
+      client_id = ctx and ctx.client_id,
       callback = function(result)
         M.notify_result(result, 'undo of edit ' .. tostring(arg.editId))
       end,
@@ -268,7 +269,35 @@ function M.attach(bufnr)
   if root == nil then
     return nil
   end
-  return vim.lsp.start(client_config(root), { bufnr = bufnr })
+  local id = vim.lsp.start(client_config(root), { bufnr = bufnr })
+  -- A file of a repository nested in another workspace (a submodule, a vendored repo) is that
+  -- workspace's file too: its server must see the buffer, or it would read the disk instead of
+  -- the user's unsaved text. And a server started now must see the nested files already open.
+  for _, client in ipairs(M.clients()) do
+    local client_root = client.root_dir and (canonical(client.root_dir):gsub('/$', ''))
+    if client.id ~= id and client_root and is_inside(path, client_root) then
+      vim.lsp.buf_attach_client(bufnr, client.id)
+    end
+  end
+  if id then
+    M._attach_inside(root, id)
+  end
+  return id
+end
+
+--- Attaches every loaded buffer of a file inside `root` to the client `id` (a buffer whose own
+--- workspace is a repository nested in `root` included).
+--- @param root string
+--- @param id integer
+function M._attach_inside(root, id)
+  for _, bufnr in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.api.nvim_buf_is_loaded(bufnr) then
+      local path = managed_path(bufnr)
+      if path and is_inside(path, root) and not vim.lsp.buf_is_attached(bufnr, id) then
+        vim.lsp.buf_attach_client(bufnr, id)
+      end
+    end
+  end
 end
 
 --- The client for a workspace root, started without attaching a buffer when none runs yet (an agent
@@ -288,14 +317,7 @@ local function client_for_root(root)
   -- Open buffers of this workspace attached to no running server (its server exited; Neovim
   -- detached them): attach them to this one, or it would read the files on disk instead of the
   -- user's unsaved text and write edits to disk under their buffers.
-  for _, bufnr in ipairs(vim.api.nvim_list_bufs()) do
-    if vim.api.nvim_buf_is_loaded(bufnr) then
-      local path = managed_path(bufnr)
-      if path and M.root_for(path) == root then
-        vim.lsp.buf_attach_client(bufnr, id)
-      end
-    end
-  end
+  M._attach_inside(root, id)
   return vim.lsp.get_client_by_id(id)
 end
 
@@ -330,11 +352,29 @@ end
 --- @param opts table
 --- @return vim.lsp.Client?
 function M.pick_client(args, opts)
+  if opts.client_id then
+    -- A code lens's command goes to the server that made the lens: edit ids are per server.
+    local client = vim.lsp.get_client_by_id(opts.client_id)
+    if client and not client:is_stopped() then
+      return client
+    end
+  end
   local bufnr = opts.bufnr or vim.api.nvim_get_current_buf()
   local attached = M.clients({ bufnr = bufnr })
   if attached[1] and not opts.bufnr and type(args.path) == 'string' then
     -- An explicit path wins over whatever buffer happens to be current.
     attached = {}
+  end
+  if attached[2] then
+    -- A file of a nested repository is attached to its own workspace's server and to the
+    -- enclosing one's: relative paths and edit ids stay those of its own workspace.
+    local path = managed_path(bufnr)
+    local own = path and M.root_for(path)
+    for _, client in ipairs(attached) do
+      if own and client.root_dir and (canonical(client.root_dir):gsub('/$', '')) == own then
+        return client
+      end
+    end
   end
   if attached[1] then
     return attached[1]
@@ -523,7 +563,7 @@ end
 --- NO_SERVER at once if it exits first).
 --- @param verb string
 --- @param args table
---- @param opts table? {bufnr?, timeout_ms?, callback?}
+--- @param opts table? {bufnr?, client_id?, timeout_ms?, callback?}
 --- @return table?
 function M.execute(verb, args, opts)
   vim.validate('args', args, 'table')
