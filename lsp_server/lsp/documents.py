@@ -199,6 +199,10 @@ class Document:
         el = max(el, 0)
         s_idx = to_index(lines[sl], sc, encoding)
         e_idx = to_index(lines[el], ec, encoding)
+        if sl == el and s_idx > e_idx:
+            # Columns past a CRLF line's content: just past it is the place after the CR, any
+            # further one clamps before it (positions.to_index), so the two can cross.
+            s_idx, e_idx = e_idx, s_idx
         if "\r" in text:
             self.may_have_cr = True
         prefix = lines[sl][:s_idx]

@@ -82,3 +82,19 @@ def test_resumed_hash_equals_a_fresh_one(monkeypatch):
         doc.set_known_text(new_text, digest, marks)
         assert all(m[0] <= len(new_text) for m in doc._marks)
         assert doc.sha256 == digest
+
+
+def test_change_through_the_cr_of_a_crlf_line_as_neovim_sends_it():
+    # Neovim (and Emacs) show a CRLF line of a file with mixed endings as "c" plus a CR
+    # character and place positions by that line: its end is one column past the content.
+    assert to_index("c\r\n", 1, "utf-16") == 1
+    assert to_index("c\r\n", 2, "utf-16") == 2  # between the CR and the LF
+    assert to_index("c\r\n", 3, "utf-16") == 1  # further: clamped to the content (LSP rule)
+    assert to_index("c\n", 2, "utf-16") == 1
+    doc = Document("u", "p", "x", 0, split_lines("a\r\nb\nc\r\nd\r\n"))
+    # "b" replaced by two lines: Neovim's didChange reaches to the end of its line "c\r".
+    doc.replace_range((1, 0), (2, 2), "B\nB2\nc\r", "utf-8")
+    assert doc.text == "a\r\nB\nB2\nc\r\nd\r\n"
+    # A line opened below "d\r" (`o`): the change starts past the CR.
+    doc.replace_range((4, 2), (4, 2), "\n", "utf-8")
+    assert doc.text == "a\r\nB\nB2\nc\r\nd\r\n\n"
