@@ -91,3 +91,20 @@ def test_nested_repository_buffers_are_seen_by_the_enclosing_workspace_server(
     # The lens of the workspace server's edit 1 undoes that edit, not the nested server's 1.
     assert data["after_undo"] == ["int x = 200;", "int y = 2;"]
     assert data["disk_x"] == "int x = 1;\nint y = 2;\n"
+
+
+def test_mixed_line_endings_keep_the_server_in_step_and_unsafe_edits_are_refused(
+    tmp_path: Path,
+) -> None:
+    data = run_scenario("mixed_line_endings", tmp_path)
+    # The server's copy is the buffer after every kind of typing around the CRs.
+    assert data["synced"] == {k: True for k in ("Go", "ggjddp", "ggJ", "gg$x", "uuuu")}
+    assert data["lines_before_edits"] == ["a", "b\r", "c\r", "d\r"]
+    assert ok(data["lf_edit"], data)["status"] == "applied"
+    assert data["lf_synced"] is True
+    for key in ("crlf_edit", "lone_edit"):
+        result = data[key]
+        assert result["ok"] is False and result["code"] == "CLIENT_REJECTED", result
+        assert "carriage return" in result["message"], result
+    assert data["lines_after"] == ["A", "b\r", "c\r", "d\r"]
+    assert data["lone_lines"] == ["x\ry", "z"]

@@ -363,6 +363,77 @@ function M.unsafe_renames(edit)
   return reasons
 end
 
+--- Whether a buffer holds a carriage return that LSP counts as a line break and Neovim does not
+--- (a lone CR inside a line, or any CR in a 'fileformat=dos' line): Neovim places every position
+--- it sends and applies by its own lines, so past that point the server's line numbers and
+--- Neovim's disagree, and an edit would land on another line than the one the server checked.
+--- A CR ending a 'unix' line (the file's CRLF) is one break for both: not counted.
+--- @param bufnr integer
+--- @return integer? line the first such line (1-based), or nil
+function M.lone_cr_line(bufnr)
+  local lines = vim.api.nvim_buf_get_lines(bufnr, 0, -1, false)
+  local unix = vim.bo[bufnr].fileformat == 'unix'
+  local last = #lines
+  for i, line in ipairs(lines) do
+    local at = line:find('\r', 1, true)
+    if at then
+      if not unix then
+        return i
+      end
+      -- The final CR of a line is a CRLF of the file, except on the last line without 'eol'.
+      local ends = at == #line and (i < last or vim.bo[bufnr].eol)
+      if not ends then
+        return i
+      end
+    end
+  end
+  return nil
+end
+
+--- Whether Neovim would apply `text` with other line breaks than it has: its apply turns every
+--- CRLF and lone CR of an edit's text into LF. In a 'fileformat=unix' buffer that drops the CR
+--- of a CRLF line (a file with mixed endings); in a 'dos' one a lone CR becomes a line break.
+--- @param text string
+--- @param fileformat string
+--- @return boolean
+local function mangled_by_apply(text, fileformat)
+  if fileformat == 'unix' then
+    return text:find('\r', 1, true) ~= nil
+  end
+  return text:gsub('\r\n', ''):find('\r', 1, true) ~= nil
+end
+
+--- The documents an edit changes where Neovim and the server would not agree on the text: the
+--- buffer holds a CR Neovim counts differently (lone_cr_line), or Neovim would change the line
+--- breaks of the edit's text as it applies it. As reasons.
+--- @param edit table lsp.WorkspaceEdit
+--- @return string[]
+function M.lone_cr_documents(edit)
+  local reasons = {}
+  for _, change in ipairs(edit.documentChanges or {}) do
+    local doc = change.textDocument
+    if change.kind == nil and doc and change.edits and #change.edits > 0 then
+      local bufnr = M.find_buffer(doc.uri)
+      local line = bufnr and M.lone_cr_line(bufnr)
+      local fname = vim.uri_to_fname(doc.uri)
+      if line then
+        table.insert(reasons, string.format('%s (line %d)', fname, line))
+      else
+        -- A buffer the edit loads (a file it creates) gets the first of 'fileformats'.
+        local ff = bufnr and vim.bo[bufnr].fileformat
+          or vim.split(vim.o.fileformats, ',', { plain = true })[1]
+        for _, te in ipairs(change.edits) do
+          if mangled_by_apply(te.newText or '', ff) then
+            table.insert(reasons, string.format('%s (CRLF lines in a %s buffer)', fname, ff))
+            break
+          end
+        end
+      end
+    end
+  end
+  return reasons
+end
+
 --- Options set by agent_edit.setup().
 M.options = { save_after_edit = 'clean' }
 
@@ -388,6 +459,20 @@ function M.handler(err, params, ctx)
         .. table.concat(unsafe, '; ')
         .. '; nothing was applied. Save or undo those changes (or reload the file: :edit) '
         .. 'first, then move the file.',
+    }
+  end
+  local crs = M.lone_cr_documents(params.edit)
+  if #crs > 0 then
+    return {
+      applied = false,
+      failureReason = 'carriage returns Neovim does not handle as the language server does: a '
+        .. 'CR inside a line (shown as ^M) counts as a line break for the server and not for '
+        .. 'Neovim, and Neovim drops the CR of every CRLF in an edit it applies to a buffer '
+        .. "with 'fileformat=unix', so the edit could land on another line or lose line "
+        .. 'endings; nothing was applied: '
+        .. table.concat(crs, '; ')
+        .. ". Make the file's line endings uniform first (:edit ++ff=dos, then :write), or edit "
+        .. 'it by hand.',
     }
   end
   -- A null version can arrive as vim.NIL (from Lua callers); Neovim's apply compares it as a
