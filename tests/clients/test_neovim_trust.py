@@ -21,6 +21,11 @@ def test_save_after_edit_skips_files_changed_on_disk_and_typing_after_the_edit(
     assert data["external_lines"] == ["ONE", "two"]
     assert data["external_disk"] == "one\ntwo\nwritten by another program\n"
     assert external["saved"] is False and external["files"][0]["saved"] is False
+    # A read-only buffer ('readonly', as :view makes it) is not written either.
+    viewed = ok(data["viewed"], data)
+    assert data["viewed_lines"] == ["ONE", "two"]
+    assert data["viewed_disk"] == "one\ntwo\n"
+    assert viewed["saved"] is False
     # The user typed between the edit and the save: nothing is written behind their back.
     typed = ok(data["typed"], data)
     assert data["typed_lines"] == ["ONE", "two", "# typed by the user"]

@@ -205,6 +205,8 @@ function M.save_documents(_, params, _)
       and M._dirty_before[key] == false
       and M._version_after[key] == util.buf_versions[bufnr]
       and vim.bo[bufnr].buftype == ''
+      -- 'readonly' (:view, nvim -R) is the user's "do not write this"; write! would override it.
+      and not vim.bo[bufnr].readonly
       and not disk_changed(bufnr)
     then
       if vim.bo[bufnr].modified then
