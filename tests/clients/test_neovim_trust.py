@@ -113,3 +113,11 @@ def test_mixed_line_endings_keep_the_server_in_step_and_unsafe_edits_are_refused
         assert "carriage return" in result["message"], result
     assert data["lines_after"] == ["A", "b\r", "c\r", "d\r"]
     assert data["lone_lines"] == ["x\ry", "z"]
+
+
+def test_arguments_json_cannot_carry_are_refused_once(tmp_path: Path) -> None:
+    data = run_scenario("api_unsendable", tmp_path)
+    assert data["sync_ok"] is True, data["sync"]
+    assert data["sync"]["code"] == "INVALID_ARGUMENT", data["sync"]
+    assert len(data["calls"]) == 1, data["calls"]
+    assert data["calls"][0]["code"] == "INVALID_ARGUMENT", data["calls"]

@@ -658,10 +658,29 @@ function M.execute(verb, args, opts)
     if done then
       return
     end
-    local ok
-    ok, request_id = client:request('workspace/executeCommand', params, function(err, result)
+    local function on_answer(err, result)
       finish(to_result(err, result))
-    end, opts.bufnr)
+    end
+    local sent, ok, id =
+      pcall(client.request, client, 'workspace/executeCommand', params, on_answer, opts.bufnr)
+    if not sent then
+      -- Arguments JSON cannot carry (a boolean or table as a key, a function): Neovim raises
+      -- while encoding, before anything is sent. A refusal, not a Lua error thrown at the
+      -- agent plugin followed by a TIMEOUT for the same call.
+      local why = tostring(ok)
+      vim.schedule(function()
+        finish(
+          M.client_failure(
+            'INVALID_ARGUMENT',
+            'the arguments cannot be sent as JSON (' .. why .. '); nothing was sent to the server',
+            'pass one JSON object: string keys, and strings, numbers, booleans, lists or objects',
+            { reason = why }
+          )
+        )
+      end)
+      return
+    end
+    request_id = id
     if not ok then
       vim.schedule(function()
         finish(
