@@ -121,3 +121,11 @@ def test_arguments_json_cannot_carry_are_refused_once(tmp_path: Path) -> None:
     assert data["sync"]["code"] == "INVALID_ARGUMENT", data["sync"]
     assert len(data["calls"]) == 1, data["calls"]
     assert data["calls"][0]["code"] == "INVALID_ARGUMENT", data["calls"]
+
+
+def test_relative_path_stays_in_the_current_workspace_after_its_server_exits(
+    tmp_path: Path,
+) -> None:
+    data = run_scenario("relative_after_exit", tmp_path)
+    assert ok(data["before"], data)["text"] == "this workspace\n"
+    assert ok(data["after"], data)["text"] == "this workspace\n"

@@ -405,15 +405,34 @@ function M.pick_client(args, opts)
     end
   end
   if root == nil then
-    local clients = M.clients()
-    if #clients == 1 then
-      return clients[1]
-    end
     -- root_for takes a file path; '.' stands for "a file in the current directory".
     local cwd = (canonical(vim.fn.getcwd()):gsub('/$', ''))
-    root = M.root_for(cwd .. '/.') or cwd
+    local cwd_root = M.root_for(cwd .. '/.') or cwd
+    local clients = M.clients()
+    -- The only server running serves a path relative to nothing else, unless the user works in
+    -- the current directory's workspace (a file of it is open) and that server has exited:
+    -- the path is that workspace's as before, not another workspace's that happens to run.
+    if #clients == 1 and not M._root_has_buffers(cwd_root) then
+      return clients[1]
+    end
+    root = cwd_root
   end
   return client_for_root(root)
+end
+
+--- Whether a loaded buffer shows a file whose workspace is `root`.
+--- @param root string
+--- @return boolean
+function M._root_has_buffers(root)
+  for _, bufnr in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.api.nvim_buf_is_loaded(bufnr) then
+      local path = managed_path(bufnr)
+      if path and M.root_for(path) == root then
+        return true
+      end
+    end
+  end
+  return false
 end
 
 --- Deep copy of `t` in which every empty table is a JSON object, since the arguments are objects
