@@ -57,3 +57,18 @@ def to_column(line: str, index: int, encoding: str) -> int:
     if encoding == UTF32 or prefix.isascii():
         return len(prefix)
     return sum(_width(ch, encoding) for ch in prefix)
+
+
+def index_in(segment: str, column: int, encoding: str) -> int:
+    """Python index into `segment`, a line without terminator in which every character counts
+    (a CR too), for a column; past its end means its end."""
+    if column <= 0:
+        return 0
+    if encoding == UTF32 or segment.isascii():
+        return min(column, len(segment))
+    units = 0
+    for i, ch in enumerate(segment):
+        if units >= column:
+            return i
+        units += _width(ch, encoding)
+    return len(segment)

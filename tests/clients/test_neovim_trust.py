@@ -112,7 +112,8 @@ def test_mixed_line_endings_keep_the_server_in_step_and_unsafe_edits_are_refused
         assert result["ok"] is False and result["code"] == "CLIENT_REJECTED", result
         assert "carriage return" in result["message"], result
     assert data["lines_after"] == ["A", "b\r", "c\r", "d\r"]
-    assert data["lone_lines"] == ["x\ry", "z"]
+    assert data["lone_synced"] == {k: True for k in ("GAz", "ggA!", "Go")}
+    assert data["lone_lines"] == ["x\ry!", "zz", ""]
 
 
 def test_arguments_json_cannot_carry_are_refused_once(tmp_path: Path) -> None:

@@ -98,3 +98,30 @@ def test_change_through_the_cr_of_a_crlf_line_as_neovim_sends_it():
     # A line opened below "d\r" (`o`): the change starts past the CR.
     doc.replace_range((4, 2), (4, 2), "\n", "utf-8")
     assert doc.text == "a\r\nB\nB2\nc\r\nd\r\n\n"
+
+
+def test_lone_cr_positions_of_a_client_that_counts_lines_by_lf():
+    # Neovim and Emacs show a lone CR as a character (^M) of its line and place positions by
+    # lines split at LF alone; LSP counts the CR as a line break. Past it the two disagree.
+    store = documents.DocumentStore(lambda uri: uri)
+    store.lf_lines = documents.lf_lines_by_name("Neovim")
+    assert not documents.lf_lines_by_name("Visual Studio Code")
+    text = "x\ry😀\nc\nd\n"
+    doc = store.open("u", "plaintext", 0, text)
+    assert doc.lone_cr == 1
+    # Their line 1 is "c" (LSP's line 2): replace it; then append after the emoji of line 0.
+    store.change("u", 1, [((1, 0), (1, 1), "C")], "utf-16")
+    assert doc.text == "x\ry😀\nC\nd\n"
+    store.change("u", 2, [((0, 5), (0, 5), "!")], "utf-16")
+    assert doc.text == "x\ry😀!\nC\nd\n"
+    # The lone CR deleted: lines agree again, and changes take the fast path.
+    store.change("u", 3, [((0, 1), (0, 2), "")], "utf-16")
+    assert doc.text == "xy😀!\nC\nd\n" and doc.lone_cr == 0
+    store.change("u", 4, [((2, 0), (2, 1), "D")], "utf-16")
+    assert doc.text == "xy😀!\nC\nD\n"
+    assert doc.lines == split_lines(doc.text)
+    # A client that follows LSP: the same position is LSP's line 1, "y😀".
+    lsp = documents.DocumentStore(lambda uri: uri)
+    lsp.open("v", "plaintext", 0, text)
+    lsp.change("v", 1, [((1, 0), (1, 1), "Y")], "utf-16")
+    assert lsp.get("v").text == "x\rY😀\nc\nd\n"

@@ -2,8 +2,8 @@
 --- mixed endings opens with 'fileformat=unix' and its CRLF lines end in a CR character (^M):
 --- ordinary typing there must keep the server's copy equal to the buffer, and an edit whose
 --- text has CRLF lines (Neovim's apply drops those CRs) is refused before anything changes, as
---- is an edit of a buffer holding a CR inside a line (a line break for LSP, not for Neovim). An
---- edit without CRs in such a file still lands.
+--- is an edit of a buffer holding a CR inside a line (a line break for LSP, not for Neovim),
+--- whose typing must keep the server in step too. An edit without CRs in such a file lands.
 local H = dofile(vim.env.AGENT_EDIT_HARNESS)
 H.run(function(data)
   H.write_file('mixed.txt', 'a\nb\r\nc\r\nd\r\n')
@@ -11,11 +11,12 @@ H.run(function(data)
   H.setup({ save_after_edit = 'never' })
   local ae = require('agent_edit')
   local buf = H.open('mixed.txt')
-  local function synced()
+  local function synced(b, rel)
+    b, rel = b or buf, rel or 'mixed.txt'
     -- Every change is sent at once, not after Neovim's debounce.
-    require('vim.lsp._changetracking').flush(vim.lsp.get_clients({ bufnr = buf })[1])
-    local text = table.concat(H.lines(buf), '\n') .. '\n'
-    return ae.read({ path = 'mixed.txt' }).text == text
+    require('vim.lsp._changetracking').flush(vim.lsp.get_clients({ bufnr = b })[1])
+    local text = table.concat(H.lines(b), '\n') .. '\n'
+    return ae.read({ path = rel }).text == text
   end
   data.synced = {}
   for _, keys in ipairs({ 'Go', 'ggjddp', 'ggJ', 'gg$x', 'uuuu' }) do
@@ -30,6 +31,12 @@ H.run(function(data)
   data.crlf_edit = ae.replace({ path = 'mixed.txt', oldText = 'c', newText = 'C' })
   data.lines_after = H.lines(buf)
   local lone = H.open('lone.txt')
-  data.lone_edit = ae.replace({ path = 'lone.txt', oldText = 'z', newText = 'Z' })
+  -- Typing after a lone CR: Neovim's line 1 is "z", LSP's line 1 is "y".
+  data.lone_synced = {}
+  for _, keys in ipairs({ 'GAz', 'ggA!', 'Go' }) do
+    H.type(lone, keys)
+    data.lone_synced[keys] = synced(lone, 'lone.txt')
+  end
+  data.lone_edit = ae.replace({ path = 'lone.txt', oldText = 'zz', newText = 'Z' })
   data.lone_lines = H.lines(lone)
 end)
