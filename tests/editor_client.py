@@ -392,8 +392,11 @@ async def start_session(
     root: Path,
     encoding: str | None = None,
     options: dict[str, Any] | None = None,
+    experimental: Any = None,
 ) -> Editor:
     caps = capabilities(kind)
+    if experimental is not None:
+        caps.experimental = experimental
     if encoding is not None:
         caps.general = caps.general or t.GeneralClientCapabilities()
         caps.general.position_encodings = [t.PositionEncodingKind(encoding)]

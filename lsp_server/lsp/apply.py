@@ -378,6 +378,18 @@ def transactional(capabilities: Any, changes: list[FileChange]) -> bool:
     return kind == "textOnlyTransactional" and all(c.change == "update" for c in changes)
 
 
+def refusal_applies_nothing(capabilities: Any) -> bool:
+    """Whether the client vouches that its `applied: false` means it applied nothing, for any
+    edit (`experimental.agentEdit.refusalAppliesNothing`, PROTOCOL.md): the Neovim plugin checks
+    every version (and rename) before it applies anything, and answers an apply that failed
+    part-way with a JSON-RPC error instead. An error answer is never taken as such a refusal."""
+    experimental = getattr(capabilities, "experimental", None)
+    if not isinstance(experimental, dict):
+        return False
+    ours = experimental.get("agentEdit")
+    return isinstance(ours, dict) and ours.get("refusalAppliesNothing") is True
+
+
 async def apply_and_verify(
     server: Any,
     changes: list[FileChange],
@@ -389,10 +401,13 @@ async def apply_and_verify(
     apply_timeout_s: float,
     verify_timeout_s: float,
     all_or_nothing: bool = True,
+    refusal_whole: bool = False,
 ) -> Outcome:
     """Send the plan as one WorkspaceEdit and find out what really happened.
 
     `all_or_nothing`: a refusal by this client means nothing was applied (`transactional`).
+    `refusal_whole`: an `applied: false` answer (not an error) means that too
+    (`refusal_applies_nothing`).
     """
     edit = to_workspace_edit(changes, where, encoding)
 
@@ -459,7 +474,8 @@ async def apply_and_verify(
     try:
         return await _send_and_await(
             server, edit, label, changes, where, store, verifier, states, all_new,
-            apply_timeout_s, verify_timeout_s, poll, all_or_nothing, versions_shown,
+            apply_timeout_s, verify_timeout_s, poll, all_or_nothing, refusal_whole,
+            versions_shown,
         )  # fmt: skip
     finally:
         unwatch()
@@ -482,6 +498,7 @@ async def _send_and_await(
     verify_timeout_s: float,
     poll: bool,
     all_or_nothing: bool,
+    refusal_whole: bool,
     versions_shown: Callable[[], dict[str, int | None]],
 ) -> Outcome:
     request = server.protocol.send_request(
@@ -511,6 +528,7 @@ async def _send_and_await(
         verify_timeout_s,
         poll,
         all_or_nothing,
+        refusal_whole,
     )
     outcome.shown = versions_shown()
     return outcome
@@ -527,6 +545,7 @@ async def _await_outcome(
     verify_timeout_s: float,
     poll: bool,
     all_or_nothing: bool,
+    refusal_whole: bool = False,
 ) -> Outcome:
     # Shielded: on a timeout the request stays open, since the editor may still apply the edit.
     answer_future = asyncio.wrap_future(request)
@@ -567,7 +586,10 @@ async def _await_outcome(
     if not answer.applied:
         reason = answer.failure_reason or "no reason given"
         message = f"The editor refused the edit ({reason})."
-        return await _refused(message, states, verifier, verify_timeout_s, poll, all_or_nothing)
+        # A client that refuses before applying anything: the files show the user's typing
+        # alone, and waiting for a late report of an edit that was never applied proves nothing.
+        whole = all_or_nothing or refusal_whole
+        return await _refused(message, states, verifier, verify_timeout_s, poll, whole)
     shown_at_answer = all_new()
     if shown_at_answer or await verifier.wait(all_new, verify_timeout_s, poll):
         if not shown_at_answer:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lsp_server.engine.text import HashMark, LentLines, Snapshot, hash_with_marks, split_lines
-from lsp_server.lsp.positions import to_index
+from lsp_server.lsp.positions import index_in, to_index
 
 BLOCK = 512
 
@@ -82,6 +82,11 @@ class Document:
     # How many didChange notifications this open has had: tells whether the editor has shown
     # the buffer since some moment (an unverified edit is settled only by a fresh report).
     reports: int = 0
+    # How many lines end in a lone CR (a line break for LSP, a character for Neovim and Emacs).
+    lone_cr: int = 0
+
+    def count_lone_cr(self) -> None:
+        self.lone_cr = sum(1 for x in self.lines if x.endswith("\r")) if self.may_have_cr else 0
 
     def watch(self) -> ChangeWatch:
         w = ChangeWatch()
@@ -119,9 +124,20 @@ class Document:
         self._marks = []
         self.may_have_cr = "\r" in text
         self.lines = split_lines(text)
+        self.count_lone_cr()
         self.set_known_text(text)
         for w in self.watches:
             w.whole = True
+
+    def replace_lf_range(
+        self, start: tuple[int, int], end: tuple[int, int], text: str, encoding: str
+    ) -> None:
+        """Apply one incremental change whose positions count lines by LF alone, a CR being a
+        character: how Neovim and Emacs place them (`DocumentStore.lf_lines`). Used only while
+        the document holds a lone CR, where that differs from LSP lines; O(document)."""
+        whole = self.text
+        a, b = sorted((_lf_offset(whole, start, encoding), _lf_offset(whole, end, encoding)))
+        self.replace_all(whole[:a] + text + whole[b:])
 
     @property
     def text(self) -> str:
@@ -199,6 +215,10 @@ class Document:
         el = max(el, 0)
         s_idx = to_index(lines[sl], sc, encoding)
         e_idx = to_index(lines[el], ec, encoding)
+        if sl == el and s_idx > e_idx:
+            # Columns past a CRLF line's content: just past it is the place after the CR, any
+            # further one clamps before it (positions.to_index), so the two can cross.
+            s_idx, e_idx = e_idx, s_idx
         if "\r" in text:
             self.may_have_cr = True
         prefix = lines[sl][:s_idx]
@@ -237,11 +257,38 @@ class Document:
                 blocks[j // BLOCK] += len(new[j - sl]) - len(lines[j])
         else:
             del blocks[sl // BLOCK :]  # later blocks now hold other lines: recount them lazily
+        if self.may_have_cr:
+            self.lone_cr += sum(1 for x in new if x.endswith("\r")) - sum(
+                1 for x in lines[sl:stop] if x.endswith("\r")
+            )
         lines[sl:stop] = new
         for w in self.watches:
             w.record(sl, stop, len(new))
         self._text = None
         self._sha256 = None
+
+
+def _lf_offset(text: str, position: tuple[int, int], encoding: str) -> int:
+    """Offset in `text` of a position whose lines are split by LF alone; past a line's end is
+    its end (before its LF), past the last line is the end of the text."""
+    line, column = position
+    pos = 0
+    for _ in range(max(line, 0)):
+        nl = text.find("\n", pos)
+        if nl < 0:
+            return len(text)
+        pos = nl + 1
+    nl = text.find("\n", pos)
+    segment = text[pos : len(text) if nl < 0 else nl]
+    return pos + index_in(segment, column, encoding)
+
+
+def lf_lines_by_name(client_name: str | None) -> bool:
+    """Whether the client places positions by lines split by LF alone (a lone CR being a
+    character of the line): Neovim and Emacs do (their buffers show it as ^M); VS Code splits
+    on CR as LSP says, and a client not known is taken to follow LSP."""
+    name = (client_name or "").lower()
+    return any(known in name for known in ("neovim", "nvim", "emacs", "eglot"))
 
 
 class DocumentStore:
@@ -252,11 +299,14 @@ class DocumentStore:
         self._by_path: dict[str, Document] = {}
         self._uri_to_path = uri_to_path
         self._opens = 0
+        # The client counts lines by LF alone (lf_lines_by_name): set at initialize.
+        self.lf_lines = False
 
     def open(self, uri: str, language_id: str, version: int, text: str) -> Document:
         path = self._uri_to_path(uri) or uri
         doc = Document(uri, path, language_id, version, split_lines(text))
         doc.may_have_cr = "\r" in text
+        doc.count_lone_cr()
         doc.set_known_text(text)  # the first read (and the parse on open) need no join
         self._opens += 1
         doc.open_id = self._opens
@@ -296,6 +346,9 @@ class DocumentStore:
         for start, end, text in changes:
             if start is None or end is None:
                 doc.replace_all(text)
+            elif self.lf_lines and doc.lone_cr:
+                # Past a lone CR this client's line numbers are not LSP's.
+                doc.replace_lf_range(start, end, text, encoding)
             else:
                 doc.replace_range(start, end, text, encoding)
         doc.version = version

@@ -31,6 +31,7 @@ from lsp_server.lsp.apply import (
     Outcome,
     apply_and_verify,
     file_state,
+    refusal_applies_nothing,
     transactional,
     uri_of,
 )
@@ -242,6 +243,7 @@ class EditorAttempt:
             server.settings.apply_timeout_ms / 1000,
             server.settings.verify_timeout_ms / 1000,
             transactional(server.client_capabilities, list(plan.changes)),
+            refusal_applies_nothing(server.client_capabilities),
         )
 
     async def _roll_back(

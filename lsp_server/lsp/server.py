@@ -38,7 +38,7 @@ from lsp_server.engine.text import Snapshot
 from lsp_server.lsp import lenses, protocol_reader
 from lsp_server.lsp.apply import Location, Verifier, reports_late_by_name, uri_of
 from lsp_server.lsp.diagnostics import document_changed, document_opened
-from lsp_server.lsp.documents import DocumentStore
+from lsp_server.lsp.documents import DocumentStore, lf_lines_by_name
 from lsp_server.lsp.editor_context import EditorContext
 from lsp_server.lsp.endpoint import Endpoint
 from lsp_server.lsp.pending import PendingEdits
@@ -165,6 +165,7 @@ class AgentEditServer(LanguageServer):
         client = params.client_info.name if params.client_info else None
         self.settings = self.settings.updated(params.initialization_options)
         self.verifier.reports_late = reports_late_by_name(client)
+        self.store.lf_lines = lf_lines_by_name(client)
         policy, problems = initial_policy(roots, params.initialization_options)
         for problem in problems:
             log.error("%s; that setting is ignored", problem)

@@ -82,3 +82,46 @@ def test_resumed_hash_equals_a_fresh_one(monkeypatch):
         doc.set_known_text(new_text, digest, marks)
         assert all(m[0] <= len(new_text) for m in doc._marks)
         assert doc.sha256 == digest
+
+
+def test_change_through_the_cr_of_a_crlf_line_as_neovim_sends_it():
+    # Neovim (and Emacs) show a CRLF line of a file with mixed endings as "c" plus a CR
+    # character and place positions by that line: its end is one column past the content.
+    assert to_index("c\r\n", 1, "utf-16") == 1
+    assert to_index("c\r\n", 2, "utf-16") == 2  # between the CR and the LF
+    assert to_index("c\r\n", 3, "utf-16") == 1  # further: clamped to the content (LSP rule)
+    assert to_index("c\n", 2, "utf-16") == 1
+    doc = Document("u", "p", "x", 0, split_lines("a\r\nb\nc\r\nd\r\n"))
+    # "b" replaced by two lines: Neovim's didChange reaches to the end of its line "c\r".
+    doc.replace_range((1, 0), (2, 2), "B\nB2\nc\r", "utf-8")
+    assert doc.text == "a\r\nB\nB2\nc\r\nd\r\n"
+    # A line opened below "d\r" (`o`): the change starts past the CR.
+    doc.replace_range((4, 2), (4, 2), "\n", "utf-8")
+    assert doc.text == "a\r\nB\nB2\nc\r\nd\r\n\n"
+
+
+def test_lone_cr_positions_of_a_client_that_counts_lines_by_lf():
+    # Neovim and Emacs show a lone CR as a character (^M) of its line and place positions by
+    # lines split at LF alone; LSP counts the CR as a line break. Past it the two disagree.
+    store = documents.DocumentStore(lambda uri: uri)
+    store.lf_lines = documents.lf_lines_by_name("Neovim")
+    assert not documents.lf_lines_by_name("Visual Studio Code")
+    text = "x\ry😀\nc\nd\n"
+    doc = store.open("u", "plaintext", 0, text)
+    assert doc.lone_cr == 1
+    # Their line 1 is "c" (LSP's line 2): replace it; then append after the emoji of line 0.
+    store.change("u", 1, [((1, 0), (1, 1), "C")], "utf-16")
+    assert doc.text == "x\ry😀\nC\nd\n"
+    store.change("u", 2, [((0, 5), (0, 5), "!")], "utf-16")
+    assert doc.text == "x\ry😀!\nC\nd\n"
+    # The lone CR deleted: lines agree again, and changes take the fast path.
+    store.change("u", 3, [((0, 1), (0, 2), "")], "utf-16")
+    assert doc.text == "xy😀!\nC\nd\n" and doc.lone_cr == 0
+    store.change("u", 4, [((2, 0), (2, 1), "D")], "utf-16")
+    assert doc.text == "xy😀!\nC\nD\n"
+    assert doc.lines == split_lines(doc.text)
+    # A client that follows LSP: the same position is LSP's line 1, "y😀".
+    lsp = documents.DocumentStore(lambda uri: uri)
+    lsp.open("v", "plaintext", 0, text)
+    lsp.change("v", 1, [((1, 0), (1, 1), "Y")], "utf-16")
+    assert lsp.get("v").text == "x\rY😀\nc\nd\n"

@@ -135,6 +135,50 @@ end
 --- touched it; read by the `agentEdit/saveDocuments` request the server sends after verifying.
 M._dirty_before = {}
 
+--- Canonical path -> the buffer's LSP version right after the latest applied agent edit. The
+--- save request comes after the server verified the edit; a keystroke in between is the user's
+--- own unsaved text, so a buffer whose version moved on since is not written.
+M._version_after = {}
+
+--- bufnr -> the file's identity on disk when Neovim last read or wrote it ({} if there was no
+--- file). `write!` would replace whatever the disk holds, so a save is skipped when the file
+--- changed since (another program, a checkout): its content would be lost without a word.
+M._disk_seen = {}
+
+--- @param path string
+--- @return table identity {ino, size, sec, nsec}, or {} when there is no file
+local function disk_identity(path)
+  local st = vim.uv.fs_stat(path)
+  if not st then
+    return {}
+  end
+  return { ino = st.ino, size = st.size, sec = st.mtime.sec, nsec = st.mtime.nsec }
+end
+
+--- Remembers the disk identity of a buffer's file (Neovim just read or wrote it).
+--- @param bufnr integer
+function M.note_disk(bufnr)
+  if not vim.api.nvim_buf_is_valid(bufnr) or vim.bo[bufnr].buftype ~= '' then
+    return
+  end
+  local name = vim.api.nvim_buf_get_name(bufnr)
+  if name == '' then
+    return
+  end
+  M._disk_seen[bufnr] = disk_identity(canonical(name))
+end
+
+--- Whether the buffer's file is no longer the one Neovim last read or wrote (or that is unknown).
+--- @param bufnr integer
+--- @return boolean
+local function disk_changed(bufnr)
+  local seen = M._disk_seen[bufnr]
+  if seen == nil then
+    return true
+  end
+  return not vim.deep_equal(seen, disk_identity(canonical(vim.api.nvim_buf_get_name(bufnr))))
+end
+
 --- @param uri string
 --- @return string?
 local function path_key(uri)
@@ -159,7 +203,11 @@ function M.save_documents(_, params, _)
       and key
       and bufnr
       and M._dirty_before[key] == false
+      and M._version_after[key] == util.buf_versions[bufnr]
       and vim.bo[bufnr].buftype == ''
+      -- 'readonly' (:view, nvim -R) is the user's "do not write this"; write! would override it.
+      and not vim.bo[bufnr].readonly
+      and not disk_changed(bufnr)
     then
       if vim.bo[bufnr].modified then
         ok = pcall(vim.api.nvim_buf_call, bufnr, function()
@@ -287,6 +335,107 @@ function M.adapt_for_neovim(edit, encoding)
   end
 end
 
+--- Why each RenameFile of `edit` may not run: Neovim's rename (vim.lsp.util.rename) moves the
+--- file, then writes every loaded buffer under the old path to the new one with `:saveas!`. A
+--- buffer holding the user's unsaved text would have it written to disk behind their back, and
+--- one whose file another program changed since it was read would overwrite that change.
+--- @param edit table lsp.WorkspaceEdit
+--- @return string[] reasons, empty when every rename is safe
+function M.unsafe_renames(edit)
+  local reasons = {}
+  for _, change in ipairs(edit.documentChanges or {}) do
+    if change.kind == 'rename' then
+      local ok, fname = pcall(vim.uri_to_fname, change.oldUri)
+      local old = ok and canonical(fname):gsub('/$', '') or nil
+      for _, bufnr in ipairs(old and vim.api.nvim_list_bufs() or {}) do
+        local name = vim.api.nvim_buf_get_name(bufnr)
+        if vim.api.nvim_buf_is_loaded(bufnr) and name ~= '' then
+          name = canonical(name)
+          if name == old or name:sub(1, #old + 1) == old .. '/' then
+            if vim.bo[bufnr].modified then
+              table.insert(reasons, name .. ' with its unsaved changes')
+            elseif disk_changed(bufnr) then
+              table.insert(reasons, name .. ' over what another program wrote to it since')
+            end
+          end
+        end
+      end
+    end
+  end
+  return reasons
+end
+
+--- Whether a buffer holds a carriage return that LSP counts as a line break and Neovim does not
+--- (a lone CR inside a line, or any CR in a 'fileformat=dos' line): Neovim places every position
+--- it sends and applies by its own lines, so past that point the server's line numbers and
+--- Neovim's disagree, and an edit would land on another line than the one the server checked.
+--- A CR ending a 'unix' line (the file's CRLF) is one break for both: not counted.
+--- @param bufnr integer
+--- @return integer? line the first such line (1-based), or nil
+function M.lone_cr_line(bufnr)
+  local lines = vim.api.nvim_buf_get_lines(bufnr, 0, -1, false)
+  local unix = vim.bo[bufnr].fileformat == 'unix'
+  local last = #lines
+  for i, line in ipairs(lines) do
+    local at = line:find('\r', 1, true)
+    if at then
+      if not unix then
+        return i
+      end
+      -- The final CR of a line is a CRLF of the file, except on the last line without 'eol'.
+      local ends = at == #line and (i < last or vim.bo[bufnr].eol)
+      if not ends then
+        return i
+      end
+    end
+  end
+  return nil
+end
+
+--- Whether Neovim would apply `text` with other line breaks than it has: its apply turns every
+--- CRLF and lone CR of an edit's text into LF. In a 'fileformat=unix' buffer that drops the CR
+--- of a CRLF line (a file with mixed endings); in a 'dos' one a lone CR becomes a line break.
+--- @param text string
+--- @param fileformat string
+--- @return boolean
+local function mangled_by_apply(text, fileformat)
+  if fileformat == 'unix' then
+    return text:find('\r', 1, true) ~= nil
+  end
+  return text:gsub('\r\n', ''):find('\r', 1, true) ~= nil
+end
+
+--- The documents an edit changes where Neovim and the server would not agree on the text: the
+--- buffer holds a CR Neovim counts differently (lone_cr_line), or Neovim would change the line
+--- breaks of the edit's text as it applies it. As reasons.
+--- @param edit table lsp.WorkspaceEdit
+--- @return string[]
+function M.lone_cr_documents(edit)
+  local reasons = {}
+  for _, change in ipairs(edit.documentChanges or {}) do
+    local doc = change.textDocument
+    if change.kind == nil and doc and change.edits and #change.edits > 0 then
+      local bufnr = M.find_buffer(doc.uri)
+      local line = bufnr and M.lone_cr_line(bufnr)
+      local fname = vim.uri_to_fname(doc.uri)
+      if line then
+        table.insert(reasons, string.format('%s (line %d)', fname, line))
+      else
+        -- A buffer the edit loads (a file it creates) gets the first of 'fileformats'.
+        local ff = bufnr and vim.bo[bufnr].fileformat
+          or vim.split(vim.o.fileformats, ',', { plain = true })[1]
+        for _, te in ipairs(change.edits) do
+          if mangled_by_apply(te.newText or '', ff) then
+            table.insert(reasons, string.format('%s (CRLF lines in a %s buffer)', fname, ff))
+            break
+          end
+        end
+      end
+    end
+  end
+  return reasons
+end
+
 --- Options set by agent_edit.setup().
 M.options = { save_after_edit = 'clean' }
 
@@ -302,6 +451,31 @@ function M.handler(err, params, ctx)
   local stale = M.stale_documents(params.edit)
   if #stale > 0 then
     return { applied = false, failureReason = failure_reason(stale) }
+  end
+  local unsafe = M.unsafe_renames(params.edit)
+  if #unsafe > 0 then
+    return {
+      applied = false,
+      failureReason = 'Neovim renames an open buffer by writing it to the new name (:saveas!), '
+        .. 'which would write '
+        .. table.concat(unsafe, '; ')
+        .. '; nothing was applied. Save or undo those changes (or reload the file: :edit) '
+        .. 'first, then move the file.',
+    }
+  end
+  local crs = M.lone_cr_documents(params.edit)
+  if #crs > 0 then
+    return {
+      applied = false,
+      failureReason = 'carriage returns Neovim does not handle as the language server does: a '
+        .. 'CR inside a line (shown as ^M) counts as a line break for the server and not for '
+        .. 'Neovim, and Neovim drops the CR of every CRLF in an edit it applies to a buffer '
+        .. "with 'fileformat=unix', so the edit could land on another line or lose line "
+        .. 'endings; nothing was applied: '
+        .. table.concat(crs, '; ')
+        .. ". Make the file's line endings uniform first (:edit ++ff=dos, then :write), or edit "
+        .. 'it by hand.',
+    }
   end
   -- A null version can arrive as vim.NIL (from Lua callers); Neovim's apply compares it as a
   -- number and fails, so make it the nil the JSON decoder gives.
@@ -319,11 +493,26 @@ function M.handler(err, params, ctx)
   quiet.label = nil
   local builtin = vim.lsp.handlers['workspace/applyEdit']
   local result = builtin(err, quiet, ctx)
+  if not (result and result.applied) then
+    -- Neovim's apply failed part-way (it answers applied: false for an error after it changed
+    -- some files). This client promises that applied: false means nothing changed, so it is an
+    -- error answer instead, sent after what did change, for the server to see it.
+    flush_changes(ctx.client_id)
+    local reason = result and result.failureReason or 'the workspace edit failed'
+    return nil,
+      vim.lsp.rpc_response_error(
+        vim.lsp.protocol.ErrorCodes.InternalError,
+        'Neovim failed while applying the edit, possibly after changing some files: '
+          .. tostring(reason)
+      )
+  end
   if result and result.applied then
     for uri, was_modified in pairs(before) do
       local key = path_key(uri)
       if key then
         M._dirty_before[key] = was_modified
+        local bufnr = M.find_buffer(uri)
+        M._version_after[key] = bufnr and util.buf_versions[bufnr] or nil
       end
     end
     flush_changes(ctx.client_id)

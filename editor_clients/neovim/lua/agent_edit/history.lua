@@ -245,7 +245,11 @@ function M.open_entry(entry, history_buf)
   local diff = val(entry.diff)
   if type(diff) ~= 'string' or diff == '' then
     -- Large histories may leave per-edit diffs out of the list; ask for this one.
-    local r = require('agent_edit').history({ editId = id, format = 'json' })
+    local view = history_buf and M._views[history_buf]
+    local r = require('agent_edit').history(
+      { editId = id, format = 'json' },
+      { client_id = view and view.client_id }
+    )
     if r.ok then
       local one = M.entries(r)[1] or r.entry or r
       diff = type(val(one.diff)) == 'string' and one.diff or M.net_diff(r)
@@ -294,13 +298,14 @@ end
 --- Fills a history buffer from a history result.
 --- @param bufnr integer
 --- @param result table
-local function fill(bufnr, result)
+--- @param client_id integer? the server whose history it is (nil: the current buffer's)
+local function fill(bufnr, result, client_id)
   if not vim.api.nvim_buf_is_valid(bufnr) then
     return
   end
   local lines, entry_at = M.render(result)
   set_lines(bufnr, lines)
-  M._views[bufnr] = { entry_at = entry_at, result = result }
+  M._views[bufnr] = { entry_at = entry_at, result = result, client_id = client_id }
 end
 
 --- Re-reads the history into every open history view (asynchronously).
@@ -310,16 +315,14 @@ function M.refresh()
       M._views[bufnr] = nil
     end
   end
-  if next(M._views) == nil then
-    return
+  for bufnr, view in pairs(M._views) do
+    require('agent_edit').history({ format = 'json' }, {
+      client_id = view.client_id,
+      callback = function(result)
+        fill(bufnr, result, view.client_id)
+      end,
+    })
   end
-  require('agent_edit').history({ format = 'json' }, {
-    callback = function(result)
-      for bufnr in pairs(M._views) do
-        fill(bufnr, result)
-      end
-    end,
-  })
 end
 
 --- Called for `agentEdit/historyChanged`.
@@ -328,13 +331,14 @@ function M.on_changed(_params, _ctx)
 end
 
 --- `:AgentEditHistory`: opens (or focuses and refreshes) the history view.
---- @param opts table? {edit_id?: show that edit's diff directly}
+--- @param opts table? {edit_id?: show that edit's diff directly, client_id?: whose history
+---   (a code lens's server; default: the current buffer's)}
 --- @return integer bufnr
 function M.open(opts)
   opts = opts or {}
-  local result = require('agent_edit').history({ format = 'json' })
+  local result = require('agent_edit').history({ format = 'json' }, { client_id = opts.client_id })
   local bufnr = scratch(HISTORY_NAME)
-  fill(bufnr, result)
+  fill(bufnr, result, opts.client_id)
   show(bufnr)
   vim.api.nvim_create_autocmd('BufWipeout', {
     buffer = bufnr,

@@ -179,7 +179,7 @@ local lens_commands = {
   ['agentEdit.history'] = function(command)
     local arg = command.arguments and command.arguments[1]
     local id = type(arg) == 'table' and arg.editId or nil
-    require('agent_edit.history').open({ edit_id = id })
+    require('agent_edit.history').open({ edit_id = id, client_id = ctx and ctx.client_id })
   end,
   ['agentEdit.undo'] = function(command, ctx)
     local arg = command.arguments and command.arguments[1]
@@ -188,6 +188,7 @@ local lens_commands = {
     end
     M.undo(arg, {
       bufnr = ctx and ctx.bufnr,
+      client_id = ctx and ctx.client_id,
       callback = function(result)
         M.notify_result(result, 'undo of edit ' .. tostring(arg.editId))
       end,
@@ -213,6 +214,10 @@ local function client_config(root)
     init_options = next(settings) and settings or vim.empty_dict(),
     settings = { agentEdit = next(settings) and settings or vim.empty_dict() },
     commands = lens_commands,
+    -- Merged over Neovim's defaults. The applyEdit handler (apply_edit.lua) refuses before it
+    -- applies anything, so its `applied: false` proves nothing changed (PROTOCOL.md): the server
+    -- then reports a refusal as one, instead of waiting for files that will not change.
+    capabilities = { experimental = { agentEdit = { refusalAppliesNothing = true } } },
     handlers = {
       -- Looked up per call, so a wrapper installed later (a plugin, a test) takes effect.
       ['workspace/applyEdit'] = function(...)
@@ -264,7 +269,35 @@ function M.attach(bufnr)
   if root == nil then
     return nil
   end
-  return vim.lsp.start(client_config(root), { bufnr = bufnr })
+  local id = vim.lsp.start(client_config(root), { bufnr = bufnr })
+  -- A file of a repository nested in another workspace (a submodule, a vendored repo) is that
+  -- workspace's file too: its server must see the buffer, or it would read the disk instead of
+  -- the user's unsaved text. And a server started now must see the nested files already open.
+  for _, client in ipairs(M.clients()) do
+    local client_root = client.root_dir and (canonical(client.root_dir):gsub('/$', ''))
+    if client.id ~= id and client_root and is_inside(path, client_root) then
+      vim.lsp.buf_attach_client(bufnr, client.id)
+    end
+  end
+  if id then
+    M._attach_inside(root, id)
+  end
+  return id
+end
+
+--- Attaches every loaded buffer of a file inside `root` to the client `id` (a buffer whose own
+--- workspace is a repository nested in `root` included).
+--- @param root string
+--- @param id integer
+function M._attach_inside(root, id)
+  for _, bufnr in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.api.nvim_buf_is_loaded(bufnr) then
+      local path = managed_path(bufnr)
+      if path and is_inside(path, root) and not vim.lsp.buf_is_attached(bufnr, id) then
+        vim.lsp.buf_attach_client(bufnr, id)
+      end
+    end
+  end
 end
 
 --- The client for a workspace root, started without attaching a buffer when none runs yet (an agent
@@ -284,15 +317,33 @@ local function client_for_root(root)
   -- Open buffers of this workspace attached to no running server (its server exited; Neovim
   -- detached them): attach them to this one, or it would read the files on disk instead of the
   -- user's unsaved text and write edits to disk under their buffers.
+  M._attach_inside(root, id)
+  return vim.lsp.get_client_by_id(id)
+end
+
+--- Whether `root` is a workspace the user chose: a server runs for it, it is the current
+--- directory's, or a file they opened (a loaded buffer) belongs to it.
+--- @param root string
+--- @return boolean
+function M.is_user_root(root)
+  for _, client in ipairs(M.clients()) do
+    if client.root_dir and (canonical(client.root_dir):gsub('/$', '')) == root then
+      return true
+    end
+  end
+  local cwd = (canonical(vim.fn.getcwd()):gsub('/$', ''))
+  if (M.root_for(cwd .. '/.') or cwd) == root then
+    return true
+  end
   for _, bufnr in ipairs(vim.api.nvim_list_bufs()) do
     if vim.api.nvim_buf_is_loaded(bufnr) then
       local path = managed_path(bufnr)
       if path and M.root_for(path) == root then
-        vim.lsp.buf_attach_client(bufnr, id)
+        return true
       end
     end
   end
-  return vim.lsp.get_client_by_id(id)
+  return false
 end
 
 --- Picks the client that should run a command: the one attached to `opts.bufnr` (or the current
@@ -301,11 +352,29 @@ end
 --- @param opts table
 --- @return vim.lsp.Client?
 function M.pick_client(args, opts)
+  if opts.client_id then
+    -- A code lens's command goes to the server that made the lens: edit ids are per server.
+    local client = vim.lsp.get_client_by_id(opts.client_id)
+    if client and not client:is_stopped() then
+      return client
+    end
+  end
   local bufnr = opts.bufnr or vim.api.nvim_get_current_buf()
   local attached = M.clients({ bufnr = bufnr })
   if attached[1] and not opts.bufnr and type(args.path) == 'string' then
     -- An explicit path wins over whatever buffer happens to be current.
     attached = {}
+  end
+  if attached[2] then
+    -- A file of a nested repository is attached to its own workspace's server and to the
+    -- enclosing one's: relative paths and edit ids stay those of its own workspace.
+    local path = managed_path(bufnr)
+    local own = path and M.root_for(path)
+    for _, client in ipairs(attached) do
+      if own and client.root_dir and (canonical(client.root_dir):gsub('/$', '')) == own then
+        return client
+      end
+    end
   end
   if attached[1] then
     return attached[1]
@@ -317,17 +386,53 @@ function M.pick_client(args, opts)
   local root
   if path and path:sub(1, 1) == '/' then
     root = M.root_for(canonical(path))
+    if root and not M.is_user_root(root) then
+      -- A path an agent named must not choose the workspace: a server started for any folder
+      -- with a .git above it would let the agent edit every repository on the machine. Only
+      -- the user's workspaces (a server running, the current directory's, a file they opened)
+      -- are served; another path goes to one of those, whose server refuses it
+      -- (OUTSIDE_WORKSPACE) unless one of its folders holds it.
+      local holder = nil
+      for _, client in ipairs(M.clients()) do
+        if client.root_dir and is_inside(canonical(path), canonical(client.root_dir)) then
+          holder = client
+        end
+      end
+      if holder then
+        return holder
+      end
+      root = nil
+    end
   end
   if root == nil then
-    local clients = M.clients()
-    if #clients == 1 then
-      return clients[1]
-    end
     -- root_for takes a file path; '.' stands for "a file in the current directory".
     local cwd = (canonical(vim.fn.getcwd()):gsub('/$', ''))
-    root = M.root_for(cwd .. '/.') or cwd
+    local cwd_root = M.root_for(cwd .. '/.') or cwd
+    local clients = M.clients()
+    -- The only server running serves a path relative to nothing else, unless the user works in
+    -- the current directory's workspace (a file of it is open) and that server has exited:
+    -- the path is that workspace's as before, not another workspace's that happens to run.
+    if #clients == 1 and not M._root_has_buffers(cwd_root) then
+      return clients[1]
+    end
+    root = cwd_root
   end
   return client_for_root(root)
+end
+
+--- Whether a loaded buffer shows a file whose workspace is `root`.
+--- @param root string
+--- @return boolean
+function M._root_has_buffers(root)
+  for _, bufnr in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.api.nvim_buf_is_loaded(bufnr) then
+      local path = managed_path(bufnr)
+      if path and M.root_for(path) == root then
+        return true
+      end
+    end
+  end
+  return false
 end
 
 --- Deep copy of `t` in which every empty table is a JSON object, since the arguments are objects
@@ -477,7 +582,7 @@ end
 --- NO_SERVER at once if it exits first).
 --- @param verb string
 --- @param args table
---- @param opts table? {bufnr?, timeout_ms?, callback?}
+--- @param opts table? {bufnr?, client_id?, timeout_ms?, callback?}
 --- @return table?
 function M.execute(verb, args, opts)
   vim.validate('args', args, 'table')
@@ -572,10 +677,29 @@ function M.execute(verb, args, opts)
     if done then
       return
     end
-    local ok
-    ok, request_id = client:request('workspace/executeCommand', params, function(err, result)
+    local function on_answer(err, result)
       finish(to_result(err, result))
-    end, opts.bufnr)
+    end
+    local sent, ok, id =
+      pcall(client.request, client, 'workspace/executeCommand', params, on_answer, opts.bufnr)
+    if not sent then
+      -- Arguments JSON cannot carry (a boolean or table as a key, a function): Neovim raises
+      -- while encoding, before anything is sent. A refusal, not a Lua error thrown at the
+      -- agent plugin followed by a TIMEOUT for the same call.
+      local why = tostring(ok)
+      vim.schedule(function()
+        finish(
+          M.client_failure(
+            'INVALID_ARGUMENT',
+            'the arguments cannot be sent as JSON (' .. why .. '); nothing was sent to the server',
+            'pass one JSON object: string keys, and strings, numbers, booleans, lists or objects',
+            { reason = why }
+          )
+        )
+      end)
+      return
+    end
+    request_id = id
     if not ok then
       vim.schedule(function()
         finish(
@@ -633,6 +757,36 @@ function M.refresh_codelens()
   end
 end
 
+--- Failure codes after which nothing was changed (the server checked, or nothing was sent).
+--- Any other code (TIMEOUT, UNVERIFIED, PARTIAL, NO_SERVER after the server exited mid-call, a
+--- code added later) may come after a change landed: the user must not be told otherwise.
+local NOTHING_CHANGED = {
+  PARSE_ERROR = true,
+  INVALID_ARGUMENT = true,
+  NOT_FOUND = true,
+  ALREADY_EXISTS = true,
+  OUTSIDE_WORKSPACE = true,
+  DENIED = true,
+  BINARY = true,
+  TOO_LARGE = true,
+  INVALID_ENCODING = true,
+  STALE = true,
+  NO_MATCH = true,
+  AMBIGUOUS = true,
+  CLIENT_REJECTED = true,
+  NOT_APPLIED = true,
+  PARTIAL_ROLLED_BACK = true,
+  CONFLICT = true,
+  UNSUPPORTED = true,
+}
+
+--- Whether a failure result means that nothing was changed.
+--- @param result table
+--- @return boolean
+function M.nothing_changed(result)
+  return result.ok ~= true and NOTHING_CHANGED[result.code] == true
+end
+
 --- Reports a result table to the user (for the commands; the API returns tables instead).
 --- @param result table
 --- @param what string
@@ -641,8 +795,9 @@ function M.notify_result(result, what)
     vim.notify(string.format('agent-edit: %s done (edit %s)', what, tostring(result.editId)))
   else
     local msg = string.format(
-      'agent-edit: %s refused: %s %s',
+      'agent-edit: %s %s: %s %s',
       what,
+      M.nothing_changed(result) and 'refused' or 'did not complete',
       tostring(result.code),
       tostring(result.message)
     )
@@ -729,7 +884,7 @@ function M.apply_patch_command(cmd)
     if entry then
       history.open_entry(entry)
     end
-  else
+  elseif M.nothing_changed(result) then
     vim.notify(
       string.format(
         'agent-edit: the patch from the %s was not applied; nothing changed: %s',
@@ -738,6 +893,9 @@ function M.apply_patch_command(cmd)
       ),
       vim.log.levels.WARN
     )
+  else
+    -- TIMEOUT, UNVERIFIED, PARTIAL...: part or all of it may have landed; the result says what.
+    M.notify_result(result, 'the patch from the ' .. from)
   end
   return result
 end
@@ -782,6 +940,15 @@ function M.setup(opts)
       M.attach(ev.buf)
     end,
   })
+  -- What the disk held when Neovim last read or wrote each file: a save after an agent edit
+  -- must not overwrite a file another program changed since (apply_edit.save_documents).
+  local disk_events = { 'BufReadPost', 'BufNewFile', 'BufWritePost', 'FileChangedShellPost' }
+  vim.api.nvim_create_autocmd(disk_events, {
+    group = group,
+    callback = function(ev)
+      require('agent_edit.apply_edit').note_disk(ev.buf)
+    end,
+  })
   if M.config.codelens then
     vim.api.nvim_create_autocmd({ 'BufEnter', 'InsertLeave' }, {
       group = group,
@@ -795,9 +962,14 @@ function M.setup(opts)
   end
   create_commands()
   -- Buffers opened before setup ran (lazy loading) get attached too.
+  local apply_edit = require('agent_edit.apply_edit')
   for _, bufnr in ipairs(vim.api.nvim_list_bufs()) do
     if vim.api.nvim_buf_is_loaded(bufnr) then
       M.attach(bufnr)
+      if apply_edit._disk_seen[bufnr] == nil then
+        -- Read before setup: the disk as it is now is the best known.
+        apply_edit.note_disk(bufnr)
+      end
     end
   end
 end

@@ -355,7 +355,14 @@ end
 function M.user_text(spec, args, result)
   local what = vim.trim(M.tool_name(spec) .. ' ' .. M.target(args))
   if result.ok ~= true then
-    return string.format('%s refused: %s %s', what, tostring(result.code), tostring(result.message))
+    -- "refused" only where nothing changed: after a TIMEOUT or UNVERIFIED the edit may be in.
+    return string.format(
+      '%s %s: %s %s',
+      what,
+      require('agent_edit').nothing_changed(result) and 'refused' or 'did not complete',
+      tostring(result.code),
+      tostring(result.message)
+    )
   end
   if present(result.editId) then
     local status = present(result.status) and tostring(result.status) or 'done'

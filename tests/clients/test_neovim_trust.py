@@ -1,0 +1,132 @@
+"""Real-Neovim tests: what the plugin does around an agent edit must not write, widen or report
+more than the edit did (saving, renaming, choosing the workspace, the user's messages)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.neovim_runner import ok, run_scenario
+
+
+def test_save_after_edit_skips_files_changed_on_disk_and_typing_after_the_edit(
+    tmp_path: Path,
+) -> None:
+    data = run_scenario("save_guards", tmp_path)
+    # Control: a clean buffer is saved with the agent's edit.
+    assert ok(data["clean"], data)["saved"] is True
+    assert data["clean_disk"] == "one\nTWO\n"
+    # The file changed on disk under the clean buffer: the edit lands in the buffer, the other
+    # program's text stays on disk, and the agent is told the file is not saved.
+    external = ok(data["external"], data)
+    assert data["external_lines"] == ["ONE", "two"]
+    assert data["external_disk"] == "one\ntwo\nwritten by another program\n"
+    assert external["saved"] is False and external["files"][0]["saved"] is False
+    # A read-only buffer ('readonly', as :view makes it) is not written either.
+    viewed = ok(data["viewed"], data)
+    assert data["viewed_lines"] == ["ONE", "two"]
+    assert data["viewed_disk"] == "one\ntwo\n"
+    assert viewed["saved"] is False
+    # The user typed between the edit and the save: nothing is written behind their back.
+    typed = ok(data["typed"], data)
+    assert data["typed_lines"] == ["ONE", "two", "# typed by the user"]
+    assert data["typed_modified"] is True
+    assert data["typed_disk"] == "one\ntwo\n"
+    assert typed["saved"] is False and typed["files"][0]["saved"] is False
+
+
+def test_move_of_a_buffer_with_unsaved_text_is_refused_before_anything(tmp_path: Path) -> None:
+    data = run_scenario("move_unsaved", tmp_path)
+    ok(data["read"], data)
+    result = data["patch"]
+    assert result["ok"] is False, result
+    assert result["code"] == "CLIENT_REJECTED", result
+    assert "unsaved changes" in result["message"], result
+    # Nothing moved or written: the typing stays unsaved, in the buffer of a.txt.
+    assert data["disk_b"] is None
+    assert data["disk_a"] == "alpha\nbeta\ngamma\n"
+    assert data["name"].endswith("/a.txt")
+    assert data["lines"] == ["alpha typed by the user", "beta", "gamma"]
+    assert data["modified"] is True
+
+
+def test_absolute_path_in_another_repository_is_not_served(tmp_path: Path) -> None:
+    data = run_scenario("outside_repo", tmp_path)
+    for key in ("read", "replace", "write"):
+        assert data[key]["ok"] is False, data[key]
+        assert data[key]["code"] == "OUTSIDE_WORKSPACE", data[key]
+    assert data["other_disk"] == "secret = 1\n"
+    assert data["other_new_exists"] is False
+    assert data["roots"] == [data["_workspace"]]
+
+
+def test_patch_command_never_says_nothing_changed_after_a_timeout(tmp_path: Path) -> None:
+    data = run_scenario("patch_command_uncertain", tmp_path)
+    assert data["result"]["code"] == "TIMEOUT", data["result"]
+    assert data["lines"] == ["alpha", "BETA", "gamma"]
+    assert "nothing changed" not in data["messages"]
+    assert "did not complete: TIMEOUT" in data["messages"]
+
+
+def test_refusal_of_a_multi_file_patch_says_nothing_changed(tmp_path: Path) -> None:
+    data = run_scenario("refusal_multi_file", tmp_path)
+    typed = data["typed"]
+    assert typed["ok"] is False and typed["code"] == "CLIENT_REJECTED", typed
+    assert "STALE" in typed["message"] and typed["committed"] == [], typed
+    assert data["typed_lines"] == {"a": ["alpha", "beta"], "b": ["one", "two typed"]}
+    outcomes = [e["outcome"] for e in data["typed_history"]["entries"]]
+    assert outcomes == ["CLIENT_REJECTED"], outcomes
+    # Neovim's apply failed after changing a.txt: an error answer, checked and rolled back.
+    failed = data["failed"]
+    assert failed["ok"] is False and failed["code"] == "PARTIAL_ROLLED_BACK", failed
+    assert data["failed_lines"] == {"a": ["alpha", "beta"], "b": ["one", "two typed"]}
+
+
+def test_nested_repository_buffers_are_seen_by_the_enclosing_workspace_server(
+    tmp_path: Path,
+) -> None:
+    data = run_scenario("nested_repo", tmp_path)
+    # The workspace's server reads the buffers (the user's unsaved text), not the disk.
+    for key, text in (("read_x", "int x = 100;\nint y = 2;\n"), ("read_z", "int z = 5;\n")):
+        read = ok(data[key], data)
+        assert read["source"] == "buffer" and read["text"] == text, read
+    assert ok(data["main_edit"], data)["editId"] == 1
+    assert ok(data["own_read"], data)["text"] == "int x = 100;\nint y = 3;\n"
+    assert ok(data["own_edit"], data)["editId"] == 1  # the nested server's own history
+    assert data["after_edits"] == ["int x = 200;", "int y = 3;"]
+    # The lens of the workspace server's edit 1 undoes that edit, not the nested server's 1.
+    assert data["after_undo"] == ["int x = 200;", "int y = 2;"]
+    assert data["disk_x"] == "int x = 1;\nint y = 2;\n"
+
+
+def test_mixed_line_endings_keep_the_server_in_step_and_unsafe_edits_are_refused(
+    tmp_path: Path,
+) -> None:
+    data = run_scenario("mixed_line_endings", tmp_path)
+    # The server's copy is the buffer after every kind of typing around the CRs.
+    assert data["synced"] == {k: True for k in ("Go", "ggjddp", "ggJ", "gg$x", "uuuu")}
+    assert data["lines_before_edits"] == ["a", "b\r", "c\r", "d\r"]
+    assert ok(data["lf_edit"], data)["status"] == "applied"
+    assert data["lf_synced"] is True
+    for key in ("crlf_edit", "lone_edit"):
+        result = data[key]
+        assert result["ok"] is False and result["code"] == "CLIENT_REJECTED", result
+        assert "carriage return" in result["message"], result
+    assert data["lines_after"] == ["A", "b\r", "c\r", "d\r"]
+    assert data["lone_synced"] == {k: True for k in ("GAz", "ggA!", "Go")}
+    assert data["lone_lines"] == ["x\ry!", "zz", ""]
+
+
+def test_arguments_json_cannot_carry_are_refused_once(tmp_path: Path) -> None:
+    data = run_scenario("api_unsendable", tmp_path)
+    assert data["sync_ok"] is True, data["sync"]
+    assert data["sync"]["code"] == "INVALID_ARGUMENT", data["sync"]
+    assert len(data["calls"]) == 1, data["calls"]
+    assert data["calls"][0]["code"] == "INVALID_ARGUMENT", data["calls"]
+
+
+def test_relative_path_stays_in_the_current_workspace_after_its_server_exits(
+    tmp_path: Path,
+) -> None:
+    data = run_scenario("relative_after_exit", tmp_path)
+    assert ok(data["before"], data)["text"] == "this workspace\n"
+    assert ok(data["after"], data)["text"] == "this workspace\n"
