@@ -208,7 +208,12 @@ eglot otherwise sends them from an idle timer, and increases its
 version counter only when it does."
   (with-current-buffer (or buffer (current-buffer))
     (when eglot--managed-mode
-      (eglot--signal-textDocument/didChange))))
+      ;; Widened: track-changes refuses (an assertion) to hand over a change outside the
+      ;; user's narrowing, which an agent edit elsewhere in the file is.  The change would
+      ;; then stay unsent and the edit that landed be reported as refused.
+      (save-restriction
+        (widen)
+        (eglot--signal-textDocument/didChange)))))
 
 (defun agent-edit--ours-p ()
   "Whether the current buffer is managed by the server whose edit is applied."

@@ -488,6 +488,26 @@ def test_users_unsaved_text_is_not_saved_when_the_server_asks(attacks: dict[str,
     assert result["saved"] is False
 
 
+@pytest.fixture(scope="module")
+def buffer_states(emacs: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    files = {
+        "narrow.txt": "l1\nl2\nl3\nl4\nl5\n",
+    }
+    return run_scenario(emacs, "buffer_states", tmp_path_factory.mktemp("states"), files)
+
+
+def test_edit_outside_the_users_narrowing_is_applied_and_verified(
+    buffer_states: dict[str, Any],
+) -> None:
+    data = buffer_states
+    # It landed: the server must see it (not "refused, nothing was changed") and the buffer and
+    # the server agree afterwards; the user's narrowing is kept.
+    assert ok(data["narrow_result"], data)["status"] == "applied"
+    assert data["narrow_text"] == "l1\nL2\nL2b\nl3\nl4\nl5\n"
+    assert data["narrow_visible"] == "l4\nl5\n"
+    assert ok(data["narrow_read"], data)["text"] == data["narrow_text"]
+
+
 def test_package_byte_compiles_without_warnings(emacs: str, tmp_path: Path) -> None:
     # Compiled from a copy: no .elc is left next to the source (a stale one would shadow it).
     shutil.copy(PACKAGE / "agent-edit.el", tmp_path / "agent-edit.el")

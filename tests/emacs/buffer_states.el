@@ -1,0 +1,24 @@
+;;; buffer_states.el --- Buffers in states a user leaves them in, then an agent edit  -*- lexical-binding: t; -*-
+
+;; 1. Narrowed: the user narrowed to the end of the file; the agent edits a line before it.
+;;    track-changes would not hand over a change outside the narrowing, so the edit landed but
+;;    its didChange was never sent: reported CLIENT_REJECTED, "not applied".
+
+(load (expand-file-name "harness.el" (file-name-directory load-file-name)) nil t)
+
+(defun buffer-states--whole (buf)
+  "BUF's whole text, whatever its narrowing."
+  (with-current-buffer buf (save-restriction (widen) (h-text buf))))
+
+(h-scenario
+ ;; 1. Narrowed to lines 4-5.
+ (let ((buf (h-open "narrow.txt")))
+   (with-current-buffer buf
+     (goto-char (point-min))
+     (forward-line 3)
+     (narrow-to-region (point) (point-max)))
+   (h-observe "narrow_result"
+              (agent-edit-replace '(:path "narrow.txt" :oldText "l2\n" :newText "L2\nL2b\n")))
+   (h-observe "narrow_text" (buffer-states--whole buf))
+   (h-observe "narrow_visible" (h-text buf))
+   (h-observe "narrow_read" (agent-edit-read '(:path "narrow.txt")))))
