@@ -237,6 +237,29 @@ applyEdit answer, so the server can verify it."
 
 (advice-add 'eglot--apply-text-edits :around #'agent-edit--around-apply-text-edits)
 
+;;;; File names with a percent sign
+
+(defconst agent-edit--uri-path-allowed-chars
+  (let ((chars (copy-sequence eglot--uri-path-allowed-chars)))
+    (aset chars ?% nil)
+    chars)
+  "eglot's characters left as they are in a URI's path, without the percent sign.")
+
+(defun agent-edit--around-path-to-uri (path-to-uri path &rest args)
+  "Around `eglot-path-to-uri': PATH-TO-URI with PATH and ARGS, percent escaped.
+eglot leaves a percent sign of a file name as it is, so the URI of
+\"p%20q.txt\" names \"p q.txt\": the server took that buffer for
+another file (a read of \"p q.txt\" showed its text), and took the file
+itself for one not open, whose edits it writes on the disk under the
+buffer's unsaved text.  Only for buffers agent-edit's server manages."
+  (if (and (bound-and-true-p eglot--managed-mode)
+           (cl-typep eglot--cached-server 'agent-edit-server))
+      (let ((eglot--uri-path-allowed-chars agent-edit--uri-path-allowed-chars))
+        (apply path-to-uri path args))
+    (apply path-to-uri path args)))
+
+(advice-add 'eglot-path-to-uri :around #'agent-edit--around-path-to-uri)
+
 ;;;; workspace/applyEdit
 
 (defun agent-edit--refuse (format-string &rest args)

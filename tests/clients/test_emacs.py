@@ -492,6 +492,8 @@ def test_users_unsaved_text_is_not_saved_when_the_server_asks(attacks: dict[str,
 def buffer_states(emacs: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     files = {
         "narrow.txt": "l1\nl2\nl3\nl4\nl5\n",
+        "p%20q.txt": "percent\n",
+        "p q.txt": "space\n",
     }
     return run_scenario(emacs, "buffer_states", tmp_path_factory.mktemp("states"), files)
 
@@ -506,6 +508,19 @@ def test_edit_outside_the_users_narrowing_is_applied_and_verified(
     assert data["narrow_text"] == "l1\nL2\nL2b\nl3\nl4\nl5\n"
     assert data["narrow_visible"] == "l4\nl5\n"
     assert ok(data["narrow_read"], data)["text"] == data["narrow_text"]
+
+
+def test_a_percent_sign_in_a_file_name_names_that_file(buffer_states: dict[str, Any]) -> None:
+    data = buffer_states
+    # "p q.txt" is not open: its disk text, not the text of the buffer of "p%20q.txt".
+    read = ok(data["space_read"], data)
+    assert (read["source"], read["text"]) == ("disk", "space\n"), read
+    # "p%20q.txt" is open: the edit goes into its buffer, over nothing the server has not seen,
+    # and the user's unsaved typing is neither lost nor saved.
+    result = ok(data["percent_result"], data)
+    assert result["files"][0]["version"] is not None, result
+    assert data["percent_text"] == "PERCENT\ntyped\n"
+    assert data["percent_disk"] == "percent\n"
 
 
 def test_package_byte_compiles_without_warnings(emacs: str, tmp_path: Path) -> None:

@@ -3,6 +3,9 @@
 ;; 1. Narrowed: the user narrowed to the end of the file; the agent edits a line before it.
 ;;    track-changes would not hand over a change outside the narrowing, so the edit landed but
 ;;    its didChange was never sent: reported CLIENT_REJECTED, "not applied".
+;; 2. A file name with a percent sign ("p%20q.txt") open with unsaved typing, next to the file
+;;    its name would decode to ("p q.txt"): eglot's URI named the other file, so the server read
+;;    the buffer's text as "p q.txt" and wrote "p%20q.txt" on disk, under the unsaved buffer.
 
 (load (expand-file-name "harness.el" (file-name-directory load-file-name)) nil t)
 
@@ -21,4 +24,12 @@
               (agent-edit-replace '(:path "narrow.txt" :oldText "l2\n" :newText "L2\nL2b\n")))
    (h-observe "narrow_text" (buffer-states--whole buf))
    (h-observe "narrow_visible" (h-text buf))
-   (h-observe "narrow_read" (agent-edit-read '(:path "narrow.txt")))))
+   (h-observe "narrow_read" (agent-edit-read '(:path "narrow.txt"))))
+ ;; 2. Percent signs in a file name.
+ (let ((buf (h-open "p%20q.txt")))
+   (h-type buf "typed\n" (with-current-buffer buf (point-max)))
+   (h-observe "space_read" (agent-edit-read '(:path "p q.txt")))
+   (h-observe "percent_result"
+              (agent-edit-replace '(:path "p%20q.txt" :oldText "percent" :newText "PERCENT")))
+   (h-observe "percent_text" (h-text buf))
+   (h-observe "percent_disk" (h-disk "p%20q.txt"))))
