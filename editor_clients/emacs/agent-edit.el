@@ -349,20 +349,62 @@ was applied" kind))
           (if (and buf (buffer-modified-p buf))
               (puthash (car p) t agent-edit--dirty-before)
             (remhash (car p) agent-edit--dirty-before))))
-      (let ((agent-edit--applying server)
-            (agent-edit--applied nil))
-        (agent-edit--apply-workspace-edit wedit)
-        (let ((missing (cl-loop for (path edits _v) in prepared
-                                for buf = (find-buffer-visiting path)
-                                when (and (seq-some #'identity edits)
-                                          (not (memq buf agent-edit--applied)))
-                                collect path)))
-          (agent-edit--settle-opened had-buffer)
-          (if missing
-              (agent-edit--refuse
-               "not applied in Emacs (declined, or shown for review, per \
+      (let* ((agent-edit--applying server)
+             (agent-edit--applied nil)
+             (failed (agent-edit--apply-all-or-nothing wedit had-buffer)))
+        (if failed
+            (agent-edit--refuse "Emacs could not apply it (%s); nothing was applied" failed)
+          (let ((missing (cl-loop for (path edits _v) in prepared
+                                  for buf = (find-buffer-visiting path)
+                                  when (and (seq-some #'identity edits)
+                                            (not (memq buf agent-edit--applied)))
+                                  collect path)))
+            (agent-edit--settle-opened had-buffer)
+            (if missing
+                (agent-edit--refuse
+                 "not applied in Emacs (declined, or shown for review, per \
 eglot-confirm-server-edits): %s" (string-join missing ", "))
-            (list :applied t))))))))
+              (list :applied t)))))))))
+
+(defun agent-edit--apply-all-or-nothing (wedit had-buffer)
+  "Apply WEDIT; if Emacs fails part-way, put back what landed and say why.
+Returns nil when it applied, else the error's message.  HAD-BUFFER maps
+each file to the buffer it had before.  eglot applies file by file: an
+error at the second file (a read-only buffer, a failing hook) left the
+first one changed.  Undone here, every refusal of this package means that
+nothing landed, which it tells the server (failureHandling
+transactional, see `eglot-client-capabilities' below); the server then
+reports such a refusal as one, not as a partial edit."
+  (let ((group (cl-loop for buf in (delete-dups (delq nil (mapcar #'cdr had-buffer)))
+                        when (buffer-live-p buf)
+                        nconc (prepare-change-group buf))))
+    (activate-change-group group)
+    (condition-case err
+        (progn
+          (agent-edit--apply-workspace-edit wedit)
+          (accept-change-group group)
+          nil)
+      ((error quit)
+       (cancel-change-group group)
+       (dolist (buf agent-edit--applied)
+         (when (buffer-live-p buf)
+           (if (rassq buf had-buffer)
+               (agent-edit--flush buf)  ; the server saw the edit land: now it sees it undone
+             ;; Opened by eglot for this edit: closed again, unsaved.
+             (with-current-buffer buf (set-buffer-modified-p nil))
+             (kill-buffer buf))))
+       (error-message-string err)))))
+
+(cl-defmethod eglot-client-capabilities ((_server agent-edit-server))
+  "eglot's capabilities, with the transactional failure handling this package adds.
+Every refusal the package answers comes before any change or after
+undoing what landed (`agent-edit--apply-all-or-nothing')."
+  (let* ((caps (cl-call-next-method))
+         (workspace (plist-get caps :workspace))
+         (edit (copy-sequence (plist-get workspace :workspaceEdit))))
+    (plist-put caps :workspace
+               (plist-put workspace :workspaceEdit
+                          (plist-put edit :failureHandling "transactional")))))
 
 (defun agent-edit--save-as-is ()
   "Save the current buffer exactly as it is: the text the server verified.

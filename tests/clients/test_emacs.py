@@ -466,14 +466,13 @@ def test_patch_with_a_stale_second_file_applies_nothing(attacks: dict[str, Any])
     data = attacks
     result = refused(data["stale_result"], data)
     assert "two.txt" in json.dumps(result), result
-    # Refused before the first file was touched: no rollback needed, none pretended. The user's
-    # typing makes two.txt show neither the old nor the new text, and eglot does not promise a
-    # transactional refusal, so the server may only name it "changed otherwise" (PARTIAL with
-    # nothing committed), never "nothing was changed".
-    assert result["code"] in ("CLIENT_REJECTED", "STALE", "PARTIAL"), result
-    if result["code"] == "PARTIAL":
-        states = {f["path"]: f["state"] for f in result["details"]["files"]}
-        assert states == {"one.txt": "not-applied", "two.txt": "changed-otherwise"}, result
+    # Refused before the first file was touched: no rollback needed, none pretended. The package
+    # advertises its refusals as transactional (it undoes what landed before refusing), so the
+    # server says so: rejected, with two.txt "changed otherwise" by the user's typing. Without
+    # that it could only call it PARTIAL ("some changes landed"), with nothing committed.
+    assert result["code"] == "CLIENT_REJECTED", result
+    states = {f["path"]: f["state"] for f in result["details"]["files"]}
+    assert states == {"one.txt": "not-applied", "two.txt": "changed-otherwise"}, result
     assert result["committed"] == [], result
     assert data["stale_one"] == "one\n"
     assert data["stale_two"] == "typed\ntwo\n"
@@ -494,6 +493,8 @@ def buffer_states(emacs: str, tmp_path_factory: pytest.TempPathFactory) -> dict[
         "narrow.txt": "l1\nl2\nl3\nl4\nl5\n",
         "p%20q.txt": "percent\n",
         "p q.txt": "space\n",
+        "one.txt": "one\n",
+        "two.txt": "two\n",
     }
     return run_scenario(emacs, "buffer_states", tmp_path_factory.mktemp("states"), files)
 
@@ -521,6 +522,23 @@ def test_a_percent_sign_in_a_file_name_names_that_file(buffer_states: dict[str, 
     assert result["files"][0]["version"] is not None, result
     assert data["percent_text"] == "PERCENT\ntyped\n"
     assert data["percent_disk"] == "percent\n"
+
+
+def test_a_patch_emacs_fails_part_way_is_refused_with_nothing_changed(
+    buffer_states: dict[str, Any],
+) -> None:
+    data = buffer_states
+    result = refused(data["readonly_result"], data)
+    # The package undid the first file and answers a refusal it advertises as transactional:
+    # the agent is told plainly that nothing changed (not PARTIAL, not UNVERIFIED) and why.
+    assert result["code"] == "CLIENT_REJECTED", result
+    assert "read-only" in result["message"], result
+    assert result["committed"] == [], result
+    states = {f["path"]: f["state"] for f in result["details"]["files"]}
+    assert states == {"one.txt": "not-applied", "two.txt": "not-applied"}, result
+    assert (data["readonly_one"], data["readonly_two"]) == ("one\n", "two\n")
+    assert data["readonly_one_modified"] is None
+    assert ok(data["readonly_one_read"], data)["text"] == "one\n"
 
 
 def test_package_byte_compiles_without_warnings(emacs: str, tmp_path: Path) -> None:

@@ -6,6 +6,9 @@
 ;; 2. A file name with a percent sign ("p%20q.txt") open with unsaved typing, next to the file
 ;;    its name would decode to ("p q.txt"): eglot's URI named the other file, so the server read
 ;;    the buffer's text as "p q.txt" and wrote "p%20q.txt" on disk, under the unsaved buffer.
+;; 3. A two-file patch whose second buffer is read-only: eglot changed the first, then failed
+;;    at the second; the server could only call it PARTIAL (rolled back by a second edit) or,
+;;    the other way round, UNVERIFIED ("some may have changed") after waiting.
 
 (load (expand-file-name "harness.el" (file-name-directory load-file-name)) nil t)
 
@@ -32,4 +35,16 @@
    (h-observe "percent_result"
               (agent-edit-replace '(:path "p%20q.txt" :oldText "percent" :newText "PERCENT")))
    (h-observe "percent_text" (h-text buf))
-   (h-observe "percent_disk" (h-disk "p%20q.txt"))))
+   (h-observe "percent_disk" (h-disk "p%20q.txt")))
+ ;; 3. Read-only second file.
+ (let ((one (h-open "one.txt"))
+       (two (h-open "two.txt")))
+   (with-current-buffer two (setq buffer-read-only t))
+   (h-observe "readonly_result"
+              (agent-edit-apply-patch
+               (list :patch (concat "*** Begin Patch\n*** Update File: one.txt\n@@\n-one\n+ONE\n"
+                                    "*** Update File: two.txt\n@@\n-two\n+TWO\n*** End Patch\n"))))
+   (h-observe "readonly_one" (h-text one))
+   (h-observe "readonly_one_modified" (buffer-modified-p one))
+   (h-observe "readonly_two" (h-text two))
+   (h-observe "readonly_one_read" (agent-edit-read '(:path "one.txt")))))
