@@ -320,6 +320,11 @@ stops at the first stale one)."
 (defvar agent-edit--dirty-before (make-hash-table :test #'equal)
   "Files whose buffers held unsaved text before an agent edit touched them.")
 
+(defvar agent-edit--tick-after (make-hash-table :test #'equal)
+  "Per file, its buffer's `buffer-chars-modified-tick' right after an agent edit.
+A save the server asks for afterwards is of that text only: typing
+since then is the user's own unsaved text.")
+
 (defun agent-edit--apply-workspace-edit (wedit)
   "Apply WEDIT with eglot's own function, passing `agent-edit' as its origin."
   (if (get 'eglot-confirm-server-edits 'custom-type)
@@ -359,6 +364,10 @@ was applied" kind))
                                   when (and (seq-some #'identity edits)
                                             (not (memq buf agent-edit--applied)))
                                   collect path)))
+            (dolist (buf agent-edit--applied)
+              (when (and (buffer-live-p buf) (buffer-file-name buf))
+                (puthash (buffer-file-name buf) (buffer-chars-modified-tick buf)
+                         agent-edit--tick-after)))
             (agent-edit--settle-opened had-buffer)
             (if missing
                 (agent-edit--refuse
@@ -470,6 +479,10 @@ Answers {saved: [uri...]}: the URIs whose file on disk now shows the buffer."
             ;; Closed already (a file that was not open is saved when it is applied).
             (when (file-exists-p path) (push uri saved)))
            ((gethash path agent-edit--dirty-before) nil)
+           ;; Typed into since the edit (the request comes after the server verified it).
+           ((not (eql (gethash (buffer-file-name buf) agent-edit--tick-after)
+                      (buffer-chars-modified-tick buf)))
+            nil)
            (t (with-current-buffer buf
                 (when (buffer-modified-p) (agent-edit--save-as-is))
                 (unless (buffer-modified-p) (push uri saved))))))))

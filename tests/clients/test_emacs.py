@@ -495,6 +495,7 @@ def buffer_states(emacs: str, tmp_path_factory: pytest.TempPathFactory) -> dict[
         "p q.txt": "space\n",
         "one.txt": "one\n",
         "two.txt": "two\n",
+        "save.txt": "s1\n",
     }
     return run_scenario(emacs, "buffer_states", tmp_path_factory.mktemp("states"), files)
 
@@ -539,6 +540,19 @@ def test_a_patch_emacs_fails_part_way_is_refused_with_nothing_changed(
     assert (data["readonly_one"], data["readonly_two"]) == ("one\n", "two\n")
     assert data["readonly_one_modified"] is None
     assert ok(data["readonly_one_read"], data)["text"] == "one\n"
+
+
+def test_typing_after_the_edit_is_not_saved_with_it(buffer_states: dict[str, Any]) -> None:
+    data = buffer_states
+    assert data["save_typed"] is True, "the save request never came"
+    result = ok(data["save_result"], data)
+    # The buffer was clean before the edit, but the user typed before the save request came:
+    # their text is not written behind their back, and the agent is not told its edit is saved.
+    assert data["save_text"] == "S1\ntyped after\n"
+    assert data["save_modified"] is True
+    assert data["save_disk"] == "s1\n"
+    assert result["saved"] is False, result
+    assert result["files"][0]["saved"] is False, result
 
 
 def test_package_byte_compiles_without_warnings(emacs: str, tmp_path: Path) -> None:

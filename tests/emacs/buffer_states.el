@@ -9,12 +9,25 @@
 ;; 3. A two-file patch whose second buffer is read-only: eglot changed the first, then failed
 ;;    at the second; the server could only call it PARTIAL (rolled back by a second edit) or,
 ;;    the other way round, UNVERIFIED ("some may have changed") after waiting.
+;; 4. The user types into a clean buffer after the agent's edit landed, before the server's
+;;    agentEdit/saveDocuments arrives: the typing was saved with the edit, "saved: true".
 
 (load (expand-file-name "harness.el" (file-name-directory load-file-name)) nil t)
 
 (defun buffer-states--whole (buf)
   "BUF's whole text, whatever its narrowing."
   (with-current-buffer buf (save-restriction (widen) (h-text buf))))
+
+(defvar buffer-states--type-before-save nil
+  "The buffer the user types into when the server's save request arrives.")
+
+(defun buffer-states--typing-before-save (_conn message)
+  "Type into `buffer-states--type-before-save' as MESSAGE, a save request, arrives."
+  (when (and buffer-states--type-before-save
+             (equal (plist-get message :method) "agentEdit/saveDocuments"))
+    (h-type buffer-states--type-before-save "typed after\n"
+            (with-current-buffer buffer-states--type-before-save (point-max)))
+    (setq buffer-states--type-before-save nil)))
 
 (h-scenario
  ;; 1. Narrowed to lines 4-5.
@@ -47,4 +60,14 @@
    (h-observe "readonly_one" (h-text one))
    (h-observe "readonly_one_modified" (buffer-modified-p one))
    (h-observe "readonly_two" (h-text two))
-   (h-observe "readonly_one_read" (agent-edit-read '(:path "one.txt")))))
+   (h-observe "readonly_one_read" (agent-edit-read '(:path "one.txt"))))
+ ;; 4. Typing between the edit and the save request.
+ (let ((buf (h-open "save.txt")))
+   (setq buffer-states--type-before-save buf)
+   (advice-add 'jsonrpc-connection-receive :before #'buffer-states--typing-before-save)
+   (h-observe "save_result" (agent-edit-replace '(:path "save.txt" :oldText "s1" :newText "S1")))
+   (advice-remove 'jsonrpc-connection-receive #'buffer-states--typing-before-save)
+   (h-observe "save_typed" (null buffer-states--type-before-save))
+   (h-observe "save_text" (h-text buf))
+   (h-observe "save_modified" (buffer-modified-p buf))
+   (h-observe "save_disk" (h-disk "save.txt"))))
