@@ -502,14 +502,23 @@ CODE, MESSAGE, HINT and DETAILS as in those."
          (message (or (alist-get 'jsonrpc-error-message data)
                       (plist-get data :message)
                       (format "%S" data))))
-    (if (equal message "Timed out")
-        (agent-edit--failure
-         "TIMEOUT" (format "no answer from the server within %s s" agent-edit-timeout)
-         "Read the file again before retrying: the edit may still have been applied.")
+    (cond
+     ((equal message "Timed out")
+      (agent-edit--failure
+       "TIMEOUT" (format "no answer from the server within %s s" agent-edit-timeout)
+       "Read the file again before retrying: the edit may still have been applied."))
+     ((equal message "Server died")
+      ;; jsonrpc's own error when the process ends with the request unanswered: not an answer,
+      ;; and nothing says the edit did not land, so "check the arguments" would mislead.
+      (agent-edit--failure
+       "NO_SERVER" "the agent-edit server stopped before answering"
+       "The edit may have been applied: start the server again (M-x agent-edit-start), then \
+read the files and agentEdit.history before retrying."))
+     (t
       (agent-edit--failure
        "RPC_ERROR" (format "the server answered with a JSON-RPC error: %s" message)
        "Check the arguments against the command (a malformed argument is InvalidParams)."
-       (list :rpcCode (or (alist-get 'jsonrpc-error-code data) (plist-get data :code)))))))
+       (list :rpcCode (or (alist-get 'jsonrpc-error-code data) (plist-get data :code))))))))
 
 (defun agent-edit--result (result)
   "RESULT when it is a result plist, else a failure saying it was not."

@@ -496,6 +496,7 @@ def buffer_states(emacs: str, tmp_path_factory: pytest.TempPathFactory) -> dict[
         "one.txt": "one\n",
         "two.txt": "two\n",
         "save.txt": "s1\n",
+        "died.txt": "d1\n",
     }
     return run_scenario(emacs, "buffer_states", tmp_path_factory.mktemp("states"), files)
 
@@ -553,6 +554,18 @@ def test_typing_after_the_edit_is_not_saved_with_it(buffer_states: dict[str, Any
     assert data["save_disk"] == "s1\n"
     assert result["saved"] is False, result
     assert result["files"][0]["saved"] is False, result
+
+
+def test_a_server_that_dies_mid_edit_is_not_reported_as_an_answer(
+    buffer_states: dict[str, Any],
+) -> None:
+    data = buffer_states
+    result = refused(data["died_result"], data)
+    # Not "the server answered with a JSON-RPC error, check the arguments": it stopped, and the
+    # agent must look before retrying (as the Neovim client says: NO_SERVER).
+    assert result["code"] == "NO_SERVER", result
+    assert "stopped" in result["message"], result
+    assert "may have been applied" in result["hint"], result
 
 
 def test_package_byte_compiles_without_warnings(emacs: str, tmp_path: Path) -> None:

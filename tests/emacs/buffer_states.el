@@ -11,6 +11,8 @@
 ;;    the other way round, UNVERIFIED ("some may have changed") after waiting.
 ;; 4. The user types into a clean buffer after the agent's edit landed, before the server's
 ;;    agentEdit/saveDocuments arrives: the typing was saved with the edit, "saved: true".
+;; 5. The server dies while an edit is on its way (last: it ends the session): the agent was told
+;;    "the server answered with a JSON-RPC error ... check the arguments".
 
 (load (expand-file-name "harness.el" (file-name-directory load-file-name)) nil t)
 
@@ -70,4 +72,14 @@
    (h-observe "save_typed" (null buffer-states--type-before-save))
    (h-observe "save_text" (h-text buf))
    (h-observe "save_modified" (buffer-modified-p buf))
-   (h-observe "save_disk" (h-disk "save.txt"))))
+   (h-observe "save_disk" (h-disk "save.txt")))
+ ;; 5. The server is killed when its applyEdit arrives, the agent waiting asynchronously.
+ (let ((buf (h-open "died.txt"))
+       (kill (lambda (server &rest _) (signal-process (jsonrpc--process server) 'SIGKILL)))
+       result)
+   (advice-add 'agent-edit--apply-edit :before kill)
+   (agent-edit-replace '(:path "died.txt" :oldText "d1" :newText "D1")
+                       (lambda (r) (setq result r)))
+   (h-observe "died_result" (h-wait (lambda () result) 30))
+   (advice-remove 'agent-edit--apply-edit kill)
+   (h-observe "died_text" (h-text buf))))
