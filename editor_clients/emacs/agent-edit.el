@@ -245,15 +245,31 @@ applyEdit answer, so the server can verify it."
     chars)
   "eglot's characters left as they are in a URI's path, without the percent sign.")
 
+(defvar agent-edit--connecting nil
+  "Non-nil while eglot connects an agent-edit server (its root and folders' URIs).")
+
+(defun agent-edit--around-connect (connect managed-modes project class &rest args)
+  "Around `eglot--connect': CONNECT with MANAGED-MODES, PROJECT, CLASS and ARGS.
+Marks the connection of an agent-edit server, whose workspace URIs
+`agent-edit--around-path-to-uri' escapes."
+  (let ((agent-edit--connecting
+         (and (symbolp class)
+              (or (eq class 'agent-edit-server) (child-of-class-p class 'agent-edit-server)))))
+    (apply connect managed-modes project class args)))
+
+(advice-add 'eglot--connect :around #'agent-edit--around-connect)
+
 (defun agent-edit--around-path-to-uri (path-to-uri path &rest args)
   "Around `eglot-path-to-uri': PATH-TO-URI with PATH and ARGS, percent escaped.
 eglot leaves a percent sign of a file name as it is, so the URI of
 \"p%20q.txt\" names \"p q.txt\": the server took that buffer for
 another file (a read of \"p q.txt\" showed its text), and took the file
 itself for one not open, whose edits it writes on the disk under the
-buffer's unsaved text.  Only for buffers agent-edit's server manages."
-  (if (and (bound-and-true-p eglot--managed-mode)
-           (cl-typep eglot--cached-server 'agent-edit-server))
+buffer's unsaved text; a project folder \"pro%41j\" was \"proAj\" to it.
+Only for agent-edit's server: its workspace and the buffers it manages."
+  (if (or agent-edit--connecting
+          (and (bound-and-true-p eglot--managed-mode)
+               (cl-typep eglot--cached-server 'agent-edit-server)))
       (let ((eglot--uri-path-allowed-chars agent-edit--uri-path-allowed-chars))
         (apply path-to-uri path args))
     (apply path-to-uri path args)))

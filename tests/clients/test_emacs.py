@@ -497,6 +497,8 @@ def buffer_states(emacs: str, tmp_path_factory: pytest.TempPathFactory) -> dict[
         "two.txt": "two\n",
         "save.txt": "s1\n",
         "died.txt": "d1\n",
+        "pro%41j/a.txt": "inner\n",
+        "proAj/a.txt": "decoy\n",
     }
     return run_scenario(emacs, "buffer_states", tmp_path_factory.mktemp("states"), files)
 
@@ -554,6 +556,18 @@ def test_typing_after_the_edit_is_not_saved_with_it(buffer_states: dict[str, Any
     assert data["save_disk"] == "s1\n"
     assert result["saved"] is False, result
     assert result["files"][0]["saved"] is False, result
+
+
+def test_a_percent_sign_in_the_project_folder_names_that_folder(
+    buffer_states: dict[str, Any],
+) -> None:
+    data = buffer_states
+    # The workspace is "pro%41j", not "proAj": its open buffer is read and edited.
+    read = ok(data["folder_read"], data)
+    assert (read["source"], read["text"]) == ("buffer", "inner\n"), read
+    assert ok(data["folder_replace"], data)["status"] == "applied"
+    assert data["folder_text"] == "INNER\n"
+    assert data["folder_decoy"] == "decoy\n"
 
 
 def test_a_server_that_dies_mid_edit_is_not_reported_as_an_answer(

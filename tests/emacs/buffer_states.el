@@ -11,6 +11,8 @@
 ;;    the other way round, UNVERIFIED ("some may have changed") after waiting.
 ;; 4. The user types into a clean buffer after the agent's edit landed, before the server's
 ;;    agentEdit/saveDocuments arrives: the typing was saved with the edit, "saved: true".
+;; 6. A project folder with a percent sign ("pro%41j", next to "proAj"): the server's workspace
+;;    was "proAj", whose a.txt it read instead of the buffer of "pro%41j/a.txt".
 ;; 5. The server dies while an edit is on its way (last: it ends the session): the agent was told
 ;;    "the server answered with a JSON-RPC error ... check the arguments".
 
@@ -73,6 +75,15 @@
    (h-observe "save_text" (h-text buf))
    (h-observe "save_modified" (buffer-modified-p buf))
    (h-observe "save_disk" (h-disk "save.txt")))
+ ;; 6. A project of its own in "pro%41j".
+ (call-process "git" nil nil nil "init" "-q" (expand-file-name "pro%41j" h-root))
+ (let ((buf (h-open "pro%41j/a.txt")))
+   (with-current-buffer buf
+     (h-observe "folder_read" (agent-edit-read '(:path "a.txt")))
+     (h-observe "folder_replace"
+                (agent-edit-replace '(:path "a.txt" :oldText "inner" :newText "INNER"))))
+   (h-observe "folder_text" (h-text buf))
+   (h-observe "folder_decoy" (h-disk "proAj/a.txt")))
  ;; 5. The server is killed when its applyEdit arrives, the agent waiting asynchronously.
  (let ((buf (h-open "died.txt"))
        (kill (lambda (server &rest _) (signal-process (jsonrpc--process server) 'SIGKILL)))
