@@ -499,6 +499,7 @@ def buffer_states(emacs: str, tmp_path_factory: pytest.TempPathFactory) -> dict[
         "died.txt": "d1\n",
         "pro%41j/a.txt": "inner\n",
         "proAj/a.txt": "decoy\n",
+        "dos.txt": "one\r\ntwo\r\n",
     }
     return run_scenario(emacs, "buffer_states", tmp_path_factory.mktemp("states"), files)
 
@@ -568,6 +569,17 @@ def test_a_percent_sign_in_the_project_folder_names_that_folder(
     assert ok(data["folder_replace"], data)["status"] == "applied"
     assert data["folder_text"] == "INNER\n"
     assert data["folder_decoy"] == "decoy\n"
+
+
+def test_crlf_text_written_into_a_crlf_files_buffer_is_saved_as_crlf(
+    buffer_states: dict[str, Any],
+) -> None:
+    data = buffer_states
+    assert data["dos_eol"] == 1  # dos: the buffer shows "\n", the file has CRLF
+    assert ok(data["dos_write"], data)["status"] == "applied"
+    # No CR characters in the buffer: saved as CR CR LF they were a corrupted file.
+    assert data["dos_text"] == "ONE\ntwo\nthree\n"
+    assert data["dos_disk"] == "ONE\r\ntwo\r\nthree\r\n"
 
 
 def test_a_server_that_dies_mid_edit_is_not_reported_as_an_answer(

@@ -13,6 +13,8 @@
 ;;    agentEdit/saveDocuments arrives: the typing was saved with the edit, "saved: true".
 ;; 6. A project folder with a percent sign ("pro%41j", next to "proAj"): the server's workspace
 ;;    was "proAj", whose a.txt it read instead of the buffer of "pro%41j/a.txt".
+;; 7. A CRLF file (Emacs shows it with "\n", buffer-file-coding-system dos) written whole with
+;;    CRLF text: the CRs went into the buffer as characters and were saved as CR CR LF.
 ;; 5. The server dies while an edit is on its way (last: it ends the session): the agent was told
 ;;    "the server answered with a JSON-RPC error ... check the arguments".
 
@@ -84,6 +86,17 @@
                 (agent-edit-replace '(:path "a.txt" :oldText "inner" :newText "INNER"))))
    (h-observe "folder_text" (h-text buf))
    (h-observe "folder_decoy" (h-disk "proAj/a.txt")))
+ ;; 7. CRLF text written into a CRLF file's buffer.
+ (let ((buf (h-open "dos.txt")))
+   (h-observe "dos_eol" (coding-system-eol-type (buffer-local-value 'buffer-file-coding-system buf)))
+   (agent-edit-read '(:path "dos.txt"))
+   (h-observe "dos_write"
+              (agent-edit-execute "write" '(:path "dos.txt" :text "ONE\r\ntwo\r\nthree\r\n")))
+   (h-observe "dos_text" (h-text buf))
+   (h-observe "dos_disk"
+              (with-temp-buffer
+                (insert-file-contents-literally (expand-file-name "dos.txt" h-root))
+                (buffer-string))))
  ;; 5. The server is killed when its applyEdit arrives, the agent waiting asynchronously.
  (let ((buf (h-open "died.txt"))
        (kill (lambda (server &rest _) (signal-process (jsonrpc--process server) 'SIGKILL)))
