@@ -435,15 +435,23 @@ undoing what landed (`agent-edit--apply-all-or-nothing')."
   "Save the current buffer exactly as it is: the text the server verified.
 A save for the server must not change the text: no final newline
 added (`require-final-newline'), no `before-save-hook' (whitespace
-cleanup, formatters), whose changes no agent saw or asked for.  A save
-that fails leaves the buffer modified, and it is then reported as not
-saved."
+cleanup, formatters), whose changes no agent saw or asked for.  Nor
+its file's encoding: text the file's coding system cannot hold (an
+emoji into a Latin-1 file) is not saved, since Emacs would ask for
+another coding system in the middle of the agent's edit, or re-encode
+every line of the file.  A save that fails or is not made leaves the
+buffer modified, and it is then reported as not saved."
   (let ((save-silently t)
         (inhibit-message t)
         (require-final-newline nil)
         (before-save-hook nil))
-    (with-demoted-errors "agent-edit: could not save: %S"
-      (save-buffer))))
+    (unless (and buffer-file-coding-system
+                 (save-restriction
+                   (widen)
+                   (unencodable-char-position (point-min) (point-max)
+                                              buffer-file-coding-system)))
+      (with-demoted-errors "agent-edit: could not save: %S"
+        (save-buffer)))))
 
 (defun agent-edit--settle-opened (had-buffer)
   "Save and close the buffers eglot opened to edit files that were not open.

@@ -582,6 +582,16 @@ def test_crlf_text_written_into_a_crlf_files_buffer_is_saved_as_crlf(
     assert data["dos_disk"] == "ONE\r\ntwo\r\nthree\r\n"
 
 
+def test_a_save_for_the_server_does_not_re_encode_the_file(buffer_states: dict[str, Any]) -> None:
+    data = buffer_states
+    result = ok(data["latin1_result"], data)
+    # Latin-1 cannot hold the emoji: the buffer stays modified, unsaved, and the agent is told;
+    # the file keeps its bytes (no prompt for a coding system, no UTF-8 re-encoding of "caf\xe9").
+    assert result["saved"] is False, result
+    assert data["latin1_modified"] is True
+    assert bytes.fromhex(data["latin1_disk"]) == b"caf\xe9\nend\n"
+
+
 def test_a_server_that_dies_mid_edit_is_not_reported_as_an_answer(
     buffer_states: dict[str, Any],
 ) -> None:

@@ -15,6 +15,8 @@
 ;;    was "proAj", whose a.txt it read instead of the buffer of "pro%41j/a.txt".
 ;; 7. A CRLF file (Emacs shows it with "\n", buffer-file-coding-system dos) written whole with
 ;;    CRLF text: the CRs went into the buffer as characters and were saved as CR CR LF.
+;; 8. A Latin-1 file, clean, gets an emoji from the agent: the save Emacs made for the server
+;;    re-encoded the whole file as UTF-8 in batch (and asks for a coding system in a session).
 ;; 5. The server dies while an edit is on its way (last: it ends the session): the agent was told
 ;;    "the server answered with a JSON-RPC error ... check the arguments".
 
@@ -97,6 +99,19 @@
               (with-temp-buffer
                 (insert-file-contents-literally (expand-file-name "dos.txt" h-root))
                 (buffer-string))))
+ ;; 8. An emoji into a Latin-1 file.
+ (let ((coding-system-for-write 'iso-latin-1-unix))
+   (write-region "caf\u00e9\nend\n" nil (expand-file-name "latin1.txt" h-root)))
+ (let ((buf (let ((coding-system-for-read 'iso-latin-1-unix))
+              (h-open "latin1.txt"))))
+   (h-observe "latin1_result"
+              (agent-edit-replace '(:path "latin1.txt" :oldText "end" :newText "end \U0001F600")))
+   (h-observe "latin1_modified" (buffer-modified-p buf))
+   (h-observe "latin1_disk"
+              (with-temp-buffer
+                (set-buffer-multibyte nil)
+                (insert-file-contents-literally (expand-file-name "latin1.txt" h-root))
+                (mapconcat (lambda (byte) (format "%02x" byte)) (buffer-string) ""))))
  ;; 5. The server is killed when its applyEdit arrives, the agent waiting asynchronously.
  (let ((buf (h-open "died.txt"))
        (kill (lambda (server &rest _) (signal-process (jsonrpc--process server) 'SIGKILL)))
