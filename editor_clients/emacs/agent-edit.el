@@ -254,7 +254,9 @@ Marks the connection of an agent-edit server, whose workspace URIs
 `agent-edit--around-path-to-uri' escapes."
   (let ((agent-edit--connecting
          (and (symbolp class)
-              (or (eq class 'agent-edit-server) (child-of-class-p class 'agent-edit-server)))))
+              (or (eq class 'agent-edit-server)
+                  ;; Never an error of ours in another server's start.
+                  (ignore-errors (child-of-class-p class 'agent-edit-server))))))
     (apply connect managed-modes project class args)))
 
 (advice-add 'eglot--connect :around #'agent-edit--around-connect)
