@@ -455,6 +455,10 @@ buffer modified, and it is then reported as not saved."
       (with-demoted-errors "agent-edit: could not save: %S"
         (save-buffer)))))
 
+(defvar agent-edit--saved-closed (make-hash-table :test #'equal)
+  "Files `agent-edit--settle-opened' saved and closed after an edit.
+Their buffers are gone when the server asks to save them: saved already.")
+
 (defun agent-edit--settle-opened (had-buffer)
   "Save and close the buffers eglot opened to edit files that were not open.
 HAD-BUFFER maps each edited file to the buffer it had before the edit.
@@ -466,6 +470,7 @@ disk; leaving them in modified buffers nobody opened would hide them."
         (with-current-buffer buf
           (when (buffer-modified-p) (agent-edit--save-as-is)))
         (unless (buffer-modified-p buf)
+          (puthash path t agent-edit--saved-closed)
           (kill-buffer buf))))))
 
 (cl-defmethod eglot-handle-request
@@ -502,8 +507,12 @@ Answers {saved: [uri...]}: the URIs whose file on disk now shows the buffer."
                (buf (find-buffer-visiting path)))
           (cond
            ((null buf)
-            ;; Closed already (a file that was not open is saved when it is applied).
-            (when (file-exists-p path) (push uri saved)))
+            ;; Closed already: saved if the package closed it after saving it (a file that was
+            ;; not open is saved when it is applied); a buffer the user killed since the edit
+            ;; may have been killed unsaved, the edit with it.
+            (when (and (gethash path agent-edit--saved-closed) (file-exists-p path))
+              (push uri saved))
+            (remhash path agent-edit--saved-closed))
            ((gethash path agent-edit--dirty-before) nil)
            ;; Typed into since the edit (the request comes after the server verified it).
            ((not (eql (gethash (buffer-file-name buf) agent-edit--tick-after)

@@ -500,6 +500,7 @@ def buffer_states(emacs: str, tmp_path_factory: pytest.TempPathFactory) -> dict[
         "pro%41j/a.txt": "inner\n",
         "proAj/a.txt": "decoy\n",
         "dos.txt": "one\r\ntwo\r\n",
+        "killed.txt": "k1\n",
     }
     return run_scenario(emacs, "buffer_states", tmp_path_factory.mktemp("states"), files)
 
@@ -590,6 +591,17 @@ def test_a_save_for_the_server_does_not_re_encode_the_file(buffer_states: dict[s
     assert result["saved"] is False, result
     assert data["latin1_modified"] is True
     assert bytes.fromhex(data["latin1_disk"]) == b"caf\xe9\nend\n"
+
+
+def test_a_buffer_killed_unsaved_before_the_save_is_not_called_saved(
+    buffer_states: dict[str, Any],
+) -> None:
+    data = buffer_states
+    assert data["killed_killed"] is True, "the save request never came"
+    result = ok(data["killed_result"], data)
+    # The user threw the edit away with the buffer: the disk holds the old text, so not saved.
+    assert data["killed_disk"] == "k1\n"
+    assert result["saved"] is False, result
 
 
 def test_a_server_that_dies_mid_edit_is_not_reported_as_an_answer(

@@ -17,6 +17,8 @@
 ;;    CRLF text: the CRs went into the buffer as characters and were saved as CR CR LF.
 ;; 8. A Latin-1 file, clean, gets an emoji from the agent: the save Emacs made for the server
 ;;    re-encoded the whole file as UTF-8 in batch (and asks for a coding system in a session).
+;; 9. The user kills the edited buffer, unsaved, before the server's save request: the edit is
+;;    gone with it, yet the package answered "saved".
 ;; 5. The server dies while an edit is on its way (last: it ends the session): the agent was told
 ;;    "the server answered with a JSON-RPC error ... check the arguments".
 
@@ -28,6 +30,17 @@
 
 (defvar buffer-states--type-before-save nil
   "The buffer the user types into when the server's save request arrives.")
+
+(defvar buffer-states--kill-before-save nil
+  "The buffer the user kills, unsaved, when the server's save request arrives.")
+
+(defun buffer-states--killing-before-save (_conn message)
+  "Kill `buffer-states--kill-before-save' unsaved as MESSAGE, a save request, arrives."
+  (when (and buffer-states--kill-before-save
+             (equal (plist-get message :method) "agentEdit/saveDocuments"))
+    (with-current-buffer buffer-states--kill-before-save (set-buffer-modified-p nil))
+    (kill-buffer buffer-states--kill-before-save)
+    (setq buffer-states--kill-before-save nil)))
 
 (defun buffer-states--typing-before-save (_conn message)
   "Type into `buffer-states--type-before-save' as MESSAGE, a save request, arrives."
@@ -112,6 +125,13 @@
                 (set-buffer-multibyte nil)
                 (insert-file-contents-literally (expand-file-name "latin1.txt" h-root))
                 (mapconcat (lambda (byte) (format "%02x" byte)) (buffer-string) ""))))
+ ;; 9. Killed unsaved before the save request.
+ (setq buffer-states--kill-before-save (h-open "killed.txt"))
+ (advice-add 'jsonrpc-connection-receive :before #'buffer-states--killing-before-save)
+ (h-observe "killed_result" (agent-edit-replace '(:path "killed.txt" :oldText "k1" :newText "K1")))
+ (advice-remove 'jsonrpc-connection-receive #'buffer-states--killing-before-save)
+ (h-observe "killed_killed" (null buffer-states--kill-before-save))
+ (h-observe "killed_disk" (h-disk "killed.txt"))
  ;; 5. The server is killed when its applyEdit arrives, the agent waiting asynchronously.
  (let ((buf (h-open "died.txt"))
        (kill (lambda (server &rest _) (signal-process (jsonrpc--process server) 'SIGKILL)))
