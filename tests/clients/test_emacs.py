@@ -501,6 +501,7 @@ def buffer_states(emacs: str, tmp_path_factory: pytest.TempPathFactory) -> dict[
         "proAj/a.txt": "decoy\n",
         "dos.txt": "one\r\ntwo\r\n",
         "killed.txt": "k1\n",
+        "cr.txt": "x\ry\nz1\nz2\n",
     }
     return run_scenario(emacs, "buffer_states", tmp_path_factory.mktemp("states"), files)
 
@@ -602,6 +603,18 @@ def test_a_buffer_killed_unsaved_before_the_save_is_not_called_saved(
     # The user threw the edit away with the buffer: the disk holds the old text, so not saved.
     assert data["killed_disk"] == "k1\n"
     assert result["saved"] is False, result
+
+
+def test_a_lone_carriage_return_is_refused_not_miscounted(buffer_states: dict[str, Any]) -> None:
+    data = buffer_states
+    # eglot and LSP count lines differently from the lone CR on: the edit is refused up front
+    # (nothing lands a line off), and so is a read whose text the server may have wrong.
+    result = refused(data["cr_result"], data)
+    assert result["code"] == "UNSUPPORTED", result
+    assert result["committed"] == [], result
+    assert "carriage return" in result["message"], result
+    assert data["cr_text"] == "x\ry\nz1\nz2\n"
+    assert refused(data["cr_read"], data)["code"] == "UNSUPPORTED"
 
 
 def test_a_server_that_dies_mid_edit_is_not_reported_as_an_answer(

@@ -19,6 +19,9 @@
 ;;    re-encoded the whole file as UTF-8 in batch (and asks for a coding system in a session).
 ;; 9. The user kills the edited buffer, unsaved, before the server's save request: the edit is
 ;;    gone with it, yet the package answered "saved".
+;; 10. A file with a carriage return alone mid-line ("x\ry"): LSP ends a line there, eglot does
+;;    not, so the server's line 3 was eglot's line 2: an edit landed a line off (PARTIAL) and
+;;    the user's typing after it went into the server's copy at the wrong line.
 ;; 5. The server dies while an edit is on its way (last: it ends the session): the agent was told
 ;;    "the server answered with a JSON-RPC error ... check the arguments".
 
@@ -132,6 +135,12 @@
  (advice-remove 'jsonrpc-connection-receive #'buffer-states--killing-before-save)
  (h-observe "killed_killed" (null buffer-states--kill-before-save))
  (h-observe "killed_disk" (h-disk "killed.txt"))
+ ;; 10. A lone CR.
+ (let ((buf (h-open "cr.txt")))
+   (h-observe "cr_result" (agent-edit-replace '(:path "cr.txt" :oldText "z2" :newText "Z2")))
+   (h-observe "cr_text" (h-text buf))
+   (h-type buf "typed\n" (with-current-buffer buf (point-max)))
+   (h-observe "cr_read" (agent-edit-read '(:path "cr.txt"))))
  ;; 5. The server is killed when its applyEdit arrives, the agent waiting asynchronously.
  (let ((buf (h-open "died.txt"))
        (kill (lambda (server &rest _) (signal-process (jsonrpc--process server) 'SIGKILL)))
