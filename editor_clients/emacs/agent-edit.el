@@ -240,7 +240,10 @@ applyEdit answer, so the server can verify it."
 ;;;; File names with a percent sign
 
 (defconst agent-edit--uri-path-allowed-chars
-  (let ((chars (copy-sequence eglot--uri-path-allowed-chars)))
+  (let ((chars (copy-sequence (if (boundp 'eglot--uri-path-allowed-chars)
+                                  eglot--uri-path-allowed-chars
+                                url-path-allowed-chars))))
+    (aset chars ?: nil)
     (aset chars ?% nil)
     chars)
   "eglot's characters left as they are in a URI's path, without the percent sign.")
@@ -276,7 +279,10 @@ Only for agent-edit's server: its workspace and the buffers it manages."
         (apply path-to-uri path args))
     (apply path-to-uri path args)))
 
-(advice-add 'eglot-path-to-uri :around #'agent-edit--around-path-to-uri)
+(advice-add (if (or (fboundp 'eglot-path-to-uri) (not (fboundp 'eglot--path-to-uri)))
+                'eglot-path-to-uri
+              'eglot--path-to-uri)          ; its name before eglot 1.16 (Emacs 29)
+            :around #'agent-edit--around-path-to-uri)
 
 ;;;; workspace/applyEdit
 
