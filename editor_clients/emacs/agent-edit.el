@@ -208,7 +208,12 @@ eglot otherwise sends them from an idle timer, and increases its
 version counter only when it does."
   (with-current-buffer (or buffer (current-buffer))
     (when eglot--managed-mode
-      (eglot--signal-textDocument/didChange))))
+      ;; Widened: track-changes refuses (an assertion) to hand over a change outside the
+      ;; user's narrowing, which an agent edit elsewhere in the file is.  The change would
+      ;; then stay unsent and the edit that landed be reported as refused.
+      (save-restriction
+        (widen)
+        (eglot--signal-textDocument/didChange)))))
 
 (defun agent-edit--ours-p ()
   "Whether the current buffer is managed by the server whose edit is applied."
@@ -231,6 +236,53 @@ applyEdit answer, so the server can verify it."
         (when ours (agent-edit--flush))))))
 
 (advice-add 'eglot--apply-text-edits :around #'agent-edit--around-apply-text-edits)
+
+;;;; File names with a percent sign
+
+(defconst agent-edit--uri-path-allowed-chars
+  (let ((chars (copy-sequence (if (boundp 'eglot--uri-path-allowed-chars)
+                                  eglot--uri-path-allowed-chars
+                                url-path-allowed-chars))))
+    (aset chars ?: nil)
+    (aset chars ?% nil)
+    chars)
+  "eglot's characters left as they are in a URI's path, without the percent sign.")
+
+(defvar agent-edit--connecting nil
+  "Non-nil while eglot connects an agent-edit server (its root and folders' URIs).")
+
+(defun agent-edit--around-connect (connect managed-modes project class &rest args)
+  "Around `eglot--connect': CONNECT with MANAGED-MODES, PROJECT, CLASS and ARGS.
+Marks the connection of an agent-edit server, whose workspace URIs
+`agent-edit--around-path-to-uri' escapes."
+  (let ((agent-edit--connecting
+         (and (symbolp class)
+              (or (eq class 'agent-edit-server)
+                  ;; Never an error of ours in another server's start.
+                  (ignore-errors (child-of-class-p class 'agent-edit-server))))))
+    (apply connect managed-modes project class args)))
+
+(advice-add 'eglot--connect :around #'agent-edit--around-connect)
+
+(defun agent-edit--around-path-to-uri (path-to-uri path &rest args)
+  "Around `eglot-path-to-uri': PATH-TO-URI with PATH and ARGS, percent escaped.
+eglot leaves a percent sign of a file name as it is, so the URI of
+\"p%20q.txt\" names \"p q.txt\": the server took that buffer for
+another file (a read of \"p q.txt\" showed its text), and took the file
+itself for one not open, whose edits it writes on the disk under the
+buffer's unsaved text; a project folder \"pro%41j\" was \"proAj\" to it.
+Only for agent-edit's server: its workspace and the buffers it manages."
+  (if (or agent-edit--connecting
+          (and (bound-and-true-p eglot--managed-mode)
+               (cl-typep eglot--cached-server 'agent-edit-server)))
+      (let ((eglot--uri-path-allowed-chars agent-edit--uri-path-allowed-chars))
+        (apply path-to-uri path args))
+    (apply path-to-uri path args)))
+
+(advice-add (if (or (fboundp 'eglot-path-to-uri) (not (fboundp 'eglot--path-to-uri)))
+                'eglot-path-to-uri
+              'eglot--path-to-uri)          ; its name before eglot 1.16 (Emacs 29)
+            :around #'agent-edit--around-path-to-uri)
 
 ;;;; workspace/applyEdit
 
@@ -292,6 +344,11 @@ stops at the first stale one)."
 (defvar agent-edit--dirty-before (make-hash-table :test #'equal)
   "Files whose buffers held unsaved text before an agent edit touched them.")
 
+(defvar agent-edit--tick-after (make-hash-table :test #'equal)
+  "Per file, its buffer's `buffer-chars-modified-tick' right after an agent edit.
+A save the server asks for afterwards is of that text only: typing
+since then is the user's own unsaved text.")
+
 (defun agent-edit--apply-workspace-edit (wedit)
   "Apply WEDIT with eglot's own function, passing `agent-edit' as its origin."
   (if (get 'eglot-confirm-server-edits 'custom-type)
@@ -321,34 +378,92 @@ was applied" kind))
           (if (and buf (buffer-modified-p buf))
               (puthash (car p) t agent-edit--dirty-before)
             (remhash (car p) agent-edit--dirty-before))))
-      (let ((agent-edit--applying server)
-            (agent-edit--applied nil))
-        (agent-edit--apply-workspace-edit wedit)
-        (let ((missing (cl-loop for (path edits _v) in prepared
-                                for buf = (find-buffer-visiting path)
-                                when (and (seq-some #'identity edits)
-                                          (not (memq buf agent-edit--applied)))
-                                collect path)))
-          (agent-edit--settle-opened had-buffer)
-          (if missing
-              (agent-edit--refuse
-               "not applied in Emacs (declined, or shown for review, per \
+      (let* ((agent-edit--applying server)
+             (agent-edit--applied nil)
+             (failed (agent-edit--apply-all-or-nothing wedit had-buffer)))
+        (if failed
+            (agent-edit--refuse "Emacs could not apply it (%s); nothing was applied" failed)
+          (let ((missing (cl-loop for (path edits _v) in prepared
+                                  for buf = (find-buffer-visiting path)
+                                  when (and (seq-some #'identity edits)
+                                            (not (memq buf agent-edit--applied)))
+                                  collect path)))
+            (dolist (buf agent-edit--applied)
+              (when (and (buffer-live-p buf) (buffer-file-name buf))
+                (puthash (buffer-file-name buf) (buffer-chars-modified-tick buf)
+                         agent-edit--tick-after)))
+            (agent-edit--settle-opened had-buffer)
+            (if missing
+                (agent-edit--refuse
+                 "not applied in Emacs (declined, or shown for review, per \
 eglot-confirm-server-edits): %s" (string-join missing ", "))
-            (list :applied t))))))))
+              (list :applied t)))))))))
+
+(defun agent-edit--apply-all-or-nothing (wedit had-buffer)
+  "Apply WEDIT; if Emacs fails part-way, put back what landed and say why.
+Returns nil when it applied, else the error's message.  HAD-BUFFER maps
+each file to the buffer it had before.  eglot applies file by file: an
+error at the second file (a read-only buffer, a failing hook) left the
+first one changed.  Undone here, every refusal of this package means that
+nothing landed, which it tells the server (failureHandling
+transactional, see `eglot-client-capabilities' below); the server then
+reports such a refusal as one, not as a partial edit."
+  (let ((group (cl-loop for buf in (delete-dups (delq nil (mapcar #'cdr had-buffer)))
+                        when (buffer-live-p buf)
+                        nconc (prepare-change-group buf))))
+    (activate-change-group group)
+    (condition-case err
+        (progn
+          (agent-edit--apply-workspace-edit wedit)
+          (accept-change-group group)
+          nil)
+      ((error quit)
+       (cancel-change-group group)
+       (dolist (buf agent-edit--applied)
+         (when (buffer-live-p buf)
+           (if (rassq buf had-buffer)
+               (agent-edit--flush buf)  ; the server saw the edit land: now it sees it undone
+             ;; Opened by eglot for this edit: closed again, unsaved.
+             (with-current-buffer buf (set-buffer-modified-p nil))
+             (kill-buffer buf))))
+       (error-message-string err)))))
+
+(cl-defmethod eglot-client-capabilities ((_server agent-edit-server))
+  "eglot's capabilities, with the transactional failure handling this package adds.
+Every refusal the package answers comes before any change or after
+undoing what landed (`agent-edit--apply-all-or-nothing')."
+  (let* ((caps (cl-call-next-method))
+         (workspace (plist-get caps :workspace))
+         (edit (copy-sequence (plist-get workspace :workspaceEdit))))
+    (plist-put caps :workspace
+               (plist-put workspace :workspaceEdit
+                          (plist-put edit :failureHandling "transactional")))))
 
 (defun agent-edit--save-as-is ()
   "Save the current buffer exactly as it is: the text the server verified.
 A save for the server must not change the text: no final newline
 added (`require-final-newline'), no `before-save-hook' (whitespace
-cleanup, formatters), whose changes no agent saw or asked for.  A save
-that fails leaves the buffer modified, and it is then reported as not
-saved."
+cleanup, formatters), whose changes no agent saw or asked for.  Nor
+its file's encoding: text the file's coding system cannot hold (an
+emoji into a Latin-1 file) is not saved, since Emacs would ask for
+another coding system in the middle of the agent's edit, or re-encode
+every line of the file.  A save that fails or is not made leaves the
+buffer modified, and it is then reported as not saved."
   (let ((save-silently t)
         (inhibit-message t)
         (require-final-newline nil)
         (before-save-hook nil))
-    (with-demoted-errors "agent-edit: could not save: %S"
-      (save-buffer))))
+    (unless (and buffer-file-coding-system
+                 (save-restriction
+                   (widen)
+                   (unencodable-char-position (point-min) (point-max)
+                                              buffer-file-coding-system)))
+      (with-demoted-errors "agent-edit: could not save: %S"
+        (save-buffer)))))
+
+(defvar agent-edit--saved-closed (make-hash-table :test #'equal)
+  "Files `agent-edit--settle-opened' saved and closed after an edit.
+Their buffers are gone when the server asks to save them: saved already.")
 
 (defun agent-edit--settle-opened (had-buffer)
   "Save and close the buffers eglot opened to edit files that were not open.
@@ -361,6 +476,7 @@ disk; leaving them in modified buffers nobody opened would hide them."
         (with-current-buffer buf
           (when (buffer-modified-p) (agent-edit--save-as-is)))
         (unless (buffer-modified-p buf)
+          (puthash path t agent-edit--saved-closed)
           (kill-buffer buf))))))
 
 (cl-defmethod eglot-handle-request
@@ -397,9 +513,17 @@ Answers {saved: [uri...]}: the URIs whose file on disk now shows the buffer."
                (buf (find-buffer-visiting path)))
           (cond
            ((null buf)
-            ;; Closed already (a file that was not open is saved when it is applied).
-            (when (file-exists-p path) (push uri saved)))
+            ;; Closed already: saved if the package closed it after saving it (a file that was
+            ;; not open is saved when it is applied); a buffer the user killed since the edit
+            ;; may have been killed unsaved, the edit with it.
+            (when (and (gethash path agent-edit--saved-closed) (file-exists-p path))
+              (push uri saved))
+            (remhash path agent-edit--saved-closed))
            ((gethash path agent-edit--dirty-before) nil)
+           ;; Typed into since the edit (the request comes after the server verified it).
+           ((not (eql (gethash (buffer-file-name buf) agent-edit--tick-after)
+                      (buffer-chars-modified-tick buf)))
+            nil)
            (t (with-current-buffer buf
                 (when (buffer-modified-p) (agent-edit--save-as-is))
                 (unless (buffer-modified-p) (push uri saved))))))))
@@ -419,14 +543,23 @@ CODE, MESSAGE, HINT and DETAILS as in those."
          (message (or (alist-get 'jsonrpc-error-message data)
                       (plist-get data :message)
                       (format "%S" data))))
-    (if (equal message "Timed out")
-        (agent-edit--failure
-         "TIMEOUT" (format "no answer from the server within %s s" agent-edit-timeout)
-         "Read the file again before retrying: the edit may still have been applied.")
+    (cond
+     ((equal message "Timed out")
+      (agent-edit--failure
+       "TIMEOUT" (format "no answer from the server within %s s" agent-edit-timeout)
+       "Read the file again before retrying: the edit may still have been applied."))
+     ((equal message "Server died")
+      ;; jsonrpc's own error when the process ends with the request unanswered: not an answer,
+      ;; and nothing says the edit did not land, so "check the arguments" would mislead.
+      (agent-edit--failure
+       "NO_SERVER" "the agent-edit server stopped before answering"
+       "The edit may have been applied: start the server again (M-x agent-edit-start), then \
+read the files and agentEdit.history before retrying."))
+     (t
       (agent-edit--failure
        "RPC_ERROR" (format "the server answered with a JSON-RPC error: %s" message)
        "Check the arguments against the command (a malformed argument is InvalidParams)."
-       (list :rpcCode (or (alist-get 'jsonrpc-error-code data) (plist-get data :code)))))))
+       (list :rpcCode (or (alist-get 'jsonrpc-error-code data) (plist-get data :code))))))))
 
 (defun agent-edit--result (result)
   "RESULT when it is a result plist, else a failure saying it was not."

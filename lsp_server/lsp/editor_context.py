@@ -5,12 +5,14 @@ and the session of one caller (the editor's own agents, or another client given 
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, TypeVar
 
 from lsp_server.actions.links import LinkRule
 from lsp_server.actions.paths import Resolved
 from lsp_server.actions.session import Session
+from lsp_server.engine import errors
 from lsp_server.engine.errors import Code, EditError
 from lsp_server.engine.history import History
 from lsp_server.engine.model import Plan
@@ -23,6 +25,8 @@ if TYPE_CHECKING:
     from lsp_server.lsp.server import AgentEditServer
 
 T = TypeVar("T")
+
+_LONE_CR = re.compile(r"\r(?!\n)")
 
 
 class EditorContext:
@@ -73,7 +77,7 @@ class EditorContext:
         return Resolved(name, r.abs_path)
 
     def snapshot(self, where: Resolved) -> Snapshot:
-        return self.server.snapshot(where)
+        return self._lines_agree(self.server.snapshot(where))
 
     def open_id(self, where: Resolved) -> int | None:
         doc = self.server.store.by_path(where.abs_path)
@@ -83,7 +87,33 @@ class EditorContext:
         doc = self.server.store.by_path(where.abs_path)
         if doc is not None:
             doc.sha256  # noqa: B018 - hashed by the document, which keeps marks for later edits
-        return self.server.snapshot(where)
+        return self._lines_agree(self.server.snapshot(where))
+
+    def _lines_agree(self, snap: Snapshot) -> Snapshot:
+        """`snap`, unless it is a buffer of an editor that counts lines otherwise than LSP.
+
+        LSP ends a line at a CR alone too; eglot only at LF, so from a CR not followed by LF on,
+        its line numbers and the server's differ: an edit landed on the wrong line (as PARTIAL)
+        and the didChange of the user's typing there was spliced in at the wrong line, so what
+        the server reads of that buffer is no longer what it shows. Refused, with the line.
+        """
+        if snap.source != "buffer" or not self.server.lone_cr_in_line or not snap.has_cr:
+            return snap
+        at = _LONE_CR.search(snap.text)
+        if at is None:
+            return snap
+        line = snap.text.count("\n", 0, at.start()) + 1
+        raise errors.unsupported(
+            f"{snap.path} has a carriage return not followed by a line feed (line {line} as the "
+            "editor counts): this editor does not end a line there while LSP does, so positions "
+            "in the file mean different lines to it and to the server, and an edit or a read "
+            "through it could be wrong.",
+            "Remove the lone carriage return (or convert the file's line endings), save, and "
+            "reopen the file in the editor (Emacs: M-x revert-buffer), since the server's copy "
+            "of the buffer may differ from it already; then read the file again.",
+            path=snap.path,
+            line=line,
+        )
 
     def plan_patch(self, patch: str, snapshot: Callable[[str], Snapshot]) -> Plan:
         return self.links.plan(patch, snapshot)

@@ -137,6 +137,7 @@ class AgentEditServer(LanguageServer):
         self.edit_lock = asyncio.Lock()
         self.history = History()  # replaced by the workspace's journal-backed one at initialize
         self.start_messages: list[str] = []  # shown at `initialized`
+        self.lone_cr_in_line = False  # set from the client's name at `initialize`
         self.pending = PendingEdits(
             self.store, lambda: self.history, self.snapshot, self._warn_user
         )
@@ -166,6 +167,8 @@ class AgentEditServer(LanguageServer):
         self.settings = self.settings.updated(params.initialization_options)
         self.verifier.reports_late = reports_late_by_name(client)
         self.store.lf_lines = lf_lines_by_name(client)
+        # eglot ends lines at LF only, not at a lone CR as LSP does (editor_context.py).
+        self.lone_cr_in_line = "eglot" in (client or "").lower()
         policy, problems = initial_policy(roots, params.initialization_options)
         for problem in problems:
             log.error("%s; that setting is ignored", problem)

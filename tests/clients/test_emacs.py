@@ -466,14 +466,13 @@ def test_patch_with_a_stale_second_file_applies_nothing(attacks: dict[str, Any])
     data = attacks
     result = refused(data["stale_result"], data)
     assert "two.txt" in json.dumps(result), result
-    # Refused before the first file was touched: no rollback needed, none pretended. The user's
-    # typing makes two.txt show neither the old nor the new text, and eglot does not promise a
-    # transactional refusal, so the server may only name it "changed otherwise" (PARTIAL with
-    # nothing committed), never "nothing was changed".
-    assert result["code"] in ("CLIENT_REJECTED", "STALE", "PARTIAL"), result
-    if result["code"] == "PARTIAL":
-        states = {f["path"]: f["state"] for f in result["details"]["files"]}
-        assert states == {"one.txt": "not-applied", "two.txt": "changed-otherwise"}, result
+    # Refused before the first file was touched: no rollback needed, none pretended. The package
+    # advertises its refusals as transactional (it undoes what landed before refusing), so the
+    # server says so: rejected, with two.txt "changed otherwise" by the user's typing. Without
+    # that it could only call it PARTIAL ("some changes landed"), with nothing committed.
+    assert result["code"] == "CLIENT_REJECTED", result
+    states = {f["path"]: f["state"] for f in result["details"]["files"]}
+    assert states == {"one.txt": "not-applied", "two.txt": "changed-otherwise"}, result
     assert result["committed"] == [], result
     assert data["stale_one"] == "one\n"
     assert data["stale_two"] == "typed\ntwo\n"
@@ -486,6 +485,148 @@ def test_users_unsaved_text_is_not_saved_when_the_server_asks(attacks: dict[str,
     assert data["dirty_modified"] is True
     assert data["dirty_disk"] == "one\n"
     assert result["saved"] is False
+
+
+@pytest.fixture(scope="module")
+def buffer_states(emacs: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    files = {
+        "narrow.txt": "l1\nl2\nl3\nl4\nl5\n",
+        "p%20q.txt": "percent\n",
+        "p q.txt": "space\n",
+        "one.txt": "one\n",
+        "two.txt": "two\n",
+        "save.txt": "s1\n",
+        "died.txt": "d1\n",
+        "pro%41j/a.txt": "inner\n",
+        "proAj/a.txt": "decoy\n",
+        "dos.txt": "one\r\ntwo\r\n",
+        "killed.txt": "k1\n",
+        "cr.txt": "x\ry\nz1\nz2\n",
+    }
+    return run_scenario(emacs, "buffer_states", tmp_path_factory.mktemp("states"), files)
+
+
+def test_edit_outside_the_users_narrowing_is_applied_and_verified(
+    buffer_states: dict[str, Any],
+) -> None:
+    data = buffer_states
+    # It landed: the server must see it (not "refused, nothing was changed") and the buffer and
+    # the server agree afterwards; the user's narrowing is kept.
+    assert ok(data["narrow_result"], data)["status"] == "applied"
+    assert data["narrow_text"] == "l1\nL2\nL2b\nl3\nl4\nl5\n"
+    assert data["narrow_visible"] == "l4\nl5\n"
+    assert ok(data["narrow_read"], data)["text"] == data["narrow_text"]
+
+
+def test_a_percent_sign_in_a_file_name_names_that_file(buffer_states: dict[str, Any]) -> None:
+    data = buffer_states
+    # "p q.txt" is not open: its disk text, not the text of the buffer of "p%20q.txt".
+    read = ok(data["space_read"], data)
+    assert (read["source"], read["text"]) == ("disk", "space\n"), read
+    # "p%20q.txt" is open: the edit goes into its buffer, over nothing the server has not seen,
+    # and the user's unsaved typing is neither lost nor saved.
+    result = ok(data["percent_result"], data)
+    assert result["files"][0]["version"] is not None, result
+    assert data["percent_text"] == "PERCENT\ntyped\n"
+    assert data["percent_disk"] == "percent\n"
+
+
+def test_a_patch_emacs_fails_part_way_is_refused_with_nothing_changed(
+    buffer_states: dict[str, Any],
+) -> None:
+    data = buffer_states
+    result = refused(data["readonly_result"], data)
+    # The package undid the first file and answers a refusal it advertises as transactional:
+    # the agent is told plainly that nothing changed (not PARTIAL, not UNVERIFIED) and why.
+    assert result["code"] == "CLIENT_REJECTED", result
+    assert "read-only" in result["message"], result
+    assert result["committed"] == [], result
+    states = {f["path"]: f["state"] for f in result["details"]["files"]}
+    assert states == {"one.txt": "not-applied", "two.txt": "not-applied"}, result
+    assert (data["readonly_one"], data["readonly_two"]) == ("one\n", "two\n")
+    assert data["readonly_one_modified"] is None
+    assert ok(data["readonly_one_read"], data)["text"] == "one\n"
+
+
+def test_typing_after_the_edit_is_not_saved_with_it(buffer_states: dict[str, Any]) -> None:
+    data = buffer_states
+    assert data["save_typed"] is True, "the save request never came"
+    result = ok(data["save_result"], data)
+    # The buffer was clean before the edit, but the user typed before the save request came:
+    # their text is not written behind their back, and the agent is not told its edit is saved.
+    assert data["save_text"] == "S1\ntyped after\n"
+    assert data["save_modified"] is True
+    assert data["save_disk"] == "s1\n"
+    assert result["saved"] is False, result
+    assert result["files"][0]["saved"] is False, result
+
+
+def test_a_percent_sign_in_the_project_folder_names_that_folder(
+    buffer_states: dict[str, Any],
+) -> None:
+    data = buffer_states
+    # The workspace is "pro%41j", not "proAj": its open buffer is read and edited.
+    read = ok(data["folder_read"], data)
+    assert (read["source"], read["text"]) == ("buffer", "inner\n"), read
+    assert ok(data["folder_replace"], data)["status"] == "applied"
+    assert data["folder_text"] == "INNER\n"
+    assert data["folder_decoy"] == "decoy\n"
+
+
+def test_crlf_text_written_into_a_crlf_files_buffer_is_saved_as_crlf(
+    buffer_states: dict[str, Any],
+) -> None:
+    data = buffer_states
+    assert data["dos_eol"] == 1  # dos: the buffer shows "\n", the file has CRLF
+    assert ok(data["dos_write"], data)["status"] == "applied"
+    # No CR characters in the buffer: saved as CR CR LF they were a corrupted file.
+    assert data["dos_text"] == "ONE\ntwo\nthree\n"
+    assert data["dos_disk"] == "ONE\r\ntwo\r\nthree\r\n"
+
+
+def test_a_save_for_the_server_does_not_re_encode_the_file(buffer_states: dict[str, Any]) -> None:
+    data = buffer_states
+    result = ok(data["latin1_result"], data)
+    # Latin-1 cannot hold the emoji: the buffer stays modified, unsaved, and the agent is told;
+    # the file keeps its bytes (no prompt for a coding system, no UTF-8 re-encoding of "caf\xe9").
+    assert result["saved"] is False, result
+    assert data["latin1_modified"] is True
+    assert bytes.fromhex(data["latin1_disk"]) == b"caf\xe9\nend\n"
+
+
+def test_a_buffer_killed_unsaved_before_the_save_is_not_called_saved(
+    buffer_states: dict[str, Any],
+) -> None:
+    data = buffer_states
+    assert data["killed_killed"] is True, "the save request never came"
+    result = ok(data["killed_result"], data)
+    # The user threw the edit away with the buffer: the disk holds the old text, so not saved.
+    assert data["killed_disk"] == "k1\n"
+    assert result["saved"] is False, result
+
+
+def test_a_lone_carriage_return_is_refused_not_miscounted(buffer_states: dict[str, Any]) -> None:
+    data = buffer_states
+    # eglot and LSP count lines differently from the lone CR on: the edit is refused up front
+    # (nothing lands a line off), and so is a read whose text the server may have wrong.
+    result = refused(data["cr_result"], data)
+    assert result["code"] == "UNSUPPORTED", result
+    assert result["committed"] == [], result
+    assert "carriage return" in result["message"], result
+    assert data["cr_text"] == "x\ry\nz1\nz2\n"
+    assert refused(data["cr_read"], data)["code"] == "UNSUPPORTED"
+
+
+def test_a_server_that_dies_mid_edit_is_not_reported_as_an_answer(
+    buffer_states: dict[str, Any],
+) -> None:
+    data = buffer_states
+    result = refused(data["died_result"], data)
+    # Not "the server answered with a JSON-RPC error, check the arguments": it stopped, and the
+    # agent must look before retrying (as the Neovim client says: NO_SERVER).
+    assert result["code"] == "NO_SERVER", result
+    assert "stopped" in result["message"], result
+    assert "may have been applied" in result["hint"], result
 
 
 def test_package_byte_compiles_without_warnings(emacs: str, tmp_path: Path) -> None:

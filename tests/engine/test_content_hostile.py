@@ -243,6 +243,16 @@ def test_empty_file() -> None:
     assert apply_unified_diff("a\nb\n", file_diff(emptied)) == ""
 
 
+def test_a_crlf_write_into_a_buffer_shown_with_lf_takes_its_lf() -> None:
+    # Emacs shows a CRLF file's buffer with "\n" (and writes CRLF on save): CRs written into it
+    # were saved as CR CR LF. A buffer with CRs, and a file on disk, keep the agent's CRLF.
+    shown = Snapshot("f", "one\ntwo\n", source="buffer", version=3)
+    assert plan_write(shown, "ONE\r\ntwo\r\nthree\r\n").new_text == "ONE\ntwo\nthree\n"
+    crlf = Snapshot("f", "one\r\ntwo\r\n", source="buffer", version=3)
+    assert plan_write(crlf, "ONE\r\ntwo\r\n").new_text == "ONE\r\ntwo\r\n"
+    assert written(b"one\ntwo\n", "ONE\r\ntwo\r\n") == b"ONE\r\ntwo\r\n"
+
+
 def test_no_final_newline_kept() -> None:
     assert replaced(b"a\nb", "b", "c") == b"a\nc"
     assert replaced(b"a\nb", "a", "x") == b"x\nb"
