@@ -42,6 +42,34 @@ class Code(StrEnum):
     IO_ERROR = "IO_ERROR"
 
 
+# The failure codes after which nothing was changed: refused before anything was sent or
+# written, or checked afterwards to have left every file as it was. Any other (TIMEOUT,
+# UNVERIFIED, PARTIAL, IO_ERROR, one added later) may follow a change that landed, and a client
+# must not tell a person "nothing was changed" after it. The editor clients keep this list as
+# their own (tests/clients/test_contract_drift.py checks them against it).
+NOTHING_CHANGED = frozenset(
+    {
+        Code.PARSE_ERROR,
+        Code.INVALID_ARGUMENT,
+        Code.NOT_FOUND,
+        Code.ALREADY_EXISTS,
+        Code.OUTSIDE_WORKSPACE,
+        Code.DENIED,
+        Code.BINARY,
+        Code.TOO_LARGE,
+        Code.INVALID_ENCODING,
+        Code.STALE,
+        Code.NO_MATCH,
+        Code.AMBIGUOUS,
+        Code.CLIENT_REJECTED,
+        Code.NOT_APPLIED,
+        Code.PARTIAL_ROLLED_BACK,
+        Code.CONFLICT,
+        Code.UNSUPPORTED,
+    }
+)
+
+
 class EditError(Exception):
     """A domain failure that becomes a `{ok: false, ...}` result, never a crash."""
 

@@ -92,3 +92,19 @@ def test_protocol_md_names_every_custom_method_and_capability_used() -> None:
     # the settings a client may send are the server's
     for key in [*Settings._NAMES, *SETTING_KEYS]:
         assert f"`{key}`" in protocol, key
+
+
+def test_every_client_says_nothing_changed_for_the_same_codes() -> None:
+    """A client tells a person "nothing was changed" only after the codes the server means so
+    by (errors.NOTHING_CHANGED): the Neovim plugin's table and the VS Code extension's list."""
+    from lsp_server.engine.errors import NOTHING_CHANGED
+
+    want = {str(c) for c in NOTHING_CHANGED}
+    init = (REPO / "editor_clients/neovim/lua/agent_edit/init.lua").read_text()
+    table = re.search(r"^local NOTHING_CHANGED = \{(.*?)^\}", init, re.M | re.S)
+    assert table, "init.lua has no NOTHING_CHANGED table"
+    assert set(re.findall(r"^\s*([A-Z_]+) = true,", table.group(1), re.M)) == want
+    patch = (REPO / "editor_clients/vscode/src/patch.ts").read_text()
+    listed = re.search(r"const NOTHING_CHANGED = new Set\(\[(.*?)\]\)", patch, re.S)
+    assert listed, "patch.ts has no NOTHING_CHANGED set"
+    assert set(re.findall(r"'([A-Z_]+)'", listed.group(1))) == want

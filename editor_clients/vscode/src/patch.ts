@@ -9,6 +9,9 @@ import type { HistoryView } from './history';
 import { changedNothing, NotSent, type Run } from './requests';
 
 const BEGIN = '*** Begin Patch';
+// The failure codes after which nothing was changed (lsp_server/engine/errors.py NOTHING_CHANGED;
+// tests/clients/test_contract_drift.py keeps them equal). Any other may follow a landed change.
+const NOTHING_CHANGED = new Set(['PARSE_ERROR', 'INVALID_ARGUMENT', 'NOT_FOUND', 'ALREADY_EXISTS', 'OUTSIDE_WORKSPACE', 'DENIED', 'BINARY', 'TOO_LARGE', 'INVALID_ENCODING', 'STALE', 'NO_MATCH', 'AMBIGUOUS', 'CLIENT_REJECTED', 'NOT_APPLIED', 'PARTIAL_ROLLED_BACK', 'CONFLICT', 'UNSUPPORTED']);
 
 async function apply(run: Run, history: HistoryView, log: vscode.LogOutputChannel, text: string, from: string) {
   const start = text.indexOf(BEGIN);
@@ -44,6 +47,13 @@ async function apply(run: Run, history: HistoryView, log: vscode.LogOutputChanne
     result = { ok: false, code: 'INVALID_ARGUMENT', message: String(err?.message ?? err) };
   }
   log.info(`apply patch from the ${from}: ${result?.ok ? `edit #${result.editId}` : `${result?.code}: ${result?.message}`}`);
+  if (!result?.ok && !NOTHING_CHANGED.has(result?.code)) {
+    // TIMEOUT, UNVERIFIED, PARTIAL...: part or all of it may have landed.
+    void vscode.window.showWarningMessage(
+      `Agent Edit: the patch did not complete (${result?.code}). ${result?.message ?? ''} ${result?.hint ?? ''}`,
+    );
+    return result;
+  }
   if (!result?.ok) {
     void vscode.window.showErrorMessage(
       `Agent Edit: the patch was not applied; nothing was changed. ${result?.message ?? ''}`,
