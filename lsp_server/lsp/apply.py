@@ -329,6 +329,25 @@ def _shows(abs_path: str, text: str, store: DocumentStore) -> bool:
     return disk.text == text
 
 
+@dataclass(frozen=True)
+class Shown:
+    """The document state that first showed an edit: its version, and which open and which
+    report of that open it was. The version alone does not name it: a client may send a change
+    without a higher version, or close and reopen the file, and count from there again."""
+
+    version: int
+    open_id: int
+    reports: int
+
+    @classmethod
+    def of(cls, doc: Document) -> Shown:
+        return cls(doc.version, doc.open_id, doc.reports)
+
+    def still(self, doc: Document | None) -> bool:
+        """Whether `doc` is still in this state (no report of it since)."""
+        return doc is not None and (doc.open_id, doc.reports) == (self.open_id, self.reports)
+
+
 @dataclass
 class Outcome:
     states: dict[str, FileState]
@@ -337,8 +356,8 @@ class Outcome:
     unconfirmed: list[str] = field(default_factory=list)
     # After a TIMEOUT: the editor's answer, which may still come (the edit may still land).
     late_answer: asyncio.Future[Any] | None = None
-    # Target path -> the document version that first showed the edit (None: not open then).
-    shown: dict[str, int | None] = field(default_factory=dict)
+    # Target path -> the document state that first showed the edit (None: not open then).
+    shown: dict[str, Shown | None] = field(default_factory=dict)
 
 
 Mark = tuple[int, int] | None
@@ -408,7 +427,7 @@ async def apply_and_verify(
     # edit shows, before the editor answers or before this coroutine looks again. The edit
     # landed all the same; it was reported PARTIAL ("do not resend"), and a multi-file edit
     # was half rolled back (tests/lsp/test_lsp_typing_right_after_the_edit.py).
-    shown: dict[int, int | None] = {}
+    shown: dict[int, Shown | None] = {}
 
     def reported(c: FileChange) -> tuple[Mark, Mark]:
         return (
@@ -429,7 +448,7 @@ async def apply_and_verify(
                 marks[i] = mark
             if _is_new(c, where, store, fast[i]):
                 doc = store.by_path(where[c.target_path].abs_path)
-                shown[i] = doc.version if doc is not None else None
+                shown[i] = Shown.of(doc) if doc is not None else None
 
     def states() -> dict[str, FileState]:
         out: dict[str, FileState] = {}
@@ -445,7 +464,7 @@ async def apply_and_verify(
         look(reported_only=False)
         return len(shown) == len(changes)
 
-    def versions_shown() -> dict[str, int | None]:
+    def versions_shown() -> dict[str, Shown | None]:
         return {changes[i].target_path: v for i, v in shown.items()}
 
     # Files the editor has not open may be changed on disk (or opened later): poll for those.
@@ -482,7 +501,7 @@ async def _send_and_await(
     verify_timeout_s: float,
     poll: bool,
     all_or_nothing: bool,
-    versions_shown: Callable[[], dict[str, int | None]],
+    versions_shown: Callable[[], dict[str, Shown | None]],
 ) -> Outcome:
     request = server.protocol.send_request(
         "workspace/applyEdit", t.ApplyWorkspaceEditParams(edit=edit, label=label)
