@@ -315,12 +315,19 @@ class EditorAttempt:
             for c in committed:
                 if c["state"] == "not-applied" and c["path"] in untouched:
                     c["state"], c["note"] = "unknown", late
+        if outcome.error is not None:
+            message = f"{error.message} The rollback of what landed could not be verified either."
+        else:
+            message = f"{error.message}{' What landed was undone again.' if back.changes else ''}"
+        if pending:
+            # Only then: here too when a file typed into could not be reverted, after the editor
+            # had answered, where saying it had not was a false report.
+            message += (
+                " The editor has not answered the edit itself: the files it has not changed yet "
+                "may still change (unknown)."
+            )
         return errors.partial(
-            f"{error.message} The rollback of what landed could not be verified either."
-            if outcome.error is not None
-            else f"{error.message}{' What landed was undone again.' if back.changes else ''}"
-            " The editor has not answered the edit itself: the files it has not changed yet may "
-            "still change (unknown).",
+            message,
             "Some files are changed and some are not (details.files): inspect them with "
             "agentEdit.read and agentEdit.history, then undo or fix them; do not resend the "
             "whole edit.",
