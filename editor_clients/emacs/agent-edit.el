@@ -502,31 +502,44 @@ disk; leaving them in modified buffers nobody opened would hide them."
   (run-hook-with-args 'agent-edit-history-changed-functions params))
 
 (cl-defmethod eglot-handle-request
-  ((_server agent-edit-server) (_method (eql agentEdit/saveDocuments)) &key uris
+  ((_server agent-edit-server) (_method (eql agentEdit/saveDocuments)) &key uris versions
    &allow-other-keys)
   "Save the buffers of URIS that held no unsaved user text before the edit.
+VERSIONS gives, at the same index, the version that showed the edit: a
+buffer at another one holds typing that came after the edit, and is not
+saved.  Typing not sent yet counts (eglot sends it from an idle timer and
+counts versions only when it does): it is sent first.
 Answers {saved: [uri...]}: the URIs whose file on disk now shows the buffer."
   (let (saved)
     (unless (eq agent-edit-save-after-edit 'never)
-      (seq-doseq (uri uris)
-        (let* ((path (eglot-uri-to-path uri))
-               (buf (find-buffer-visiting path)))
-          (cond
-           ((null buf)
-            ;; Closed already: saved if the package closed it after saving it (a file that was
-            ;; not open is saved when it is applied); a buffer the user killed since the edit
-            ;; may have been killed unsaved, the edit with it.
-            (when (and (gethash path agent-edit--saved-closed) (file-exists-p path))
-              (push uri saved))
-            (remhash path agent-edit--saved-closed))
-           ((gethash path agent-edit--dirty-before) nil)
-           ;; Typed into since the edit (the request comes after the server verified it).
-           ((not (eql (gethash (buffer-file-name buf) agent-edit--tick-after)
-                      (buffer-chars-modified-tick buf)))
-            nil)
-           (t (with-current-buffer buf
-                (when (buffer-modified-p) (agent-edit--save-as-is))
-                (unless (buffer-modified-p) (push uri saved))))))))
+      (cl-loop
+       for uri across (vconcat uris)
+       for i from 0
+       for version = (and versions (< i (length versions)) (elt versions i))
+       do (let* ((path (eglot-uri-to-path uri))
+                 (buf (find-buffer-visiting path)))
+            (cond
+             ((null buf)
+              ;; Closed already: saved if the package closed it after saving it (a file that
+              ;; was not open is saved when it is applied); a buffer the user killed since the
+              ;; edit may have been killed unsaved, the edit with it.
+              (when (and (gethash path agent-edit--saved-closed) (file-exists-p path))
+                (push uri saved))
+              (remhash path agent-edit--saved-closed))
+             ((gethash path agent-edit--dirty-before) nil)
+             ;; Typed into since the edit (the request comes after the server verified it).
+             ((not (eql (gethash (buffer-file-name buf) agent-edit--tick-after)
+                        (buffer-chars-modified-tick buf)))
+              nil)
+             ;; Not at the version the server names: typing it has heard of, or not yet.
+             ((and (numberp version)
+                   (with-current-buffer buf
+                     (agent-edit--flush)
+                     (not (equal version eglot--versioned-identifier))))
+              nil)
+             (t (with-current-buffer buf
+                  (when (buffer-modified-p) (agent-edit--save-as-is))
+                  (unless (buffer-modified-p) (push uri saved))))))))
     (list :saved (vconcat (nreverse saved)))))
 
 ;;;; Running the server's commands

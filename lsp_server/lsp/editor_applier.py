@@ -29,6 +29,7 @@ from lsp_server.lsp import disk_side
 from lsp_server.lsp.apply import (
     Location,
     Outcome,
+    Shown,
     apply_and_verify,
     file_state,
     refusal_applies_nothing,
@@ -88,8 +89,8 @@ class EditorAttempt:
         )
         self.disk: disk_side.DiskSide | None = None
         self.versions: dict[str, int | None] = {}
-        # Target path -> the version that first showed the edit (apply.py's latch).
-        self.shown: dict[str, int | None] = {}
+        # Target path -> the document state that first showed the edit (apply.py's latch).
+        self.shown: dict[str, Shown | None] = {}
 
     def check_dry_run(self) -> None:
         pass  # the editor's part is checked by the editor; the disk side only when it applies
@@ -159,17 +160,28 @@ class EditorAttempt:
         doc = self.server.store.by_path(self.locations[change.target_path].abs_path)
         if doc is None:
             return None, None
-        # The version that showed the edit, not the one now: the user may have typed since
-        # (the result's version and sha256 then name the edit's text, and the agent's next
-        # edit of the file is checked against the typing, not waved through by version).
+        # The state that showed the edit, not the one now: the user may have typed since (the
+        # result's version and sha256 then name the edit's text, and the agent's next edit of
+        # the file is checked against the typing, not waved through by version). Its open too:
+        # after a close and reopen the versions count again, and a version of the old open
+        # tied to the new one waved the agent's next edit through over the user's typing.
         shown = self.shown.get(change.target_path)
-        version = doc.version if shown is None else shown
-        self.versions[change.target_path] = version
-        if doc.version == version:
+        if shown is None:
+            # Shown while not open (on disk), or not latched: only a buffer that shows the
+            # edit's text now is named by its version.
+            if doc.text != change.new_text:
+                self.versions[change.target_path] = None
+                return None, None
+            shown = Shown.of(doc)
+            self.shown[change.target_path] = shown
+        self.versions[change.target_path] = shown.version
+        if shown.still(doc):
             # Only then is the edit's text the buffer's: seeding the caches with it after the
             # user typed made the server read (and hash, and edit) a buffer without the typing.
+            # Not the version alone: a change without a higher version, or a reopen counting
+            # from 1 again, reaches the same number with other text.
             doc.set_known_text(change.new_text, change.new_sha256, change.digest.marks)
-        return version, doc.open_id
+        return shown.version, shown.open_id
 
     async def report(self, result: EditResult) -> EditResult:
         changes = list(self.plan.changes)
@@ -305,12 +317,19 @@ class EditorAttempt:
             for c in committed:
                 if c["state"] == "not-applied" and c["path"] in untouched:
                     c["state"], c["note"] = "unknown", late
+        if outcome.error is not None:
+            message = f"{error.message} The rollback of what landed could not be verified either."
+        else:
+            message = f"{error.message}{' What landed was undone again.' if back.changes else ''}"
+        if pending:
+            # Only then: here too when a file typed into could not be reverted, after the editor
+            # had answered, where saying it had not was a false report.
+            message += (
+                " The editor has not answered the edit itself: the files it has not changed yet "
+                "may still change (unknown)."
+            )
         return errors.partial(
-            f"{error.message} The rollback of what landed could not be verified either."
-            if outcome.error is not None
-            else f"{error.message}{' What landed was undone again.' if back.changes else ''}"
-            " The editor has not answered the edit itself: the files it has not changed yet may "
-            "still change (unknown).",
+            message,
             "Some files are changed and some are not (details.files): inspect them with "
             "agentEdit.read and agentEdit.history, then undo or fix them; do not resend the "
             "whole edit.",
@@ -376,7 +395,7 @@ class EditorAttempt:
             if (e.moved_to or e.path) in uris and isinstance(e.version, int)
         }
         # A document the user typed in since the edit showed is not asked for (saved: false).
-        ask = [u for t, u in uris.items() if self._still_at(t, versions.get(u))]
+        ask = [u for t, u in uris.items() if self._still_at(t)]
         saved = await self._save_documents(ask, versions) if ask else set()
         files = []
         for entry in result.files:
@@ -392,11 +411,14 @@ class EditorAttempt:
             saved=bool(written or uris) and all(u in saved for u in uris.values()),
         )
 
-    def _still_at(self, target: str, version: int | None) -> bool:
-        """Whether the document of `target` is still at `version` (the one that showed the edit)
-        as far as the server has heard, or has no version to compare."""
+    def _still_at(self, target: str) -> bool:
+        """Whether the document of `target` is still in the state that showed the edit, as far
+        as the server has heard (no change, close or reopen since), or is not open."""
         doc = self.server.store.by_path(self.locations[target].abs_path)
-        return doc is None or version is None or doc.version == version
+        if doc is None:
+            return True
+        shown = self.shown.get(target)
+        return shown is not None and shown.still(doc)
 
     async def _save_documents(self, uris: list[str], versions: dict[str, int]) -> set[str]:
         """The URIs the editor says it saved; none when it cannot (no such request, timeout)."""

@@ -73,8 +73,8 @@ class AgentEditProtocol(LanguageServerProtocol):
     def lsp_text_document__did_open(self, params: t.DidOpenTextDocumentParams) -> Any:
         server: AgentEditServer = self._server  # type: ignore[assignment]
         td = params.text_document
-        server.store.open(td.uri, td.language_id, td.version, td.text)
-        server.document_reported()
+        doc = server.store.open(td.uri, td.language_id, td.version, td.text)
+        server.document_reported(doc.path)
         document_opened(server, td.uri)
         trim_memory_soon()  # the message's copy of a big text is garbage now
         yield from ()
@@ -83,18 +83,19 @@ class AgentEditProtocol(LanguageServerProtocol):
     def lsp_text_document__did_change(self, params: t.DidChangeTextDocumentParams) -> Any:
         server: AgentEditServer = self._server  # type: ignore[assignment]
         uri, version = params.text_document.uri, params.text_document.version
-        if server.store.change(uri, version, _changes(params), server.encoding) is None:
+        doc = server.store.change(uri, version, _changes(params), server.encoding)
+        if doc is None:
             log.warning("didChange for a document that is not open: %s", uri)
         else:
-            server.document_reported()
+            server.document_reported(doc.path)
             document_changed(server, uri)
         yield from ()
 
     @lsp_method(t.TEXT_DOCUMENT_DID_CLOSE)
     def lsp_text_document__did_close(self, params: t.DidCloseTextDocumentParams) -> Any:
         server: AgentEditServer = self._server  # type: ignore[assignment]
-        server.store.close(params.text_document.uri)
-        server.verifier.notify()
+        doc = server.store.close(params.text_document.uri)
+        server.verifier.notify(doc.path if doc is not None else None)
         trim_memory_soon()
         yield from ()
 
@@ -177,9 +178,10 @@ class AgentEditServer(LanguageServer):
         # Found by `agent-edit mcp`, the CLI and other servers on this workspace (discovery.py).
         self.endpoint.start(roots, client or "", params.process_id)
 
-    def document_reported(self) -> None:
-        """A document opened or changed: edits waiting to be seen look again."""
-        self.verifier.notify()
+    def document_reported(self, path: str | None = None) -> None:
+        """A document (at real path `path`) opened or changed: edits waiting to be seen look
+        again."""
+        self.verifier.notify(path)
         if self.pending:
             self.pending.settle()
 

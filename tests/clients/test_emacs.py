@@ -667,3 +667,12 @@ def test_setup_script_is_quiet_and_does_nothing_when_emacs_is_there(emacs: str) 
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout == "" and proc.stderr == ""
+
+
+def test_typing_right_after_the_edit_is_not_saved_with_it(emacs: str, tmp_path: Path) -> None:
+    data = run_scenario(emacs, "save_typing", tmp_path, {"one.txt": "one\n"})
+    result = ok(data["result"], data)
+    assert data["buffer"] == "ONE\ntyped\n", data
+    # Saved without the typing, or not saved: never the typing behind the user's back.
+    assert "typed" not in data["disk"], data
+    assert result["saved"] is (data["disk"] == "ONE\n"), data
