@@ -472,6 +472,15 @@ async def apply_and_verify(
                 out.update(file_state(c, where, store))
         return out
 
+    def states_now() -> dict[str, FileState]:
+        # After a refusal, what the files show now, not what they showed: a client that
+        # applied part of the edit and undid it before refusing (the Emacs package) left
+        # them as they were, and the latch would make that PARTIAL.
+        out: dict[str, FileState] = {}
+        for c in changes:
+            out.update(file_state(c, where, store))
+        return out
+
     def all_new() -> bool:
         # Runs on every didChange while waiting: look only for the promised content.
         look()
@@ -492,7 +501,7 @@ async def apply_and_verify(
         return await _send_and_await(
             server, edit, label, changes, where, store, verifier, states, all_new,
             apply_timeout_s, verify_timeout_s, poll, all_or_nothing, refusal_whole,
-            versions_shown,
+            versions_shown, states_now,
         )  # fmt: skip
     finally:
         unwatch()
@@ -517,6 +526,7 @@ async def _send_and_await(
     all_or_nothing: bool,
     refusal_whole: bool,
     versions_shown: Callable[[], dict[str, Shown | None]],
+    states_now: Callable[[], dict[str, FileState]],
 ) -> Outcome:
     request = server.protocol.send_request(
         "workspace/applyEdit", t.ApplyWorkspaceEditParams(edit=edit, label=label)
@@ -546,6 +556,7 @@ async def _send_and_await(
         poll,
         all_or_nothing,
         refusal_whole,
+        states_now,
     )
     outcome.shown = versions_shown()
     return outcome
@@ -563,7 +574,9 @@ async def _await_outcome(
     poll: bool,
     all_or_nothing: bool,
     refusal_whole: bool = False,
+    states_now: Callable[[], dict[str, FileState]] | None = None,
 ) -> Outcome:
+    refused_states = states if states_now is None else states_now
     # Shielded: on a timeout the request stays open, since the editor may still apply the edit.
     answer_future = asyncio.wrap_future(request)
     try:
@@ -599,14 +612,16 @@ async def _await_outcome(
         answer = t.ApplyWorkspaceEditResult(applied=True)
     except JsonRpcException as exc:
         message = f"The editor refused the edit with an error: {exc}"
-        return await _refused(message, states, verifier, verify_timeout_s, poll, all_or_nothing)
+        return await _refused(
+            message, refused_states, verifier, verify_timeout_s, poll, all_or_nothing
+        )
     if not answer.applied:
         reason = answer.failure_reason or "no reason given"
         message = f"The editor refused the edit ({reason})."
         # A client that refuses before applying anything: the files show the user's typing
         # alone, and waiting for a late report of an edit that was never applied proves nothing.
         whole = all_or_nothing or refusal_whole
-        return await _refused(message, states, verifier, verify_timeout_s, poll, whole)
+        return await _refused(message, refused_states, verifier, verify_timeout_s, poll, whole)
     shown_at_answer = all_new()
     if shown_at_answer or await verifier.wait(all_new, verify_timeout_s, poll):
         if not shown_at_answer:
