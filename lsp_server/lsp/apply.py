@@ -463,31 +463,21 @@ async def apply_and_verify(
                 doc = store.by_path(where[c.target_path].abs_path)
                 shown[i] = Shown.of(doc) if doc is not None else None
 
-    def states() -> dict[str, FileState]:
+    def states(latched: bool = True) -> dict[str, FileState]:
+        """Per path: "new", "old" or "other"; `latched`: a file that showed the edit is "new"
+        whatever it shows now. Not after a refusal: a client that applied part of the edit
+        and undid it before refusing (the Emacs package) left the files as they were, and the
+        latch would make that PARTIAL."""
         out: dict[str, FileState] = {}
         for i, c in enumerate(changes):
-            if i in shown:
-                out.update({p: "new" for p in file_state(c, where, store)})
-            else:
-                out.update(file_state(c, where, store))
-        return out
-
-    def states_now() -> dict[str, FileState]:
-        # After a refusal, what the files show now, not what they showed: a client that
-        # applied part of the edit and undid it before refusing (the Emacs package) left
-        # them as they were, and the latch would make that PARTIAL.
-        out: dict[str, FileState] = {}
-        for c in changes:
-            out.update(file_state(c, where, store))
+            now = file_state(c, where, store)
+            out.update(dict.fromkeys(now, "new") if latched and i in shown else now)
         return out
 
     def all_new() -> bool:
         # Runs on every didChange while waiting: look only for the promised content.
         look()
         return len(shown) == len(changes)
-
-    def versions_shown() -> dict[str, Shown | None]:
-        return {changes[i].target_path: v for i, v in shown.items()}
 
     # Files the editor has not open may be changed on disk (or opened later): poll for those.
     poll = any(store.by_path(where[c.target_path].abs_path) is None for c in changes)
@@ -498,11 +488,38 @@ async def apply_and_verify(
         c.before.release_lines()
     unwatch = verifier.watch(look)
     try:
-        return await _send_and_await(
-            server, edit, label, changes, where, store, verifier, states, all_new,
-            apply_timeout_s, verify_timeout_s, poll, all_or_nothing, refusal_whole,
-            versions_shown, states_now,
-        )  # fmt: skip
+        request = server.protocol.send_request(
+            "workspace/applyEdit", t.ApplyWorkspaceEditParams(edit=edit, label=label)
+        )
+        # While the editor works (another process), hash the new contents on a thread:
+        # hashlib releases the GIL, and the result needs every file's sha256.
+        # An open buffer's hash resumes from its state just before the first edit.
+        loop = asyncio.get_running_loop()
+        hashes = []
+        for c in changes:
+            if c.change == "delete":
+                continue
+            start, state = 0, None
+            doc = store.by_path(where[c.path].abs_path)
+            if c.change == "update" and doc is not None and c.edits and c.edits[0].offsets:
+                start, state = doc.hash_start(c.edits[0].offsets[0])
+            hashes.append(loop.run_in_executor(None, hash_with_marks, c.new_text, start, state))
+        outcome = await _await_outcome(
+            request,
+            hashes,
+            changes,
+            states,
+            lambda: states(latched=False),
+            all_new,
+            verifier,
+            apply_timeout_s,
+            verify_timeout_s,
+            poll,
+            all_or_nothing,
+            refusal_whole,
+        )
+        outcome.shown = {changes[i].target_path: v for i, v in shown.items()}
+        return outcome
     finally:
         unwatch()
         for f in fast:
@@ -510,73 +527,20 @@ async def apply_and_verify(
                 f.stop()
 
 
-async def _send_and_await(
-    server: Any,
-    edit: t.WorkspaceEdit,
-    label: str,
-    changes: list[FileChange],
-    where: dict[str, Location],
-    store: DocumentStore,
-    verifier: Verifier,
-    states: Callable[[], dict[str, FileState]],
-    all_new: Callable[[], bool],
-    apply_timeout_s: float,
-    verify_timeout_s: float,
-    poll: bool,
-    all_or_nothing: bool,
-    refusal_whole: bool,
-    versions_shown: Callable[[], dict[str, Shown | None]],
-    states_now: Callable[[], dict[str, FileState]],
-) -> Outcome:
-    request = server.protocol.send_request(
-        "workspace/applyEdit", t.ApplyWorkspaceEditParams(edit=edit, label=label)
-    )
-    # While the editor works (another process), hash the new contents on a thread: hashlib
-    # releases the GIL, and the result needs every file's sha256.
-    # An open buffer's hash resumes from its state just before the first edit.
-    loop = asyncio.get_running_loop()
-    hashes = []
-    for c in changes:
-        if c.change == "delete":
-            continue
-        start, state = 0, None
-        doc = store.by_path(where[c.path].abs_path)
-        if c.change == "update" and doc is not None and c.edits and c.edits[0].offsets:
-            start, state = doc.hash_start(c.edits[0].offsets[0])
-        hashes.append(loop.run_in_executor(None, hash_with_marks, c.new_text, start, state))
-    outcome = await _await_outcome(
-        request,
-        hashes,
-        changes,
-        states,
-        all_new,
-        verifier,
-        apply_timeout_s,
-        verify_timeout_s,
-        poll,
-        all_or_nothing,
-        refusal_whole,
-        states_now,
-    )
-    outcome.shown = versions_shown()
-    return outcome
-
-
 async def _await_outcome(
     request: Any,
     hashes: list[asyncio.Future[tuple[str, list[HashMark]]]],
     changes: list[FileChange],
     states: Callable[[], dict[str, FileState]],
+    refused_states: Callable[[], dict[str, FileState]],
     all_new: Callable[[], bool],
     verifier: Verifier,
     apply_timeout_s: float,
     verify_timeout_s: float,
     poll: bool,
     all_or_nothing: bool,
-    refusal_whole: bool = False,
-    states_now: Callable[[], dict[str, FileState]] | None = None,
+    refusal_whole: bool,
 ) -> Outcome:
-    refused_states = states if states_now is None else states_now
     # Shielded: on a timeout the request stays open, since the editor may still apply the edit.
     answer_future = asyncio.wrap_future(request)
     try:
