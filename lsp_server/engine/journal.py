@@ -613,8 +613,14 @@ def _resolve(value: Any, blobs: Blobs, named: frozenset[str]) -> Any:
                 return _DECODER.decode(data.decode("utf-8", "surrogatepass"))
         return {k: _resolve(v, blobs, named) for k, v in value.items()}
     if isinstance(value, list):
+        if _LEAVES.issuperset(map(type, value)):  # a hunk's lines: no call per line
+            return value
         return [_resolve(v, blobs, named) for v in value]
     return value
+
+
+# What JSON decodes to that holds no marker (`_resolve` leaves a list of only these as it is).
+_LEAVES = frozenset({str, int, float, bool, type(None)})
 
 
 def _open_regular(path: Path, flags: int) -> int:

@@ -78,8 +78,13 @@ def _obj(v: Any, what: str) -> Mapping[str, Any]:
 
 
 def _strs(v: Any, what: str) -> None:
-    for x in _list(v, what):
-        _str(x, what)
+    # One C-level pass (`_str` a line would be a Python call each: a 1,000-hunk user edit's
+    # lines made `_strs` half of `History.load`, see `_IS_STR`). With `journal._resolve`'s
+    # `_LEAVES`: the journal of 8 CLI applies of bench_patch's 1,000-chunk patch, each on the
+    # file put back by hand (a user edit), loaded in process, best of 4 x 4 alternating runs,
+    # median 492 -> 421 ms.
+    if not all(map(_IS_STR, _list(v, what))):
+        raise _Bad(f"{what} is not a string")
 
 
 def _edits(v: Any, what: str) -> None:

@@ -172,3 +172,77 @@ def test_any_edits_even_unsorted_carry_spans_as_walking_them_does(
     spans: list[tuple[int, int, int]], edits: list[LineEdit]
 ) -> None:
     assert map_spans(spans, edits) == _map_spans_walking(spans, edits)
+
+
+def _strs_one_by_one(v: Any) -> bool:
+    try:
+        for x in records._list(v, "lines"):
+            records._str(x, "lines")
+    except records._Bad:
+        return False
+    return True
+
+
+@settings(max_examples=800, deadline=None)
+@given(_lines)
+def test_the_one_pass_lines_check_decides_as_checking_each_line(lines: Any) -> None:
+    try:
+        records._strs(lines, "lines")
+        ok = True
+    except records._Bad as bad:
+        ok = False
+        assert "is not a string" in str(bad) or "is not a list" in str(bad)
+    assert ok == _strs_one_by_one(lines)
+
+
+class _Blobs:
+    """A stand-in for the journal's blob folder: `get` of a known name."""
+
+    def __init__(self, held: dict[str, bytes]) -> None:
+        self.held = held
+
+    def get(self, sha: str) -> bytes:
+        return self.held[sha]
+
+
+def _resolve_walking(value: Any, blobs: _Blobs, named: frozenset[str]) -> Any:
+    """`journal._resolve` as it walked every value, a call each (before its fast path)."""
+    from lsp_server.engine import journal
+
+    if isinstance(value, dict):
+        if len(value) == 1:
+            ((key, sha),) = value.items()
+            if key in (journal.BLOB_TEXT, journal.BLOB_JSON) and isinstance(sha, str):
+                if sha in named:
+                    data = blobs.get(sha)
+                    if key == journal.BLOB_TEXT:
+                        return data.decode("utf-8", "surrogatepass")
+                    return journal._DECODER.decode(data.decode("utf-8", "surrogatepass"))
+        return {k: _resolve_walking(v, blobs, named) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_resolve_walking(v, blobs, named) for v in value]
+    return value
+
+
+_leaf = st.one_of(st.text(max_size=3), st.integers(), st.booleans(), st.none(), st.floats(0, 1))
+_marker = st.sampled_from(
+    [{"$blob": "t1"}, {"$json": "j1"}, {"$blob": "absent"}, {"$json": 5}, {"$other": "t1"}]
+)
+_json_values = st.recursive(
+    st.one_of(_leaf, _marker),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=2), inner, max_size=3)
+    ),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=800, deadline=None)
+@given(_json_values)
+def test_resolving_blob_markers_gives_what_walking_every_value_gives(value: Any) -> None:
+    from lsp_server.engine import journal
+
+    blobs = _Blobs({"t1": "é text".encode(), "j1": b'["a", {"b": 1}]'})
+    named = frozenset({"t1", "j1"})
+    got = journal._resolve(value, blobs, named)  # type: ignore[arg-type]
+    assert got == _resolve_walking(value, blobs, named)
