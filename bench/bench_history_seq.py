@@ -8,8 +8,14 @@ bench_patch's tree) and applies its patch, then the patch reversed, then the pat
 prints each apply's wall time, and per revision the last apply's time over the first's (what
 the earlier edits cost it); with two revisions, the per-apply ratio B/A.
 
-    .venv/bin/python bench/bench_history_seq.py [--applies N] [--workload big|many] REV [REV ...]
+`--workload small`: a one-line patch (and back) on one of 30 small files, the edit an agent
+makes most; with `--applies 600` or more it shows what a long session's history costs every
+command (the journal keeps a bounded number of entries: history/replay.py KEPT_ENTRIES).
+Past 32 applies, the times are printed as medians of tenths of the run.
+
+    .venv/bin/python bench/bench_history_seq.py [--applies N] [--workload big|many|small] REV...
     e.g.  bench/bench_history_seq.py HEAD~1 WORKTREE
+          bench/bench_history_seq.py --workload small --applies 600 HEAD~1 HEAD
 """
 
 from __future__ import annotations
@@ -42,6 +48,17 @@ def reversed_patch(patch: str) -> str:
     return "\n".join(out)
 
 
+def make_small(root: Path) -> str:
+    """30 files of 300 lines, and a patch changing one line of one of them."""
+    root.mkdir(parents=True, exist_ok=True)
+    for k in range(30):
+        (root / f"f{k}.py").write_text("".join(f"line_{j} = {j}\n" for j in range(300)))
+    return (
+        "*** Begin Patch\n*** Update File: f7.py\n@@\n line_10 = 10\n-line_11 = 11\n"
+        "+line_11 = 11  # changed\n line_12 = 12\n*** End Patch\n"
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("revs", nargs="+", help="git revisions, WORKTREE, or folders")
@@ -49,9 +66,10 @@ def main() -> None:
     ap.add_argument("--journaled-fs", action="store_true", help="as in bench_patch.py")
     ap.add_argument(
         "--workload",
-        choices=("many", "big"),
+        choices=("many", "big", "small"),
         default="big",
-        help="bench_patch's 1,000 chunks on one 100k-line file (default) or its 1,000-file patch",
+        help="bench_patch's 1,000 chunks on one 100k-line file (default), its 1,000-file patch, "
+        "or a one-line patch on a small file",
     )
     args = ap.parse_args()
     with bench_patch.work_dir(args.journaled_fs) as work:
@@ -63,7 +81,11 @@ def run(args: argparse.Namespace, work: Path) -> None:
     with tempfile.TemporaryDirectory(dir=work) as scratch:
         base = Path(scratch)
         repos = {rev: export(rev, base / f"rev{i}") for i, rev in enumerate(args.revs)}
-        make = bench_patch.make_big if args.workload == "big" else bench_patch.make_many
+        make = {
+            "big": bench_patch.make_big,
+            "many": bench_patch.make_many,
+            "small": make_small,
+        }[args.workload]
         text = make(base / "template")
         patches = [text.encode(), reversed_patch(text).encode()]
         trees = {}
@@ -92,16 +114,28 @@ def run(args: argparse.Namespace, work: Path) -> None:
                 )
                 walls[rev].append(time.perf_counter() - t0)
         for rev, ws in walls.items():
-            shown = ", ".join(f"{w * 1000:.0f}" for w in ws)
-            print(f"{rev:>12}: ms per apply, in order: {shown}")
+            if len(ws) > 32:
+                tenth = len(ws) // 10
+                parts = [ws[i * tenth : (i + 1) * tenth] for i in range(10)]
+                shown = ", ".join(f"{statistics.median(p) * 1000:.0f}" for p in parts)
+                print(f"{rev:>12}: ms per apply, medians of each tenth of the run: {shown}")
+            else:
+                shown = ", ".join(f"{w * 1000:.0f}" for w in ws)
+                print(f"{rev:>12}: ms per apply, in order: {shown}")
             first = statistics.median(ws[:2])
             last = statistics.median(ws[-2:])
             print(f"{'':>12}  last two / first two (medians): {last / first:.2f}")
         if len(walls) == 2:
             a, b = walls.values()
             ratios = [y / x for x, y in zip(a, b, strict=True)]
-            shown = ", ".join(f"{r:.2f}" for r in ratios)
-            print(f"{'B/A':>12}: per apply {shown}")
+            if len(ratios) > 32:
+                tenth = len(ratios) // 10
+                parts = [ratios[i * tenth : (i + 1) * tenth] for i in range(10)]
+                shown = ", ".join(f"{statistics.median(p):.2f}" for p in parts)
+                print(f"{'B/A':>12}: medians of each tenth of the run {shown}")
+            else:
+                shown = ", ".join(f"{r:.2f}" for r in ratios)
+                print(f"{'B/A':>12}: per apply {shown}")
             print(f"{'':>12}  median {statistics.median(ratios):.3f}, last {ratios[-1]:.3f}")
 
 

@@ -158,9 +158,12 @@ class History(Replay):
                     self._apply(rec)
 
             yield write
-            if self.journal.wants_compaction():
+            if self.journal.wants_compaction() or self.wants_fewer_entries():
                 try:
                     writer.rewrite(self._compacted(self.journal.max_bytes // 2))
+                    # As a process replaying the compacted journal counts: none new since. (This
+                    # one keeps the entries it dropped in memory, as a compaction for size does.)
+                    self._fresh = 0
                 except OSError as exc:  # the old file is intact; compaction is retried later
                     self.journal_error = f"compacting the journal failed: {exc}"
 
@@ -341,6 +344,7 @@ class History(Replay):
             # The entry itself goes in, not one rebuilt from its record (what replaying the
             # record gives: the change records decoded again cost ~13 ms on 1,000 files).
             self._entries[entry_id] = entry = e
+            self._fresh += 1
             self._next_id = max(self._next_id, entry_id + 1)
             self._own.add(entry_id)
             entry._diffs = diffs

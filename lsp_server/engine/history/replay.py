@@ -86,6 +86,18 @@ class _Untracked:
         self.versions = entry.versions
 
 
+# A compacted journal keeps at most this many finished entries, or twice the undo window when
+# that is more (those past the window can no longer be undone: their pre-images are gone), the
+# oldest dropped first; `history` lists 200 by default. Every CLI command replays the whole
+# journal, so without a bound on entries its start grew by ~0.1 ms an entry: a one-line apply
+# took ~130 ms after 100 edits in a workspace and ~230 ms after 1,000, and a journal is only
+# compacted for its size (16 MB: some 20,000 small edits). `bench/bench_history_seq.py
+# --workload small --applies 1000 bed9dd1 WORKTREE` (one-line applies in a row, alternating),
+# medians of each tenth of the run: before 99, 123, 134, 141, 171, 180, 189, 200, 233, 257 ms;
+# with the bound 101, 122, 121, 112, 128, 126, 119, 118, 130, 139 ms (the journal stays ~300 KB).
+KEPT_ENTRIES = 200
+
+
 # Past this many queued entries `_settle` runs at once: the queue holds their pre-images and
 # baselines, which the budgets would have let go; a replay of a long journal must not hold them
 # all (settling early costs nothing: the next read would pay the same).
@@ -110,6 +122,8 @@ class Replay:
         self._untracked: list[_Untracked] = []
         self._next_id = 1
         self._budgets = Budgets()
+        # Entries taken in since the journal's last compaction (its checkpoint), or its start.
+        self._fresh = 0
         # Records replay could not use (records.py), counted from the journal's start.
         self.skipped = 0
         self.skip_reason = ""
@@ -153,6 +167,7 @@ class Replay:
             # The records before it came in id order; the budgets' queues go back to the order
             # the entries finished in (budgets.py), so the next edit strips the same entry.
             self._budgets.reorder(rec.get("finishOrder") or {})
+            self._fresh = 0  # the entries before it are the compaction's
             self._settle()  # what came before is replaced, as when it was taken in at once
             self._paths, self._gone = {}, []
             for i, tr in tracked:
@@ -165,6 +180,8 @@ class Replay:
             return
         entry_id = int(rec["id"])
         self._next_id = max(self._next_id, entry_id + 1)
+        if t == "begin" or (t == "record" and not rec.get("compacted")):
+            self._fresh += 1
         if t == "begin":
             self._apply_begin(rec)
         elif t == "finish":
@@ -370,13 +387,31 @@ class Replay:
                     "with what the agent last knew"
                 )
 
+    def kept_entries(self) -> int:
+        """How many entries a compaction keeps at most, unfinished ones and the undo window's
+        aside (see KEPT_ENTRIES)."""
+        return max(KEPT_ENTRIES, 2 * self.undo_window)
+
+    def wants_fewer_entries(self) -> bool:
+        """Whether the journal holds more entries than a compaction keeps, with half that many
+        taken in since its last compaction: each compaction then waits for as many new entries
+        as it can drop at least, so its rewrite is paid once per kept_entries/2 edits."""
+        keep = self.kept_entries()
+        return len(self._entries) > keep and self._fresh >= keep // 2
+
     def _compacted(self, target: int) -> list[dict[str, Any]]:
         """The journal rewritten: entries (pre-images only inside the undo window), unfinished
-        plans as they are, and a checkpoint of the net diff state. Oldest diffs and then oldest
-        entries go first when it would still not fit in `target` bytes."""
+        plans as they are, and a checkpoint of the net diff state. The oldest finished entries
+        past `kept_entries` go; then oldest diffs, then oldest entries, when it would still not
+        fit in `target` bytes."""
         keep_pre = self._budgets.undoable_ids(self.undo_window)
+        # Oldest first: `_entries` is in the order the entries began (their ids').
+        excess = len(self._entries) - self.kept_entries()
         records: list[dict[str, Any]] = []
         for e in self._entries.values():
+            if excess > 0 and e.finished and e.id not in keep_pre:
+                excess -= 1
+                continue
             if not e.finished:
                 records.append(self._begin_json(e))
                 continue

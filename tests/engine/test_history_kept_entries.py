@@ -1,0 +1,145 @@
+"""A journal keeps a bounded number of entries, so what every CLI command replays stays bounded.
+
+Each CLI command replays the workspace's whole journal, and a journal was compacted only for
+its size (16 MB: ~20,000 small edits), so a one-line apply slowed by ~0.1 ms for every edit
+made before it in the workspace. A compaction now also runs once the journal holds more than
+`kept_entries` entries with half that many new since the last one, and keeps the newest
+finished ones; unfinished plans (a crash to recover) and the undo window's are never dropped,
+and the net diff (the checkpoint) is the same as with every entry kept.
+
+KEPT_ENTRIES is lowered here so that a few dozen edits show it; `kept_entries` is its floor.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from lsp_server.engine.history import History, replay
+from lsp_server.engine.journal import Journal
+from lsp_server.engine.model import Plan
+from lsp_server.engine.planner import plan_write
+from tests.history_helpers import FS, apply_plan, snap
+
+KEEP = 10
+
+
+@pytest.fixture(autouse=True)
+def _few_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(replay, "KEPT_ENTRIES", KEEP, raising=False)
+
+
+class Workspace:
+    """A dict file system and a history over a real journal, as a CLI run leaves them."""
+
+    def __init__(self, root: Path, undo_window: int = 3) -> None:
+        self.root = root
+        (root / "ws").mkdir()
+        self.undo_window = undo_window
+        self.history = History(self.journal(), undo_window=undo_window)
+        self.fs: FS = {}
+
+    def journal(self) -> Journal:
+        return Journal(self.root / "ws", state_dir=self.root / "state")
+
+    def write(self, path: str, text: str, finish: bool = True) -> int:
+        plan = Plan("write", (plan_write(snap(self.fs, path), text),))
+        entry_id = self.history.begin(plan, {"paths": [path]})
+        self.fs = apply_plan(self.fs, plan)
+        if finish:
+            self.history.finish(entry_id, "applied")
+        return entry_id
+
+    def reloaded(self) -> History:
+        """What the next CLI command replays."""
+        return History.load(self.journal(), undo_window=self.undo_window)
+
+    def journal_ids(self) -> list[int]:
+        """The entries the journal's lines hold (begin and record lines)."""
+        import json
+
+        path = self.journal().path
+        ids = []
+        for line in path.read_bytes().splitlines():
+            rec = json.loads(line)
+            if rec.get("t") in ("begin", "record"):
+                ids.append(rec["id"])
+        return ids
+
+
+def _edits(w: Workspace, n: int) -> list[int]:
+    return [w.write(f"f{k % 4}.txt", f"text {k}\n") for k in range(n)]
+
+
+def test_the_journal_holds_a_bounded_number_of_entries(tmp_path: Path) -> None:
+    w = Workspace(tmp_path)
+    ids = _edits(w, 60)
+    held = w.journal_ids()
+    # At most kept_entries, plus the half that a compaction waits for.
+    assert len(held) <= KEEP + KEEP // 2, len(held)
+    # The newest ones, without a gap.
+    assert held == ids[-len(held) :]
+    again = w.reloaded()
+    assert [e.id for e in again.entries] == held
+    # The next id goes on from the last one (a dropped id is never given again).
+    assert again._next_id == ids[-1] + 1
+
+
+def test_the_net_diff_is_the_one_every_entry_gives(tmp_path: Path) -> None:
+    w = Workspace(tmp_path)
+    first = {f"f{k}.txt": f"base {k}\n" for k in range(4)}
+    # The files existed before the agent touched them: their bases are these texts.
+    w.fs = dict(first)
+    _edits(w, 45)
+    full = History(undo_window=w.undo_window)  # no journal: nothing dropped
+    fs: FS = dict(first)
+    for k in range(45):
+        plan = Plan("write", (plan_write(snap(fs, f"f{k % 4}.txt"), f"text {k}\n"),))
+        full.finish(full.begin(plan, {}), "applied")
+        fs = apply_plan(fs, plan)
+    assert w.reloaded().net(None) == full.net(None)
+    assert fs == w.fs
+
+
+def test_unfinished_plans_and_the_undo_window_are_never_dropped(tmp_path: Path) -> None:
+    w = Workspace(tmp_path, undo_window=3)
+    crashed = w.write("crash.txt", "half\n", finish=False)  # a run killed mid-apply
+    ids = _edits(w, 50)
+    again = w.reloaded()
+    kept = {e.id: e for e in again.entries}
+    assert crashed in kept and not kept[crashed].finished
+    for entry_id in ids[-w.undo_window :]:
+        assert kept[entry_id].undoable, entry_id
+    # The newest edit undoes in the reloaded history as in the live one.
+    current = {"f1.txt": snap(w.fs, "f1.txt")}
+    last_f1 = max(i for k, i in enumerate(ids) if k % 4 == 1)
+    undone = apply_plan(w.fs, again.plan_undo(last_f1, current))
+    assert undone == apply_plan(w.fs, w.history.plan_undo(last_f1, current))
+    assert undone["f1.txt"] == "text 45\n"  # what f1.txt held before that edit
+
+
+def test_a_large_undo_window_keeps_twice_its_entries(tmp_path: Path) -> None:
+    w = Workspace(tmp_path, undo_window=8)  # kept_entries: max(KEEP, 16)
+    ids = _edits(w, 40)
+    held = w.journal_ids()
+    assert 16 <= len(held) <= 16 + 8
+    assert held == ids[-len(held) :]
+
+
+def test_a_compaction_waits_for_half_the_kept_entries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each rewrite of the journal is paid once per KEEP/2 edits, not at every edit past KEEP."""
+    rewrites: list[int] = []
+    rewrite = Journal._rewrite
+
+    def counted(self: Journal, records: list[dict[str, object]]) -> None:
+        rewrites.append(len(records))
+        rewrite(self, records)
+
+    monkeypatch.setattr(Journal, "_rewrite", counted)
+    w = Workspace(tmp_path)
+    _edits(w, 60)
+    # 60 edits: the first past KEEP + KEEP/2 new ones, then one every KEEP/2.
+    assert 1 <= len(rewrites) <= (60 - KEEP) // (KEEP // 2) + 1, rewrites
