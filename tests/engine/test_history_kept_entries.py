@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from lsp_server.engine.errors import EditError
 from lsp_server.engine.history import History, replay
 from lsp_server.engine.journal import Journal
 from lsp_server.engine.model import Plan
@@ -84,6 +85,14 @@ def test_the_journal_holds_a_bounded_number_of_entries(tmp_path: Path) -> None:
     assert [e.id for e in again.entries] == held
     # The next id goes on from the last one (a dropped id is never given again).
     assert again._next_id == ids[-1] + 1
+    # Asked for by id, a dropped edit is said to be gone, not to have never been.
+    with pytest.raises(EditError) as gone:
+        again.entry(ids[0])
+    assert "no longer in the history" in gone.value.message
+    assert f"oldest it holds is #{held[0]}" in gone.value.message
+    with pytest.raises(EditError) as never:
+        again.entry(ids[-1] + 5)
+    assert "There is no edit" in never.value.message
 
 
 def test_the_net_diff_is_the_one_every_entry_gives(tmp_path: Path) -> None:

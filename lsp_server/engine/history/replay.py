@@ -498,6 +498,18 @@ class Replay:
     def entry(self, entry_id: int) -> Entry:
         entry = self._entries.get(entry_id)
         if entry is None:
+            oldest = next(iter(self._entries), self._next_id)
+            if 0 < entry_id < oldest:
+                # Dropped by a compaction (or never journaled): say so, not "no such edit".
+                raise errors.invalid_argument(
+                    f"Edit #{entry_id} is no longer in the history: it keeps the newest "
+                    f"{self.kept_entries()} edits (fewer when they are large), and the oldest "
+                    f"it holds is #{oldest}.",
+                    "List the history (agentEdit.history) and use one of its ids; an edit that "
+                    "old can no longer be undone (its pre-images are gone).",
+                    argument="editId",
+                    editId=entry_id,
+                )
             raise errors.invalid_argument(
                 f"There is no edit #{entry_id} in the history.",
                 "List the history (agentEdit.history) and use one of its ids.",
