@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lsp_server.engine.digests import sha256
+from lsp_server.engine.digests import sha256, sha256_for
 from lsp_server.engine.state import fsync_dir as _fsync_dir
 
 BLOB_DIR = "blobs"  # the folder's name, in the workspace's state folder
@@ -120,11 +120,11 @@ class Blobs:
         `writev`, never joined into one more copy); its name. Without `sync` it is not fsynced
         here: the caller makes the folder's file system durable itself before anything relies
         on it (the disk writer's `syncfs`, files.py)."""
-        digest = sha256()
+        size = sum(map(len, parts))
+        digest = sha256_for(size)
         for part in parts:
             digest.update(part)
         sha = digest.hexdigest()
-        size = sum(map(len, parts))
         dfd, created = self._open_dir(create=True)
         try:
             try:
@@ -155,7 +155,7 @@ class Blobs:
         it under the journal's lock; until then a compaction's clean-up may remove it, which
         `commit` then says (OSError). `discard` removes one that is not wanted."""
         parts = _in_groups(parts)
-        digest = sha256()
+        digest = sha256_for(sum(map(len, parts)))
         for part in parts:
             digest.update(part)
         sha = digest.hexdigest()

@@ -80,7 +80,7 @@ from pathlib import Path
 
 from lsp_server.engine import errors
 from lsp_server.engine.blobs import BLOB_DIR, Blobs, Pack
-from lsp_server.engine.digests import sha256
+from lsp_server.engine.digests import sha256, sha256_for
 from lsp_server.engine.errors import EditError
 from lsp_server.engine.folders import FolderChanged, Folders, split
 from lsp_server.engine.model import FileChange, Plan
@@ -1924,7 +1924,7 @@ def _sha_at(fd: int, name: str) -> tuple[str | None, _Ident | None]:
         ident = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
         if not stat.S_ISREG(st.st_mode):
             return ("<directory>" if stat.S_ISDIR(st.st_mode) else "<special>"), ident
-        h = sha256()
+        h = sha256_for(st.st_size)
         while chunk := os.read(f, 1 << 20):
             h.update(chunk)
         return h.hexdigest(), ident

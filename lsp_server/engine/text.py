@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from lsp_server.engine import errors
-from lsp_server.engine.digests import sha256
+from lsp_server.engine.digests import sha256, sha256_for
 from lsp_server.engine.values import slot_setters
 
 TYPE_CHECKING = False  # typing's constant without importing typing (lsp_server/startup.py)
@@ -125,7 +125,7 @@ HashMark = tuple[int, "Any"]  # (offset in characters, sha256 state over text[:o
 
 def hash_with_marks(text: str, start: int = 0, state: Any = None) -> tuple[str, list[HashMark]]:
     """`sha256_text(text)`, resumed from `state` (the hash of `text[:start]`), with its marks."""
-    h = state.copy() if state is not None else sha256()
+    h = state.copy() if state is not None else sha256_for(len(text) - start)
     marks: list[HashMark] = []
     pos, n = start, len(text)
     while pos < n:

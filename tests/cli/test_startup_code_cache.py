@@ -9,7 +9,6 @@ run loaded.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import stat
@@ -19,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from lsp_server import startup
 
 REPO = Path(__file__).resolve().parents[2]
 TAG = sys.implementation.cache_tag
@@ -127,10 +128,10 @@ def test_cached_methods_are_the_ones_exec_makes(tmp_path: Path) -> None:
 def _rewrite(cache: Path, body: bytes | None = None, magic: bytes | None = None) -> None:
     """The cache file with its table replaced (and its digest made to match)."""
     data = cache.read_bytes()
-    header_len = len(b"agent-edit dataclass code 1\n") + 4
-    head = data[:header_len] if magic is None else b"agent-edit dataclass code 1\n" + magic
+    header_len = len(startup._CODE_HEADER) + 4
+    head = data[:header_len] if magic is None else startup._CODE_HEADER + magic
     body = data[header_len + 32 :] if body is None else body
-    cache.write_bytes(head + hashlib.sha256(body).digest() + body)
+    cache.write_bytes(head + startup._digest(body) + body)
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,6 @@ and only a file as private as the cache writes it (0600) is trusted."""
 
 from __future__ import annotations
 
-import hashlib
 import marshal
 import os
 import subprocess
@@ -53,7 +52,7 @@ def _planted_cache(tmp_path: Path, marker: Path) -> bytes:
     touch = f"import os as _o; _o.close(_o.open({str(marker)!r}, _o.O_CREAT | _o.O_WRONLY))\n"
     evil = {k: compile(touch + k, "<string>", "exec", dont_inherit=True) for k in table}
     body = marshal.dumps(evil)
-    return magic + hashlib.sha256(body).digest() + body
+    return magic + startup._digest(body) + body
 
 
 @pytest.mark.parametrize("mode", [0o644, 0o600])  # as cloned: umask 022, or a private 077

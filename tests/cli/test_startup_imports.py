@@ -51,7 +51,7 @@ NEVER = {
     "difflib": "a line changed in place needs no SequenceMatcher (undo/changes.line_diff)",
     "ntpath": "pathlib's PureWindowsPath only (startup.lean_pathlib)",
     "hashlib": "sha256 and sha1 come from OpenSSL's _hashlib (engine/digests.py)",
-    "_blake2": "hashlib's",
+    "_hashlib": "a small command hashes a few KiB: the interpreter's own (engine/digests.py)",
     "lsp_server.engine.undo.reverting": "undo plans, loaded by their first use (undo/__init__.py)",
     "lsp_server.engine.undo.rollback": "rollback plans, only after a failed apply",
 }
