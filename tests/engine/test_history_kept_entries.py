@@ -7,7 +7,7 @@ made before it in the workspace. A compaction now also runs once the journal hol
 finished ones; unfinished plans (a crash to recover) and the undo window's are never dropped,
 and the net diff (the checkpoint) is the same as with every entry kept.
 
-KEPT_ENTRIES is lowered here so that a few dozen edits show it; `kept_entries` is its floor.
+KEPT_ENTRIES (history/compaction.py) is lowered here so that a few dozen edits show it.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from lsp_server.engine.errors import EditError
-from lsp_server.engine.history import History, replay
+from lsp_server.engine.history import History, compaction
 from lsp_server.engine.journal import Journal
 from lsp_server.engine.model import Plan
 from lsp_server.engine.planner import plan_write
@@ -28,7 +28,7 @@ KEEP = 10
 
 @pytest.fixture(autouse=True)
 def _few_kept(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(replay, "KEPT_ENTRIES", KEEP, raising=False)
+    monkeypatch.setattr(compaction, "KEPT_ENTRIES", KEEP, raising=False)
 
 
 class Workspace:

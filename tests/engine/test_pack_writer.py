@@ -184,11 +184,11 @@ def test_a_pack_of_many_small_files_is_written_in_the_thread_in_a_few_pieces(
 
     many = make_plan(root, count=60, first=10)
     hashed: list[int] = []
-    real = blobs.sha256
+    real = blobs.sha256_for
 
     class Counting:
-        def __init__(self, data: bytes = b"") -> None:
-            self.inner = real(data)
+        def __init__(self, size: int) -> None:
+            self.inner = real(size)
 
         def update(self, data: bytes) -> None:
             hashed.append(len(data))
@@ -197,10 +197,10 @@ def test_a_pack_of_many_small_files_is_written_in_the_thread_in_a_few_pieces(
         def hexdigest(self) -> str:
             return self.inner.hexdigest()
 
-    monkeypatch.setattr(blobs, "sha256", Counting)
+    monkeypatch.setattr(blobs, "sha256_for", Counting)
     h = History.load(journal(root))
     h.begin(many, {}, sync=False)
-    monkeypatch.setattr(blobs, "sha256", real)
+    monkeypatch.setattr(blobs, "sha256_for", real)
     assert len(writers) == 1
     assert sum(hashed) == sum(len(c.before.disk.data) for c in many.changes)
     assert len(hashed) <= 4, hashed  # 60 x ~37 kB: 3 groups of about 1 MiB

@@ -23,7 +23,9 @@ What lives where:
 - `netdiff.py`: the net-diff algebra (`compose`, `NetIndex`, `map_spans`), pure list arithmetic;
 - `tracked.py`: `Tracked`, one file the agent touched (baseline, net regions, rendering);
 - `budgets.py`: what a long session keeps in memory (pre-images, diffs), oldest dropped first;
-- `replay.py`: `Replay`, the state the journal's records give, and compaction back into records;
+- `replay.py`: `Replay`, the state the journal's records give;
+- `compaction.py`: that state written back as a shorter journal (the entries it keeps, a
+  checkpoint of the net diff);
 - `recording.py`: `History` (a `Replay` with a journal): begin/finish/record, recovery, undo
   plans, `open_history`;
 - `rendering.py`: the `agentEdit.history` answers (JSON, diff text) as generators (`drive`), and

@@ -7,7 +7,7 @@ needs), `finish` (its outcome; then its effect goes into the net diff), `record`
 `checkpoint` (a compacted journal's net-diff state, and the budgets' order when entries finished
 out of id order: budgets.py). A record this version cannot use is skipped whole and counted, but
 for a checkpoint's files: each is one file's net diff, taken or left out (and counted) on its own.
-`_compacted` writes the state back as the records of a compacted journal.
+`_compacted` writes the state back as the records of a compacted journal (compaction.py).
 
 A finished entry's effect goes into the net diff lazily: `finish` queues what it needs
 (`_Untracked`) and `_settle` takes the queue in, in order, at the first read of the tracked files
@@ -26,6 +26,7 @@ from itertools import islice
 
 from lsp_server.engine import errors
 from lsp_server.engine.history.budgets import DEFAULT_UNDO_WINDOW, Budgets
+from lsp_server.engine.history.compaction import begin_json, compacted, kept_entries
 from lsp_server.engine.history.entries import (
     Entry,
     args_json,
@@ -36,7 +37,7 @@ from lsp_server.engine.history.entries import (
 )
 from lsp_server.engine.history.netdiff import edits_from
 from lsp_server.engine.history.tracked import Tracked, fits, unsure
-from lsp_server.engine.journal import Batch, line_size
+from lsp_server.engine.journal import Batch
 from lsp_server.engine.records import problem, tracked_problem
 from lsp_server.engine.undo import ChangeRecord
 
@@ -84,18 +85,6 @@ class _Untracked:
         self.user = entry._user
         self.lines = entry._base_lines
         self.versions = entry.versions
-
-
-# A compacted journal keeps at most this many finished entries, or twice the undo window when
-# that is more (those past the window can no longer be undone: their pre-images are gone), the
-# oldest dropped first; `history` lists 200 by default. Every CLI command replays the whole
-# journal, so without a bound on entries its start grew by ~0.1 ms an entry: a one-line apply
-# took ~130 ms after 100 edits in a workspace and ~230 ms after 1,000, and a journal is only
-# compacted for its size (16 MB: some 20,000 small edits). `bench/bench_history_seq.py
-# --workload small --applies 1000 bed9dd1 WORKTREE` (one-line applies in a row, alternating),
-# medians of each tenth of the run: before 99, 123, 134, 141, 171, 180, 189, 200, 233, 257 ms;
-# with the bound 101, 122, 121, 112, 128, 126, 119, 118, 130, 139 ms (the journal stays ~300 KB).
-KEPT_ENTRIES = 200
 
 
 # Past this many queued entries `_settle` runs at once: the queue holds their pre-images and
@@ -388,9 +377,8 @@ class Replay:
                 )
 
     def kept_entries(self) -> int:
-        """How many entries a compaction keeps at most, unfinished ones and the undo window's
-        aside (see KEPT_ENTRIES)."""
-        return max(KEPT_ENTRIES, 2 * self.undo_window)
+        """How many entries a compaction keeps at most (history/compaction.py)."""
+        return kept_entries(self.undo_window)
 
     def wants_fewer_entries(self) -> bool:
         """Whether the journal holds more entries than a compaction keeps, with half that many
@@ -400,94 +388,21 @@ class Replay:
         return len(self._entries) > keep and self._fresh >= keep // 2
 
     def _compacted(self, target: int) -> list[dict[str, Any]]:
-        """The journal rewritten: entries (pre-images only inside the undo window), unfinished
-        plans as they are, and a checkpoint of the net diff state. The oldest finished entries
-        past `kept_entries` go; then oldest diffs, then oldest entries, when it would still not
-        fit in `target` bytes."""
-        keep_pre = self._budgets.undoable_ids(self.undo_window)
-        # Oldest first: `_entries` is in the order the entries began (their ids').
-        excess = len(self._entries) - self.kept_entries()
-        records: list[dict[str, Any]] = []
-        for e in self._entries.values():
-            if excess > 0 and e.finished and e.id not in keep_pre:
-                excess -= 1
-                continue
-            if not e.finished:
-                records.append(self._begin_json(e))
-                continue
-            rec = {
-                "t": "record",
-                "compacted": True,
-                "id": e.id,
-                "time": e.time,
-                "action": e.action,
-                "args": e.args,
-                "files": e.files,
-                "outcome": e.outcome,
-                "ok": e.ok,
-                "committed": e.committed,
-                "diff": e.diff,
-                "changes": [(c if e.id in keep_pre else c.stripped()).to_json() for c in e.changes],
-            }
-            if e.error:
-                rec["error"] = e.error
-            if e.undoes is not None:
-                rec["undoes"] = e.undoes
-            if e.undone_by is not None:
-                rec["undoneBy"] = e.undone_by
-            records.append(rec)
-        checkpoint = {
-            "t": "checkpoint",
-            "time": self.clock(),
-            "nextId": self._next_id,
-            "tracked": [t.to_json() for t in [*self._retired, *self._by_path.values()]],
-            "retired": len(self._retired),  # how many of those come first
-        }
-        order = self._budgets.finish_order()
-        if order:  # some entry finished after a later one: the records below are in id order
-            checkpoint["finishOrder"] = order
-
-        def size(r: dict[str, Any]) -> int:
-            return line_size(r)  # what stays in the line: big values live in blob files
-
-        sizes = [size(r) for r in records]
-        total = sum(sizes) + size(checkpoint)
-        for i, r in enumerate(records):  # oldest diffs first
-            if total <= target:
-                break
-            if r.get("t") == "record" and r.get("diff"):
-                r["diff"] = None
-                new = size(r)
-                total += new - sizes[i]
-                sizes[i] = new
-        for i, r in enumerate(records):  # then oldest entries outside the undo window
-            if total <= target:
-                break
-            if r.get("t") == "record" and r["id"] not in keep_pre:
-                total -= sizes[i]
-                sizes[i] = 0
-        return [r for r, s in zip(records, sizes, strict=True) if s] + [checkpoint]
+        """The journal rewritten from this state (history/compaction.py `compacted`)."""
+        return compacted(
+            list(self._entries.values()),
+            undoable=self._budgets.undoable_ids(self.undo_window),
+            keep=self.kept_entries(),
+            tracked=[*self._retired, *self._by_path.values()],
+            retired=len(self._retired),
+            next_id=self._next_id,
+            time=self.clock(),
+            finish_order=self._budgets.finish_order(),
+            target=target,
+        )
 
     def _begin_json(self, e: Entry) -> dict[str, Any]:
-        rec: dict[str, Any] = {
-            "t": "begin",
-            "id": e.id,
-            "time": e.time,
-            "action": e.action,
-            "args": e.args,
-            "changes": [c.to_json() for c in e.changes],
-        }
-        if e._user:
-            rec["user"] = e._user
-        if e._baselines:
-            rec["baselines"] = e._baselines
-        if e.undoes is not None:
-            rec["undoes"] = e.undoes
-        if e.pid is not None:
-            rec["pid"] = e.pid
-        if e.pack is not None:  # named, so compaction keeps it while the entry is unfinished
-            rec["pack"] = e.pack
-        return rec
+        return begin_json(e)
 
     # -- reading ------------------------------------------------------------------------------
 
