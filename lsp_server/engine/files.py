@@ -135,11 +135,22 @@ def note_link(root: str, rel: str) -> LinkRead | None:
 
 # O_NONBLOCK: opening a FIFO for reading would otherwise block until a writer appears, before
 # `read_snapshot`'s regular-file check could refuse it (no effect on regular files).
-_READ_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
+# O_NOFOLLOW: `rel` is the file's real path, as the path policy resolved it (symbolic links
+# followed, the result checked), so a link found there now was put there after the check.
+_READ_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_CLOEXEC", 0)
+    | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_NOFOLLOW", 0)
+)
+# What opening with O_NOFOLLOW gives when the last name is a symbolic link (FreeBSD: EMLINK).
+_LINK_ERRNOS = frozenset({errno.ELOOP, errno.EMLINK})
 
 
 def read_snapshot(root: str, rel: str, max_bytes: int = DEFAULT_MAX_BYTES) -> Snapshot:
-    """The disk snapshot of workspace-relative `rel` (posix separators)."""
+    """The disk snapshot of workspace-relative `rel` (posix separators): the file at the real
+    path the path policy resolved (`root`, a real path, and `rel` below it), never what a
+    symbolic link swapped in since then leads to (`_opened_at`)."""
     full = _under(root, rel)
     read_ns = time.time_ns()  # before the read: a save after it is stamped no earlier
     try:
@@ -149,8 +160,11 @@ def read_snapshot(root: str, rel: str, max_bytes: int = DEFAULT_MAX_BYTES) -> Sn
     except NotADirectoryError:
         raise _parent_not_a_folder(root, rel) from None
     except OSError as exc:
+        if exc.errno in _LINK_ERRNOS:
+            raise _swapped_for_link(rel) from None
         raise _read_error(rel, exc) from None
     try:
+        _opened_at(fd, root, rel, full)
         st = os.fstat(fd)
         size = st.st_size
         if not stat.S_ISREG(st.st_mode):
@@ -187,6 +201,64 @@ def read_snapshot(root: str, rel: str, max_bytes: int = DEFAULT_MAX_BYTES) -> Sn
         st.st_ino, size, st.st_mtime_ns, st.st_ctime_ns, read_ns, data, stat.S_IMODE(st.st_mode)
     )
     return decode_file(rel, data, max_bytes, seen)
+
+
+def _opened_at(fd: int, root: str, rel: str, full: str) -> None:
+    """Refuse unless `fd` is the file at `full` now, reached through no symbolic link.
+
+    The path policy checked the path (every link on it followed, the file it reaches inside the
+    workspace), then the file is opened by name: a folder on the path swapped for a link to
+    elsewhere in between had `read` show the bytes of a file outside the workspace (O_NOFOLLOW
+    covers the last name only). So the descriptor's own path is asked of the kernel, which
+    names it by the folders it really lies in (Linux's /proc; one readlink); where that is not
+    `full` (a folder swapped, the file moved or replaced since the open, no /proc), the path
+    is walked again from the root without following any link (`Folders`), and what it leads to
+    must be the file opened (device and inode)."""
+    try:
+        if os.readlink(f"/proc/self/fd/{fd}") == full:
+            return
+    except OSError:
+        pass  # no /proc here: the walk decides
+    folders = None
+    try:
+        folders = Folders(root)
+        head, name = split(rel)
+        dfd = folders.open(head)
+        there = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+    except FolderChanged:
+        raise _swapped_for_link(rel) from None
+    except OSError:
+        there = None  # moved or removed since the open
+    finally:
+        if folders is not None:
+            folders.close()
+    if there is not None and stat.S_ISLNK(there.st_mode):
+        raise _swapped_for_link(rel)
+    opened = os.fstat(fd)
+    if there is None or (there.st_dev, there.st_ino) != (opened.st_dev, opened.st_ino):
+        # No link on the path now, but the file opened is not the one there (an editor's
+        # save renamed a new file over it meanwhile, say): it may have been reached through a
+        # link swapped in and back, so it is not shown.
+        raise errors.io_error(
+            f"{rel} changed while it was being read (it was replaced, moved or removed), so "
+            "what was opened may not be the file the path policy checked; nothing was read.",
+            "Read the file again.",
+            path=rel,
+            reason="CHANGED_WHILE_READ",
+        )
+
+
+def _swapped_for_link(rel: str) -> EditError:
+    """The refusal of a path that met a symbolic link where the path policy found none: the
+    same code as a link out of the workspace (it may well lead out of it)."""
+    return errors.outside_workspace(
+        f"path {rel!r} was replaced by a symbolic link (it or one of its folders) after the path "
+        "policy checked it, so it may lead outside the workspace folders; nothing was read "
+        "(path policy rule: symlink-swapped).",
+        "Only files inside the workspace folders can be read or edited.",
+        rule="symlink-swapped",
+        path=rel,
+    )
 
 
 def _read_error(rel: str, exc: OSError) -> EditError:
