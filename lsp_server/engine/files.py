@@ -403,6 +403,13 @@ class _Crasher:
 # sleeps). While it is set, the renames run in one thread, in order.
 TEST_HOOK: Callable[[str, str], None] | None = None
 
+# Called in the applying thread right before an apply's commit point (the journal's removal):
+# from there on the edit lands (or, if the journal cannot be removed, is rolled back and says
+# so), whatever comes next. The CLI stops turning Ctrl-C and SIGTERM into KeyboardInterrupt
+# from then on (lsp_server/cli.py): one raised after the commit point was taken for an apply
+# it had stopped (UNVERIFIED "may have changed", exit 130/143) while the edit had landed.
+BEFORE_COMMIT: Callable[[], None] | None = None
+
 
 def _hook(point: str, path: str = "") -> None:
     hook = TEST_HOOK
@@ -1600,6 +1607,8 @@ class PreparedApply:
             assert self.flusher is not None
             # 3. in `_prepare`: the renames are durable before the journal goes.
             self.flusher.flush(state=False)
+            if BEFORE_COMMIT is not None:
+                BEFORE_COMMIT()
             # The commit point. A journal that cannot be removed would have the next run roll
             # this apply back: it is rolled back now instead, and the result says so.
             os.unlink(os.path.join(self.sdir, JOURNAL))
