@@ -36,9 +36,11 @@ Move's source) is removed as the link (`note_link`), and put back as the link.
 
 State directory: `$AGENT_EDIT_STATE_DIR/workspaces/<name>-<hash>/` if that variable is set
 (tests use temporary folders), else the same under platformdirs' user state dir for
-`agent-edit` (`~/.local/state/agent-edit` on Linux). A lock file there
-(`flock`) keeps two applies in one workspace from interleaving, or a recovery from rolling back
-an apply that is still running. Its holder writes its pid there. A caller that gives
+`agent-edit` (`~/.local/state/agent-edit` on Linux). A lock file there (`flock`) keeps two
+applies in one workspace from interleaving, or a recovery from rolling back an apply that is
+still running. Its holder writes its pid there. Nested workspace roots (`w` and `w/sub`) share
+files: `workspace_lock` holds the locks of the roots above and below its own that have state
+too, and rolls back what an apply interrupted under one of them left. A caller that gives
 `workspace_lock` a `wait` waits that long at most, saying once (`notify`) which process it
 waits for if that takes over LOCK_QUIET_SECONDS, then is refused (IO_ERROR, reason BUSY): a
 process stopped while it held the lock (Ctrl-Z, SIGSTOP) made every later command, `history`
@@ -84,7 +86,7 @@ from lsp_server.engine.digests import sha256
 from lsp_server.engine.errors import EditError
 from lsp_server.engine.folders import FolderChanged, Folders, split
 from lsp_server.engine.model import FileChange, Plan
-from lsp_server.engine.state import ENV_STATE_DIR, state_dir
+from lsp_server.engine.state import ENV_STATE_DIR, register_nested, related_roots, state_dir
 from lsp_server.engine.state import fsync_dir as _fsync_dir
 from lsp_server.engine.state import user_state_base as user_state_base
 from lsp_server.engine.text import (
@@ -419,7 +421,10 @@ def _hook(point: str, path: str = "") -> None:
 
 @contextmanager
 def workspace_lock(
-    root: str, wait: float | None = None, notify: Callable[[str], None] | None = None
+    root: str,
+    wait: float | None = None,
+    notify: Callable[[str], None] | None = None,
+    related: list[dict[str, Any]] | None = None,
 ) -> Iterator[str]:
     """Hold this workspace's apply lock; yields the state directory.
 
@@ -428,22 +433,66 @@ def workspace_lock(
     With `wait` (seconds), a lock another process holds is waited for that long at most, said
     once to `notify` first, then refused (IO_ERROR, reason BUSY); without, for as long as it
     takes (the holder is running an apply, which ends).
+
+    Nested roots (`w` and `w/sub`) share files, so the locks of the roots above and below this
+    one that have state are held too (all of them the shallowest first, state.py), and an apply
+    interrupted under one of those is rolled back before anything here reads a file: its
+    reports, each with its `root`, are added to `related`. One that cannot be rolled back
+    refuses the command (IO_ERROR, RECOVERY_FAILED), as this root's own would.
     """
+    fds: list[int] = []
     try:
-        sdir = state_dir(root)
-        fd = os.open(os.path.join(sdir, "lock"), os.O_RDWR | os.O_CREAT, 0o600)
-    except OSError as exc:
-        raise _state_error(exc) from None
-    try:
+        try:
+            sdir = state_dir(root)
+            real = os.path.realpath(root)
+            register_nested(real, sdir)
+            above, below = related_roots(real, sdir)
+            for _, held in [*above, (real, sdir), *below]:
+                fds.append(os.open(os.path.join(held, "lock"), os.O_RDWR | os.O_CREAT, 0o600))
+        except OSError as exc:
+            raise _state_error(exc) from None
         try:
             import fcntl
         except ImportError:  # pragma: no cover - Windows: no advisory lock
             pass
         else:
-            _take_lock(fcntl, fd, wait, notify)
+            for fd in fds:
+                _take_lock(fcntl, fd, wait, notify)
+        for other, osdir in [*above, *below]:
+            reports = _recover_related(other, osdir)
+            if related is not None:
+                related += [{**r, "root": other} for r in reports]
         yield sdir
     finally:
-        os.close(fd)
+        for fd in reversed(fds):
+            os.close(fd)
+
+
+def _recover_related(root: str, sdir: str) -> list[dict[str, Any]]:
+    """`recover_locked` of a root nested in or around the one locked (`workspace_lock`)."""
+    if not os.path.exists(os.path.join(sdir, JOURNAL)) and not os.path.exists(
+        os.path.join(sdir, JOURNAL + ".tmp")
+    ):
+        return []
+    try:
+        return recover_locked(root, sdir)
+    except EditError as err:
+        raise errors.io_error(
+            f"An apply interrupted under the workspace folder {root}, which shares files with "
+            f"this one, could not be rolled back ({err.message}); nothing was read or changed.",
+            f"Run any agent-edit command with --root {root} to retry that rollback and see "
+            "what it says, then try again.",
+            path=root,
+            reason="RECOVERY_FAILED",
+        ) from None
+    except (ArithmeticError, LookupError, TypeError, ValueError, AttributeError):
+        raise errors.io_error(
+            f"An interrupted apply's journal under the workspace folder {root}, which shares "
+            "files with this one, cannot be read; nothing was read or changed.",
+            f"Run any agent-edit command with --root {root} to see what it says.",
+            path=root,
+            reason="RECOVERY_FAILED",
+        ) from None
 
 
 def _take_lock(
@@ -601,8 +650,9 @@ def apply_plan(
     if locked is not None:
         _apply_locked(root, locked, plan, meanwhile, pack)
         return []
-    with workspace_lock(root) as sdir:
-        recovered = recover_locked(root, sdir)
+    recovered: list[dict[str, Any]] = []
+    with workspace_lock(root, related=recovered) as sdir:
+        recovered += recover_locked(root, sdir)
         _apply_locked(root, sdir, plan, meanwhile, pack)
     return recovered
 
@@ -794,8 +844,9 @@ def _check_writable(root: str, folders: Folders, steps: list[_Step], dirs: list[
 
 def recover(root: str) -> list[dict[str, Any]]:
     """Roll back an apply that was interrupted in this workspace; [] when there was none."""
-    with workspace_lock(root) as sdir:
-        return recover_locked(root, sdir)
+    related: list[dict[str, Any]] = []
+    with workspace_lock(root, related=related) as sdir:
+        return related + recover_locked(root, sdir)
 
 
 def _steps(

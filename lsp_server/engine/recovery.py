@@ -178,8 +178,11 @@ def message(report: dict[str, Any]) -> str:
         parts.append(f"temporary files left: {_names([str(p) for p in report['leftBehind']])}")
     incomplete = report.get("unreached") or report.get("failed")
     verb = "could not fully roll back" if incomplete else "rolled back"
+    # One under a workspace folder nested in or around this one (files.workspace_lock): its
+    # paths are relative to that folder.
+    where = f" under the workspace folder {report['root']}" if report.get("root") else ""
     return (
-        f"agent-edit: {verb} an interrupted apply (pid {report.get('pid')}): "
+        f"agent-edit: {verb} an interrupted apply{where} (pid {report.get('pid')}): "
         + ("; ".join(parts) or "nothing had changed yet")
         + "."
     )
@@ -191,6 +194,10 @@ def record(history: History, recovery: Recovery) -> None:
         paths = [*r.get("restored", []), *r.get("removed", [])]
         paths += [str(c.get("path")) for c in r.get("conflicts", []) if not _unreadable(c)]
         paths += [str(u.get("path")) for u in [*r.get("unreached", []), *r.get("failed", [])]]
+        if r.get("root"):
+            # Another workspace folder's files (nested in or around this one), relative to
+            # it: said in the message, not listed as this workspace's files.
+            paths = []
         history.record(
             ACTION,
             {
