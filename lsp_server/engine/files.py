@@ -180,6 +180,16 @@ def read_snapshot(root: str, rel: str, max_bytes: int = DEFAULT_MAX_BYTES) -> Sn
                 path=rel,
                 reason="NOT_REGULAR",
             )
+        if st.st_nlink > 1:
+            # The path policy refuses a hard link, but one put in the file's place since its
+            # check reads whatever file it shares, outside the workspace too: refused alike.
+            raise errors.denied(
+                f"path {rel!r} is a hard link shared with another name, which an edit would "
+                "change too (path policy rule: hard-link).",
+                "This file is off limits to agent edits; leave it alone.",
+                path=rel,
+                rule="hard-link",
+            )
         want = min(size, max_bytes) + 1  # one byte more tells an oversized file
         data = os.read(fd, want)
         # Exactly the size fstat gave, asked for one byte more: the whole file (a read that

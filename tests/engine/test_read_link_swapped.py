@@ -158,3 +158,23 @@ def test_a_legitimate_link_inside_the_workspace_is_still_read(
     for path in ("dirlink/f.txt", "filelink"):
         code, result = _cli_read(root, path, capsys)
         assert code == 0 and result["text"] == "inside\n", result
+
+
+def test_a_hard_link_swapped_in_after_the_check_is_refused(
+    ws: tuple[Path, Path],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The policy refuses a hard link (DENIED, rule hard-link); one put in the file's place
+    after the check had `read` show the bytes of the file it shares, outside the workspace."""
+    root, outside = ws
+
+    def swap() -> None:
+        os.unlink(root / "g.txt")
+        os.link(outside / "g.txt", root / "g.txt")
+
+    _before_open(monkeypatch, swap)
+    code, result = _cli_read(root, "g.txt", capsys)
+    assert code == cli.EXIT_FAILED
+    assert result["code"] == "DENIED" and result["details"]["rule"] == "hard-link", result
+    assert "secret" not in json.dumps(result)
