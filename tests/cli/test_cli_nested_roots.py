@@ -114,3 +114,30 @@ def test_a_sibling_root_is_not_touched(tree: tuple[Path, Path], tmp_path: Path) 
     assert run.returncode == 0 and run.stdout == "c\n", run.stderr
     assert "rolled back" not in run.stderr
     assert (w / "sub" / "a.txt").read_text() == "a new\n"  # left for its own root's next run
+
+
+def test_a_server_start_on_the_outer_root_rolls_back_the_inner_roots_apply(
+    tree: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The language server's start (`recover(root, wait=False)`): rolled back when no apply
+    holds a lock, `busy` (nothing touched) while one holds the inner root's."""
+    import fcntl
+
+    from lsp_server.engine import recovery
+    from lsp_server.engine.state import state_dir
+
+    w, state = tree
+    monkeypatch.setenv("AGENT_EDIT_STATE_DIR", str(state))
+    _crash_half_way(state, w / "sub", "a.txt", "b.txt")
+    fd = os.open(os.path.join(state_dir(str(w / "sub")), "lock"), os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        done = recovery.recover(str(w), wait=False)
+        assert done.busy and not done.reports
+        assert (w / "sub" / "a.txt").read_text() == "a new\n"
+    finally:
+        os.close(fd)
+    done = recovery.recover(str(w), wait=False)
+    assert not done.busy and done.error is None
+    assert [r["root"] for r in done.reports] == [str(w / "sub")]
+    assert (w / "sub" / "a.txt").read_text() == "a old\n"
