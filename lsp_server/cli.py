@@ -297,11 +297,11 @@ def main(argv: list[str] | None = None) -> int:
         # entry finished) on the way out (actions/execute.py); a line that says so, not a
         # traceback.
         if _HOLDING:
-            # A second one, past an edit's commit point (`_hold_signals`): nothing was
-            # rolled back for it; only the report was cut short.
+            # Past an edit's commit point (`_hold_signals`; the second one, the first being
+            # held): nothing was rolled back for it; only the report was cut short.
             sys.stderr.write(
-                "agent-edit: interrupted again past the edit's commit point (the edit was not "
-                "undone for it); see `agent-edit history` for what it did\n"
+                "agent-edit: interrupted past the edit's commit point (the edit was not undone "
+                "for it); see `agent-edit history` for what it did\n"
             )
             return 143 if _TERMINATED else 130
         if _TERMINATED:
