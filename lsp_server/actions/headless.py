@@ -67,8 +67,12 @@ async def open(  # the spelling every front calls: `headless.open(root)`
     root = os.path.realpath(root)
     # A bounded wait, said at once: a process stopped while it held the lock must not hang
     # every later command without a word (engine/files.py).
-    with files.workspace_lock(root, wait=LOCK_WAIT_SECONDS, notify=notify) as sdir:
+    # What was rolled back under a workspace folder nested in or around this one (their
+    # locks are held too: they share files), said and recorded with this one's.
+    related: list[dict[str, Any]] = []
+    with files.workspace_lock(root, wait=LOCK_WAIT_SECONDS, notify=notify, related=related) as sdir:
         done = recovery.recover(root, sdir)
+        done.reports[:0] = related
         for text in done.messages():
             if notify is not None:
                 notify(text)

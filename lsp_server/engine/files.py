@@ -36,9 +36,11 @@ Move's source) is removed as the link (`note_link`), and put back as the link.
 
 State directory: `$AGENT_EDIT_STATE_DIR/workspaces/<name>-<hash>/` if that variable is set
 (tests use temporary folders), else the same under platformdirs' user state dir for
-`agent-edit` (`~/.local/state/agent-edit` on Linux). A lock file there
-(`flock`) keeps two applies in one workspace from interleaving, or a recovery from rolling back
-an apply that is still running. Its holder writes its pid there. A caller that gives
+`agent-edit` (`~/.local/state/agent-edit` on Linux). A lock file there (`flock`) keeps two
+applies in one workspace from interleaving, or a recovery from rolling back an apply that is
+still running. Its holder writes its pid there. Nested workspace roots (`w` and `w/sub`) share
+files: `workspace_lock` holds the locks of the roots above and below its own that have state
+too, and rolls back what an apply interrupted under one of them left. A caller that gives
 `workspace_lock` a `wait` waits that long at most, saying once (`notify`) which process it
 waits for if that takes over LOCK_QUIET_SECONDS, then is refused (IO_ERROR, reason BUSY): a
 process stopped while it held the lock (Ctrl-Z, SIGSTOP) made every later command, `history`
@@ -84,7 +86,7 @@ from lsp_server.engine.digests import sha256, sha256_for
 from lsp_server.engine.errors import EditError
 from lsp_server.engine.folders import FolderChanged, Folders, split
 from lsp_server.engine.model import FileChange, Plan
-from lsp_server.engine.state import ENV_STATE_DIR, state_dir
+from lsp_server.engine.state import ENV_STATE_DIR, register_nested, related_roots, state_dir
 from lsp_server.engine.state import fsync_dir as _fsync_dir
 from lsp_server.engine.state import user_state_base as user_state_base
 from lsp_server.engine.text import (
@@ -135,11 +137,22 @@ def note_link(root: str, rel: str) -> LinkRead | None:
 
 # O_NONBLOCK: opening a FIFO for reading would otherwise block until a writer appears, before
 # `read_snapshot`'s regular-file check could refuse it (no effect on regular files).
-_READ_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
+# O_NOFOLLOW: `rel` is the file's real path, as the path policy resolved it (symbolic links
+# followed, the result checked), so a link found there now was put there after the check.
+_READ_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_CLOEXEC", 0)
+    | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_NOFOLLOW", 0)
+)
+# What opening with O_NOFOLLOW gives when the last name is a symbolic link (FreeBSD: EMLINK).
+_LINK_ERRNOS = frozenset({errno.ELOOP, errno.EMLINK})
 
 
 def read_snapshot(root: str, rel: str, max_bytes: int = DEFAULT_MAX_BYTES) -> Snapshot:
-    """The disk snapshot of workspace-relative `rel` (posix separators)."""
+    """The disk snapshot of workspace-relative `rel` (posix separators): the file at the real
+    path the path policy resolved (`root`, a real path, and `rel` below it), never what a
+    symbolic link swapped in since then leads to (`_opened_at`)."""
     full = _under(root, rel)
     read_ns = time.time_ns()  # before the read: a save after it is stamped no earlier
     try:
@@ -149,8 +162,11 @@ def read_snapshot(root: str, rel: str, max_bytes: int = DEFAULT_MAX_BYTES) -> Sn
     except NotADirectoryError:
         raise _parent_not_a_folder(root, rel) from None
     except OSError as exc:
+        if exc.errno in _LINK_ERRNOS:
+            raise _swapped_for_link(rel) from None
         raise _read_error(rel, exc) from None
     try:
+        _opened_at(fd, root, rel, full)
         st = os.fstat(fd)
         size = st.st_size
         if not stat.S_ISREG(st.st_mode):
@@ -163,6 +179,16 @@ def read_snapshot(root: str, rel: str, max_bytes: int = DEFAULT_MAX_BYTES) -> Sn
                 argument="path",
                 path=rel,
                 reason="NOT_REGULAR",
+            )
+        if st.st_nlink > 1:
+            # The path policy refuses a hard link, but one put in the file's place since its
+            # check reads whatever file it shares, outside the workspace too: refused alike.
+            raise errors.denied(
+                f"path {rel!r} is a hard link shared with another name, which an edit would "
+                "change too (path policy rule: hard-link).",
+                "This file is off limits to agent edits; leave it alone.",
+                path=rel,
+                rule="hard-link",
             )
         want = min(size, max_bytes) + 1  # one byte more tells an oversized file
         data = os.read(fd, want)
@@ -187,6 +213,64 @@ def read_snapshot(root: str, rel: str, max_bytes: int = DEFAULT_MAX_BYTES) -> Sn
         st.st_ino, size, st.st_mtime_ns, st.st_ctime_ns, read_ns, data, stat.S_IMODE(st.st_mode)
     )
     return decode_file(rel, data, max_bytes, seen)
+
+
+def _opened_at(fd: int, root: str, rel: str, full: str) -> None:
+    """Refuse unless `fd` is the file at `full` now, reached through no symbolic link.
+
+    The path policy checked the path (every link on it followed, the file it reaches inside the
+    workspace), then the file is opened by name: a folder on the path swapped for a link to
+    elsewhere in between had `read` show the bytes of a file outside the workspace (O_NOFOLLOW
+    covers the last name only). So the descriptor's own path is asked of the kernel, which
+    names it by the folders it really lies in (Linux's /proc; one readlink); where that is not
+    `full` (a folder swapped, the file moved or replaced since the open, no /proc), the path
+    is walked again from the root without following any link (`Folders`), and what it leads to
+    must be the file opened (device and inode)."""
+    try:
+        if os.readlink(f"/proc/self/fd/{fd}") == full:
+            return
+    except OSError:
+        pass  # no /proc here: the walk decides
+    folders = None
+    try:
+        folders = Folders(root)
+        head, name = split(rel)
+        dfd = folders.open(head)
+        there = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+    except FolderChanged:
+        raise _swapped_for_link(rel) from None
+    except OSError:
+        there = None  # moved or removed since the open
+    finally:
+        if folders is not None:
+            folders.close()
+    if there is not None and stat.S_ISLNK(there.st_mode):
+        raise _swapped_for_link(rel)
+    opened = os.fstat(fd)
+    if there is None or (there.st_dev, there.st_ino) != (opened.st_dev, opened.st_ino):
+        # No link on the path now, but the file opened is not the one there (an editor's
+        # save renamed a new file over it meanwhile, say): it may have been reached through a
+        # link swapped in and back, so it is not shown.
+        raise errors.io_error(
+            f"{rel} changed while it was being read (it was replaced, moved or removed), so "
+            "what was opened may not be the file the path policy checked; nothing was read.",
+            "Read the file again.",
+            path=rel,
+            reason="CHANGED_WHILE_READ",
+        )
+
+
+def _swapped_for_link(rel: str) -> EditError:
+    """The refusal of a path that met a symbolic link where the path policy found none: the
+    same code as a link out of the workspace (it may well lead out of it)."""
+    return errors.outside_workspace(
+        f"path {rel!r} was replaced by a symbolic link (it or one of its folders) after the path "
+        "policy checked it, so it may lead outside the workspace folders; nothing was read "
+        "(path policy rule: symlink-swapped).",
+        "Only files inside the workspace folders can be read or edited.",
+        rule="symlink-swapped",
+        path=rel,
+    )
 
 
 def _read_error(rel: str, exc: OSError) -> EditError:
@@ -331,6 +415,13 @@ class _Crasher:
 # sleeps). While it is set, the renames run in one thread, in order.
 TEST_HOOK: Callable[[str, str], None] | None = None
 
+# Called in the applying thread right before an apply's commit point (the journal's removal):
+# from there on the edit lands (or, if the journal cannot be removed, is rolled back and says
+# so), whatever comes next. The CLI stops turning Ctrl-C and SIGTERM into KeyboardInterrupt
+# from then on (lsp_server/cli.py): one raised after the commit point was taken for an apply
+# it had stopped (UNVERIFIED "may have changed", exit 130/143) while the edit had landed.
+BEFORE_COMMIT: Callable[[], None] | None = None
+
 
 def _hook(point: str, path: str = "") -> None:
     hook = TEST_HOOK
@@ -340,7 +431,10 @@ def _hook(point: str, path: str = "") -> None:
 
 @contextmanager
 def workspace_lock(
-    root: str, wait: float | None = None, notify: Callable[[str], None] | None = None
+    root: str,
+    wait: float | None = None,
+    notify: Callable[[str], None] | None = None,
+    related: list[dict[str, Any]] | None = None,
 ) -> Iterator[str]:
     """Hold this workspace's apply lock; yields the state directory.
 
@@ -349,22 +443,66 @@ def workspace_lock(
     With `wait` (seconds), a lock another process holds is waited for that long at most, said
     once to `notify` first, then refused (IO_ERROR, reason BUSY); without, for as long as it
     takes (the holder is running an apply, which ends).
+
+    Nested roots (`w` and `w/sub`) share files, so the locks of the roots above and below this
+    one that have state are held too (all of them the shallowest first, state.py), and an apply
+    interrupted under one of those is rolled back before anything here reads a file: its
+    reports, each with its `root`, are added to `related`. One that cannot be rolled back
+    refuses the command (IO_ERROR, RECOVERY_FAILED), as this root's own would.
     """
+    fds: list[int] = []
     try:
-        sdir = state_dir(root)
-        fd = os.open(os.path.join(sdir, "lock"), os.O_RDWR | os.O_CREAT, 0o600)
-    except OSError as exc:
-        raise _state_error(exc) from None
-    try:
+        try:
+            sdir = state_dir(root)
+            real = os.path.realpath(root)
+            register_nested(real, sdir)
+            above, below = related_roots(real, sdir)
+            for _, held in [*above, (real, sdir), *below]:
+                fds.append(os.open(os.path.join(held, "lock"), os.O_RDWR | os.O_CREAT, 0o600))
+        except OSError as exc:
+            raise _state_error(exc) from None
         try:
             import fcntl
         except ImportError:  # pragma: no cover - Windows: no advisory lock
             pass
         else:
-            _take_lock(fcntl, fd, wait, notify)
+            for fd in fds:
+                _take_lock(fcntl, fd, wait, notify)
+        for other, osdir in [*above, *below]:
+            reports = _recover_related(other, osdir)
+            if related is not None:
+                related += [{**r, "root": other} for r in reports]
         yield sdir
     finally:
-        os.close(fd)
+        for fd in reversed(fds):
+            os.close(fd)
+
+
+def _recover_related(root: str, sdir: str) -> list[dict[str, Any]]:
+    """`recover_locked` of a root nested in or around the one locked (`workspace_lock`)."""
+    if not os.path.exists(os.path.join(sdir, JOURNAL)) and not os.path.exists(
+        os.path.join(sdir, JOURNAL + ".tmp")
+    ):
+        return []
+    try:
+        return recover_locked(root, sdir)
+    except EditError as err:
+        raise errors.io_error(
+            f"An apply interrupted under the workspace folder {root}, which shares files with "
+            f"this one, could not be rolled back ({err.message}); nothing was read or changed.",
+            f"Run any agent-edit command with --root {root} to retry that rollback and see "
+            "what it says, then try again.",
+            path=root,
+            reason="RECOVERY_FAILED",
+        ) from None
+    except (ArithmeticError, LookupError, TypeError, ValueError, AttributeError):
+        raise errors.io_error(
+            f"An interrupted apply's journal under the workspace folder {root}, which shares "
+            "files with this one, cannot be read; nothing was read or changed.",
+            f"Run any agent-edit command with --root {root} to see what it says.",
+            path=root,
+            reason="RECOVERY_FAILED",
+        ) from None
 
 
 def _take_lock(
@@ -522,8 +660,9 @@ def apply_plan(
     if locked is not None:
         _apply_locked(root, locked, plan, meanwhile, pack)
         return []
-    with workspace_lock(root) as sdir:
-        recovered = recover_locked(root, sdir)
+    recovered: list[dict[str, Any]] = []
+    with workspace_lock(root, related=recovered) as sdir:
+        recovered += recover_locked(root, sdir)
         _apply_locked(root, sdir, plan, meanwhile, pack)
     return recovered
 
@@ -715,8 +854,9 @@ def _check_writable(root: str, folders: Folders, steps: list[_Step], dirs: list[
 
 def recover(root: str) -> list[dict[str, Any]]:
     """Roll back an apply that was interrupted in this workspace; [] when there was none."""
-    with workspace_lock(root) as sdir:
-        return recover_locked(root, sdir)
+    related: list[dict[str, Any]] = []
+    with workspace_lock(root, related=related) as sdir:
+        return related + recover_locked(root, sdir)
 
 
 def _steps(
@@ -1528,6 +1668,8 @@ class PreparedApply:
             assert self.flusher is not None
             # 3. in `_prepare`: the renames are durable before the journal goes.
             self.flusher.flush(state=False)
+            if BEFORE_COMMIT is not None:
+                BEFORE_COMMIT()
             # The commit point. A journal that cannot be removed would have the next run roll
             # this apply back: it is rolled back now instead, and the result says so.
             os.unlink(os.path.join(self.sdir, JOURNAL))

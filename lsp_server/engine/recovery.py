@@ -61,10 +61,14 @@ def recover(root: str, locked: str | None = None, wait: bool = True) -> Recovery
         if locked is not None:
             return Recovery(files.recover_locked(root, locked))
         sdir = state.state_dir(root)  # IO_ERROR when it cannot be made: said by every caller
-        journal = os.path.join(sdir, files.JOURNAL)
-        if not os.path.exists(journal) and not os.path.exists(journal + ".tmp"):
-            # No apply began since the last one ended: nothing to roll back, and no need to
-            # wait for the lock (a server start must not wait for a running CLI apply).
+        if not _journal_in(sdir) and not any(
+            _journal_in(other)
+            for group in state.related_roots(os.path.realpath(root), sdir)
+            for _, other in group
+        ):
+            # No apply began since the last one ended, here or under a workspace folder nested
+            # in or around this one (files.workspace_lock): nothing to roll back, and no need
+            # to wait for the lock (a server start must not wait for a running CLI apply).
             return Recovery()
         if not wait:
             return _recover_if_idle(root, sdir)
@@ -119,21 +123,22 @@ def rollback_pending(sdir: str, pid: int | None) -> bool:
     return pid is None or not isinstance(header, dict) or header.get("pid") in (pid, None)
 
 
+def _journal_in(sdir: str) -> bool:
+    journal = os.path.join(sdir, files.JOURNAL)
+    return os.path.exists(journal) or os.path.exists(journal + ".tmp")
+
+
 def _recover_if_idle(root: str, sdir: str) -> Recovery:
-    """`files.recover` when no apply holds the workspace lock; `busy` when one does."""
+    """`files.recover` when no apply holds the workspace lock (nor that of a workspace folder
+    nested in or around this one); `busy` when one does."""
+    related: list[dict[str, Any]] = []
     try:
-        import fcntl
-    except ImportError:  # pragma: no cover - Windows: no advisory lock to find a live apply by
-        return Recovery(files.recover(root))
-    fd = os.open(os.path.join(sdir, APPLY_LOCK), os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return Recovery(busy=True)
-        return Recovery(files.recover_locked(root, sdir))
-    finally:
-        os.close(fd)  # closing drops the flock
+        with files.workspace_lock(root, wait=0.0, related=related) as held:
+            return Recovery(related + files.recover_locked(root, held))
+    except EditError as err:
+        if err.details.get("reason") == "BUSY":
+            return Recovery(related, busy=True)
+        raise
 
 
 def _names(paths: list[str]) -> str:
@@ -178,8 +183,11 @@ def message(report: dict[str, Any]) -> str:
         parts.append(f"temporary files left: {_names([str(p) for p in report['leftBehind']])}")
     incomplete = report.get("unreached") or report.get("failed")
     verb = "could not fully roll back" if incomplete else "rolled back"
+    # One under a workspace folder nested in or around this one (files.workspace_lock): its
+    # paths are relative to that folder.
+    where = f" under the workspace folder {report['root']}" if report.get("root") else ""
     return (
-        f"agent-edit: {verb} an interrupted apply (pid {report.get('pid')}): "
+        f"agent-edit: {verb} an interrupted apply{where} (pid {report.get('pid')}): "
         + ("; ".join(parts) or "nothing had changed yet")
         + "."
     )
@@ -191,6 +199,10 @@ def record(history: History, recovery: Recovery) -> None:
         paths = [*r.get("restored", []), *r.get("removed", [])]
         paths += [str(c.get("path")) for c in r.get("conflicts", []) if not _unreadable(c)]
         paths += [str(u.get("path")) for u in [*r.get("unreached", []), *r.get("failed", [])]]
+        if r.get("root"):
+            # Another workspace folder's files (nested in or around this one), relative to
+            # it: said in the message, not listed as this workspace's files.
+            paths = []
         history.record(
             ACTION,
             {

@@ -6,6 +6,10 @@ for a workspace in one place: `<base>/workspaces/<name>-<sha256 of the real path
 `<base>` is `$AGENT_EDIT_STATE_DIR` (tests use temporary folders) or platformdirs' user state
 directory for agent-edit (`~/.local/state/agent-edit` on Linux).
 
+Roots nested in one another share files, so each root with a state folder is listed under
+the folders above it (`register_nested`), and a command finds the roots above and below its
+own (`related_roots`) to take their locks too (files.workspace_lock).
+
 The folder is never inside the workspace (it would be edited, committed and watched by the
 editor): every way of naming it goes through `check_outside`. A folder that cannot be made or
 written (full disk, unwritable base, a file where the folder should be) is an
@@ -68,14 +72,23 @@ def check_outside(directory: str | os.PathLike[str], workspace: str | os.PathLik
         )
 
 
+def _digest(real: str) -> str:
+    return sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+
+
 def workspace_state_path(workspace: str | os.PathLike[str], base: str | None = None) -> str:
     """The workspace's state folder (not created), checked to be outside the workspace."""
     real = os.path.realpath(workspace)
-    digest = sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:16]
-    name = _short(os.path.basename(real) or "root")
-    directory = os.path.join(base or state_base(), "workspaces", f"{name}-{digest}")
+    directory = _state_path(real, base or state_base())
     check_outside(directory, real)
     return directory
+
+
+def _state_path(real: str, base: str) -> str:
+    """`workspace_state_path` of a real path, unchecked (a folder above a root may well hold
+    the state base: `/`, the home folder)."""
+    name = _short(os.path.basename(real) or "root")
+    return os.path.join(base, "workspaces", f"{name}-{_digest(real)}")
 
 
 # The longest workspace name kept whole in its state folder's name: with "-" and the 16-digit
@@ -145,3 +158,86 @@ def fsync_dir(path: str | os.PathLike[str]) -> None:
         pass
     finally:
         os.close(fd)
+
+
+# -- nested workspace roots ------------------------------------------------------------------
+# The lock and the apply journal are per root, and a file of `w/sub` is a file of `w` too: a
+# command under `--root w` read (and edited) what an apply under `--root w/sub` had left
+# half-done when it was killed, and applies under both could run at once. So each root with a
+# state folder is listed under every folder above it (`<base>/nested/<hash of that folder>`,
+# one JSON string a line, written once: `nested-registered` in its state folder says so), and a
+# command takes the locks of the roots above and below its own that have a state folder, in
+# one order (the shallowest first: no two commands wait for each other), and rolls back what
+# an apply interrupted under those left (files.workspace_lock).
+
+NESTED = "nested"
+_REGISTERED = "nested-registered"
+
+
+def _above(real: str) -> list[str]:
+    """The folders that contain `real`, the shallowest (`/`) first."""
+    out = []
+    cur = real
+    while (up := os.path.dirname(cur)) != cur:
+        out.append(up)
+        cur = up
+    out.reverse()
+    return out
+
+
+def register_nested(real: str, sdir: str) -> None:
+    """List root `real` (whose state folder `sdir` exists) under every folder above it, once.
+    Before its locks are taken (`related_roots` after): a command on a root above it that has
+    not seen it listed yet took its own lock first, which this root's command then waits for."""
+    if os.path.exists(os.path.join(sdir, _REGISTERED)):
+        return
+    import json  # (once per root: the usual command finds the marker above)
+
+    folder = os.path.join(os.path.dirname(os.path.dirname(sdir)), NESTED)
+    make_dir(folder)
+    line = (json.dumps(real) + "\n").encode("utf-8", "surrogateescape")
+    for up in _above(real):
+        fd = os.open(
+            os.path.join(folder, _digest(up)), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600
+        )
+        try:
+            os.write(fd, line)  # one write of one short line: never interleaved with another
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    fd = os.open(os.path.join(sdir, _REGISTERED), os.O_WRONLY | os.O_CREAT, 0o600)
+    os.close(fd)
+
+
+def related_roots(real: str, sdir: str) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """The other roots above and below root `real` (state folder `sdir`) that have a state
+    folder, with it: (above, below), each the shallowest first (the order their locks are
+    taken in, with `real`'s own between them)."""
+    base = os.path.dirname(os.path.dirname(sdir))
+    above = []
+    for up in _above(real):
+        there = _state_path(up, base)
+        if os.path.isdir(there):
+            above.append((up, there))
+    below: dict[str, str] = {}
+    try:
+        with open(os.path.join(base, NESTED, _digest(real)), "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        data = b""
+    if data:
+        import json
+
+        prefix = real.rstrip(os.sep) + os.sep
+        for raw in data.splitlines():
+            try:
+                name = json.loads(raw.decode("utf-8", "surrogateescape"))
+            except ValueError:
+                continue  # a line cut short by a crash: its root lists itself again
+            if not isinstance(name, str) or not name.startswith(prefix) or name in below:
+                continue
+            there = _state_path(name, base)
+            if os.path.isdir(there):
+                below[name] = there
+    deeper = sorted(below.items(), key=lambda kv: (kv[0].count(os.sep), kv[0]))
+    return above, deeper

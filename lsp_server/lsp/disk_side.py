@@ -160,13 +160,14 @@ class DiskSide:
     waits for it rather than writing the same files in between."""
 
     def __init__(self, root: str, changes: list[FileChange], action: str) -> None:
-        self._lock = files.workspace_lock(root)
+        related: list[dict[str, Any]] = []  # rolled back under a nested workspace folder
+        self._lock = files.workspace_lock(root, related=related)
         sdir = self._lock.__enter__()
         try:
             # An apply a CLI was killed in the middle of is rolled back before this one plans
             # on the files (the check below then sees what the rollback restored). One that
             # cannot be rolled back raises (IO_ERROR): its journal must not be overwritten.
-            self.recovered = recovery.Recovery(files.recover_locked(root, sdir))
+            self.recovered = recovery.Recovery(related + files.recover_locked(root, sdir))
             try:
                 self._prepared = files.prepare_plan(root, sdir, Plan(action, tuple(changes)))
             except BaseException:
