@@ -152,3 +152,49 @@ def test_a_compaction_waits_for_half_the_kept_entries(
     _edits(w, 60)
     # 60 edits: the first past KEEP + KEEP/2 new ones, then one every KEEP/2.
     assert 1 <= len(rewrites) <= (60 - KEEP) // (KEEP // 2) + 1, rewrites
+
+
+def test_a_dropped_edit_is_said_to_be_dropped_not_never_made(tmp_path: Path) -> None:
+    """`history --edit 1` / `undo 1` after edit #1 was dropped: "There is no edit #1" told the
+    agent that made it that it never was; an id the history never gave keeps that answer."""
+    from lsp_server.engine.errors import EditError
+
+    w = Workspace(tmp_path)
+    ids = _edits(w, 30)
+    again = w.reloaded()
+    assert again.find(ids[0]) is None  # dropped
+    with pytest.raises(EditError) as dropped:
+        again.entry(ids[0])
+    assert "no longer in the history" in dropped.value.message
+    assert f"newest {again.kept_entries()} edits" in dropped.value.message
+    with pytest.raises(EditError) as dropped_undo:
+        again.undo_paths(ids[0])
+    assert "no longer in the history" in dropped_undo.value.message
+    for never in (ids[-1] + 1, 0, -3):
+        with pytest.raises(EditError) as unknown:
+            again.entry(never)
+        assert unknown.value.message == f"There is no edit #{never} in the history."
+
+
+def test_a_finish_after_another_process_compacted_reports_the_finished_entry(
+    tmp_path: Path,
+) -> None:
+    """The server begins an edit; a CLI run compacts the journal (the count rule) before the
+    server finishes it. The finish takes the compacted journal in (every entry rebuilt), and
+    what it returns and tells its listeners (the editor's `agentEdit/historyChanged`) must be
+    the finished entry, not the stale "pending" one fetched before."""
+    w = Workspace(tmp_path)
+    heard: list[tuple[int, str, bool]] = []
+    w.history.listeners.append(lambda e: heard.append((e.id, e.outcome, e.finished)))
+    server = w.write("server.txt", "the server's edit\n", finish=False)
+    cli = w.reloaded()  # another process, on the same journal
+    fs = dict(w.fs)
+    for k in range(KEEP + KEEP // 2 + 1):
+        plan = Plan("write", (plan_write(snap(fs, f"c{k % 3}.txt"), f"cli {k}\n"),))
+        cli.finish(cli.begin(plan, {}), "applied")
+        fs = apply_plan(fs, plan)
+    assert len(w.journal_ids()) <= KEEP + KEEP // 2  # the CLI compacted
+    entry = w.history.finish(server, "applied")
+    assert entry.finished and entry.outcome == "applied"
+    assert entry is w.history.find(server)
+    assert heard[-1] == (server, "applied", True)

@@ -408,6 +408,10 @@ class History(Replay):
             self.journal_error = f"writing the journal failed: {exc}"
             if not entry.finished:
                 self._apply(rec)
+        # The entry as the history holds it now: when the transaction took in another
+        # process's compaction (every kept_entries/2 edits), replay rebuilt every entry and
+        # the one fetched above is stale, still "pending" (the server told its editor so).
+        entry = self._entries.get(entry_id, entry)
         self._own.discard(entry_id)
         self._packs.pop(entry_id, None)
         self._notify(entry)

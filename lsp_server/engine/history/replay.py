@@ -412,6 +412,17 @@ class Replay:
 
     def entry(self, entry_id: int) -> Entry:
         entry = self._entries.get(entry_id)
+        if entry is None and 0 < entry_id < self._next_id:
+            # An id the history gave, gone since: the oldest entries are dropped (see
+            # KEPT_ENTRIES). "There is no edit #N" told the agent that made it that it never was.
+            raise errors.invalid_argument(
+                f"Edit #{entry_id} is no longer in the history, which keeps the newest "
+                f"{self.kept_entries()} edits.",
+                "List the history (agentEdit.history) and use one of its ids; the net diff "
+                "still shows what the older edits changed.",
+                argument="editId",
+                editId=entry_id,
+            )
         if entry is None:
             oldest = next(iter(self._entries), self._next_id)
             if 0 < entry_id < oldest:
