@@ -413,29 +413,19 @@ class Replay:
     def entry(self, entry_id: int) -> Entry:
         entry = self._entries.get(entry_id)
         if entry is None and 0 < entry_id < self._next_id:
-            # An id the history gave, gone since: the oldest entries are dropped (see
+            # An id the history gave, gone since: the oldest entries are dropped (compaction.py
             # KEPT_ENTRIES). "There is no edit #N" told the agent that made it that it never was.
+            oldest = next(iter(self._entries), self._next_id)
             raise errors.invalid_argument(
-                f"Edit #{entry_id} is no longer in the history, which keeps the newest "
-                f"{self.kept_entries()} edits.",
+                f"Edit #{entry_id} is no longer in the history: it keeps the newest "
+                f"{self.kept_entries()} edits (fewer when they are large), and the oldest it "
+                f"holds is #{oldest}.",
                 "List the history (agentEdit.history) and use one of its ids; the net diff "
-                "still shows what the older edits changed.",
+                "still shows what the older edits changed, which can no longer be undone.",
                 argument="editId",
                 editId=entry_id,
             )
         if entry is None:
-            oldest = next(iter(self._entries), self._next_id)
-            if 0 < entry_id < oldest:
-                # Dropped by a compaction (or never journaled): say so, not "no such edit".
-                raise errors.invalid_argument(
-                    f"Edit #{entry_id} is no longer in the history: it keeps the newest "
-                    f"{self.kept_entries()} edits (fewer when they are large), and the oldest "
-                    f"it holds is #{oldest}.",
-                    "List the history (agentEdit.history) and use one of its ids; an edit that "
-                    "old can no longer be undone (its pre-images are gone).",
-                    argument="editId",
-                    editId=entry_id,
-                )
             raise errors.invalid_argument(
                 f"There is no edit #{entry_id} in the history.",
                 "List the history (agentEdit.history) and use one of its ids.",
