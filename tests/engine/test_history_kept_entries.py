@@ -198,3 +198,53 @@ def test_a_finish_after_another_process_compacted_reports_the_finished_entry(
     assert entry.finished and entry.outcome == "applied"
     assert entry is w.history.find(server)
     assert heard[-1] == (server, "applied", True)
+
+
+def test_a_journal_compacted_only_for_its_size_is_cut_down_at_the_next_edit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An earlier version compacted for size alone: thousands of `compacted` records and a
+    checkpoint, none of them new. The first edit after the upgrade cuts it down, not the
+    KEPT_ENTRIES/2-th (until then every command replayed all of them)."""
+    monkeypatch.setattr(compaction, "KEPT_ENTRIES", 1000)
+    w = Workspace(tmp_path)
+    _edits(w, 40)
+    assert w.history.journal is not None
+    with w.history.journal.transaction() as (batch, writer):
+        w.history._ingest(batch)
+        writer.rewrite(w.history._compacted(10**9))  # as a compaction for size wrote it
+    assert len(w.journal_ids()) == 40
+    monkeypatch.setattr(compaction, "KEPT_ENTRIES", KEEP)
+    w.history = w.reloaded()  # the next command, with the new version
+    w.write("f1.txt", "one more\n")
+    assert len(w.journal_ids()) <= KEEP + 1
+
+
+def test_no_compaction_for_the_entry_count_between_a_plan_and_its_sending(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A plan's begin is followed at once by sending its edit: a compaction there (20-50 ms)
+    is more time for the user's typing to make the edit STALE; the finish does it instead."""
+    in_begin: list[bool] = []
+    rewrites_in_begin: list[int] = []
+    rewrite = Journal._rewrite
+    begin = History.begin
+
+    def counted(self: Journal, records: list[dict[str, object]]) -> None:
+        if in_begin:
+            rewrites_in_begin.append(len(records))
+        rewrite(self, records)
+
+    def begin_marked(self: History, *args: object, **kwargs: object) -> int:
+        in_begin.append(True)
+        try:
+            return begin(self, *args, **kwargs)  # type: ignore[arg-type]
+        finally:
+            in_begin.pop()
+
+    monkeypatch.setattr(Journal, "_rewrite", counted)
+    monkeypatch.setattr(History, "begin", begin_marked)
+    w = Workspace(tmp_path)
+    _edits(w, 40)
+    assert not rewrites_in_begin
+    assert len(w.journal_ids()) <= KEEP + KEEP // 2

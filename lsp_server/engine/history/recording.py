@@ -142,10 +142,13 @@ class History(Replay):
     # -- journal plumbing ---------------------------------------------------------------------
 
     @contextmanager
-    def _txn(self, apply: bool = True) -> Iterator[Callable[..., None]]:
+    def _txn(self, apply: bool = True, sending: bool = False) -> Iterator[Callable[..., None]]:
         """A locked journal transaction; each record written is applied to the state too,
         unless `apply` is False (the caller then puts in the state what the record says).
-        `write(rec, sync, named=())`: `named`, the blobs the record's slice markers use."""
+        `write(rec, sync, named=())`: `named`, the blobs the record's slice markers use.
+        `sending`: a plan's begin, whose edit is sent right after: no compaction for the
+        number of entries then (it can wait for the finish; 20-50 ms more between the plan and
+        the editor's buffer is more time for the user's typing to make the edit STALE)."""
         if self.journal is None:
             yield lambda rec, sync, named=(): self._apply(rec) if apply else None
             return
@@ -158,12 +161,14 @@ class History(Replay):
                     self._apply(rec)
 
             yield write
-            if self.journal.wants_compaction() or self.wants_fewer_entries():
+            if self.journal.wants_compaction() or (not sending and self.wants_fewer_entries()):
                 try:
-                    writer.rewrite(self._compacted(self.journal.max_bytes // 2))
+                    records = self._compacted(self.journal.max_bytes // 2)
+                    writer.rewrite(records)
                     # As a process replaying the compacted journal counts: none new since. (This
                     # one keeps the entries it dropped in memory, as a compaction for size does.)
                     self._fresh = 0
+                    self._journaled = sum(r["t"] in ("begin", "record") for r in records)
                 except OSError as exc:  # the old file is intact; compaction is retried later
                     self.journal_error = f"compacting the journal failed: {exc}"
 
@@ -320,7 +325,7 @@ class History(Replay):
         sync: bool,
         writer: _PackWriter | None = None,
     ) -> int:
-        with self._txn(apply=False) as write:
+        with self._txn(apply=False, sending=True) as write:
             user, baselines = self._prepare(plan)
             entry_id = self._next_id
             e = Entry(
@@ -345,6 +350,7 @@ class History(Replay):
             # record gives: the change records decoded again cost ~13 ms on 1,000 files).
             self._entries[entry_id] = entry = e
             self._fresh += 1
+            self._journaled += 1
             self._next_id = max(self._next_id, entry_id + 1)
             self._own.add(entry_id)
             entry._diffs = diffs

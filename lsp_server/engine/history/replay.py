@@ -111,8 +111,10 @@ class Replay:
         self._untracked: list[_Untracked] = []
         self._next_id = 1
         self._budgets = Budgets()
-        # Entries taken in since the journal's last compaction (its checkpoint), or its start.
+        # Entries taken in since the journal's last compaction (its checkpoint), or its start;
+        # and the entries the journal holds (a process that compacted it keeps more in memory).
         self._fresh = 0
+        self._journaled = 0
         # Records replay could not use (records.py), counted from the journal's start.
         self.skipped = 0
         self.skip_reason = ""
@@ -169,8 +171,10 @@ class Replay:
             return
         entry_id = int(rec["id"])
         self._next_id = max(self._next_id, entry_id + 1)
-        if t == "begin" or (t == "record" and not rec.get("compacted")):
-            self._fresh += 1
+        if t == "begin" or t == "record":
+            self._journaled += 1
+            if not rec.get("compacted"):
+                self._fresh += 1
         if t == "begin":
             self._apply_begin(rec)
         elif t == "finish":
@@ -383,9 +387,12 @@ class Replay:
     def wants_fewer_entries(self) -> bool:
         """Whether the journal holds more entries than a compaction keeps, with half that many
         taken in since its last compaction: each compaction then waits for as many new entries
-        as it can drop at least, so its rewrite is paid once per kept_entries/2 edits."""
+        as it can drop at least, so its rewrite is paid once per kept_entries/2 edits. Or far
+        more than it keeps (a journal an earlier version compacted only for its size, thousands
+        of entries, none new): at once, for any new entry."""
         keep = self.kept_entries()
-        return len(self._entries) > keep and self._fresh >= keep // 2
+        n = self._journaled
+        return n > keep and (self._fresh >= keep // 2 or (n > 3 * keep and self._fresh > 0))
 
     def _compacted(self, target: int) -> list[dict[str, Any]]:
         """The journal rewritten from this state (history/compaction.py `compacted`)."""
