@@ -114,29 +114,28 @@ def run(args: argparse.Namespace, work: Path) -> None:
                 )
                 walls[rev].append(time.perf_counter() - t0)
         for rev, ws in walls.items():
-            if len(ws) > 32:
-                tenth = len(ws) // 10
-                parts = [ws[i * tenth : (i + 1) * tenth] for i in range(10)]
-                shown = ", ".join(f"{statistics.median(p) * 1000:.0f}" for p in parts)
-                print(f"{rev:>12}: ms per apply, medians of each tenth of the run: {shown}")
-            else:
-                shown = ", ".join(f"{w * 1000:.0f}" for w in ws)
-                print(f"{rev:>12}: ms per apply, in order: {shown}")
+            how, shown = _shown([w * 1000 for w in ws], "{:.0f}")
+            print(f"{rev:>12}: ms per apply, {how}: {shown}")
             first = statistics.median(ws[:2])
             last = statistics.median(ws[-2:])
             print(f"{'':>12}  last two / first two (medians): {last / first:.2f}")
         if len(walls) == 2:
             a, b = walls.values()
             ratios = [y / x for x, y in zip(a, b, strict=True)]
-            if len(ratios) > 32:
-                tenth = len(ratios) // 10
-                parts = [ratios[i * tenth : (i + 1) * tenth] for i in range(10)]
-                shown = ", ".join(f"{statistics.median(p):.2f}" for p in parts)
-                print(f"{'B/A':>12}: medians of each tenth of the run {shown}")
-            else:
-                shown = ", ".join(f"{r:.2f}" for r in ratios)
-                print(f"{'B/A':>12}: per apply {shown}")
+            how, shown = _shown(ratios, "{:.2f}")
+            print(f"{'B/A':>12}: {how}: {shown}")
             print(f"{'':>12}  median {statistics.median(ratios):.3f}, last {ratios[-1]:.3f}")
+
+
+def _shown(values: list[float], fmt: str) -> tuple[str, str]:
+    """`values` as printed: each in order, or past 32 the medians of each tenth of the run."""
+    if len(values) <= 32:
+        return "in order", ", ".join(fmt.format(v) for v in values)
+    tenth = len(values) // 10
+    parts = [values[i * tenth : (i + 1) * tenth] for i in range(10)]
+    return "medians of each tenth of the run", ", ".join(
+        fmt.format(statistics.median(p)) for p in parts
+    )
 
 
 if __name__ == "__main__":
