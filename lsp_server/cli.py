@@ -623,6 +623,8 @@ def _print_history(result: dict[str, Any], as_json: bool, as_diff: bool) -> None
             print("no agent edits could be read: the journal is unreadable (see above)")
         elif not entries:
             print("no agent edits recorded in this workspace")
+        if entries and result.get("droppedNote"):
+            print(f"({result['droppedNote']})")
 
 
 def _print_failure(result: dict[str, Any], as_json: bool) -> None:

@@ -53,6 +53,9 @@ class HistoryEntries:
     net_note: str | None = field(default=None, metadata=meta(omit=True))
     skipped: int | None = field(default=None, metadata=meta(omit=True))
     skipped_note: str | None = field(default=None, metadata=meta(omit=True))
+    # Edits older than the ones the history keeps (history/compaction.py KEPT_ENTRIES) were
+    # dropped: said, so that a list starting at #301 is not read as the whole story.
+    dropped_note: str | None = field(default=None, metadata=meta(omit=True))
     # Why the journal could not be read (or written): the entries are then not the whole
     # history, and an empty list is no "nothing was recorded".
     journal_error: str | None = field(default=None, metadata=meta(omit=True))
@@ -74,6 +77,7 @@ class HistoryEntries:
             net_note=rendered.get("netNote"),
             skipped=rendered.get("skipped"),
             skipped_note=rendered.get("skippedNote"),
+            dropped_note=rendered.get("droppedNote"),
             journal_error=rendered.get("journalError"),
         )
 
@@ -89,6 +93,7 @@ _RENDERED = frozenset(
         "netNote",
         "skipped",
         "skippedNote",
+        "droppedNote",
         "journalError",
     }
 )

@@ -248,3 +248,19 @@ def test_no_compaction_for_the_entry_count_between_a_plan_and_its_sending(
     _edits(w, 40)
     assert not rewrites_in_begin
     assert len(w.journal_ids()) <= KEEP + KEEP // 2
+
+
+def test_the_history_answer_says_older_edits_were_dropped(tmp_path: Path) -> None:
+    from lsp_server.engine.history import rendering
+    from lsp_server.engine.read_results import HistoryEntries
+
+    w = Workspace(tmp_path)
+    _edits(w, 5)
+    assert "droppedNote" not in rendering.to_json(w.reloaded())  # nothing dropped yet
+    _edits(w, 55)
+    again = w.reloaded()
+    answer = rendering.to_json(again)
+    oldest = again.entries[0].id
+    assert oldest > 1
+    assert answer["droppedNote"].startswith(f"edits before #{oldest} are no longer")
+    assert HistoryEntries.of(answer).dropped_note == answer["droppedNote"]  # a declared field

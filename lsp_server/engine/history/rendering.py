@@ -183,6 +183,12 @@ def iter_json(
     if history.skipped:
         out["skipped"] = history.skipped
         out["skippedNote"] = history.skipped_note()
+    oldest = history.oldest_id()
+    if oldest is not None and oldest > 1:
+        out["droppedNote"] = (
+            f"edits before #{oldest} are no longer in the history, which keeps only its newest "
+            f"(at least {history.kept_entries()}); the net diff still includes what they changed"
+        )
     # A journal that could not be read (a directory, a FIFO in its place): without this the
     # answer was `entries: []`, read as "no edits recorded" (tests/cli/test_cli_history_limits.py).
     journal_error = getattr(history, "journal_error", None)

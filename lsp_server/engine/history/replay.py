@@ -424,9 +424,9 @@ class Replay:
             # KEPT_ENTRIES). "There is no edit #N" told the agent that made it that it never was.
             oldest = next(iter(self._entries), self._next_id)
             raise errors.invalid_argument(
-                f"Edit #{entry_id} is no longer in the history: it keeps the newest "
-                f"{self.kept_entries()} edits (fewer when they are large), and the oldest it "
-                f"holds is #{oldest}.",
+                f"Edit #{entry_id} is no longer in the history: it keeps only its newest edits "
+                f"(at least {self.kept_entries()}, fewer when they are large), and the oldest "
+                f"it holds is #{oldest}.",
                 "List the history (agentEdit.history) and use one of its ids; the net diff "
                 "still shows what the older edits changed, which can no longer be undone.",
                 argument="editId",
@@ -440,6 +440,10 @@ class Replay:
                 editId=entry_id,
             )
         return entry
+
+    def oldest_id(self) -> int | None:
+        """The id of the oldest entry held (None: none)."""
+        return next(iter(self._entries), None)
 
     def find(self, entry_id: int) -> Entry | None:
         """The entry with this id, or None."""
