@@ -166,7 +166,7 @@ def test_a_dropped_edit_is_said_to_be_dropped_not_never_made(tmp_path: Path) -> 
     with pytest.raises(EditError) as dropped:
         again.entry(ids[0])
     assert "no longer in the history" in dropped.value.message
-    assert f"newest {again.kept_entries()} edits" in dropped.value.message
+    assert f"newest edits (about {again.kept_entries()};" in dropped.value.message
     with pytest.raises(EditError) as dropped_undo:
         again.undo_paths(ids[0])
     assert "no longer in the history" in dropped_undo.value.message

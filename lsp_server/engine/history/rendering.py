@@ -187,7 +187,7 @@ def iter_json(
     if oldest is not None and oldest > 1:
         out["droppedNote"] = (
             f"edits before #{oldest} are no longer in the history, which keeps only its newest "
-            f"(at least {history.kept_entries()}); the net diff still includes what they changed"
+            f"(about {history.kept_entries()}); the net diff still includes what they changed"
         )
     # A journal that could not be read (a directory, a FIFO in its place): without this the
     # answer was `entries: []`, read as "no edits recorded" (tests/cli/test_cli_history_limits.py).

@@ -425,7 +425,7 @@ class Replay:
             oldest = next(iter(self._entries), self._next_id)
             raise errors.invalid_argument(
                 f"Edit #{entry_id} is no longer in the history: it keeps only its newest edits "
-                f"(at least {self.kept_entries()}, fewer when they are large), and the oldest "
+                f"(about {self.kept_entries()}; fewer when they are large), and the oldest "
                 f"it holds is #{oldest}.",
                 "List the history (agentEdit.history) and use one of its ids; the net diff "
                 "still shows what the older edits changed, which can no longer be undone.",
