@@ -130,3 +130,15 @@ def test_relative_path_stays_in_the_current_workspace_after_its_server_exits(
     data = run_scenario("relative_after_exit", tmp_path)
     assert ok(data["before"], data)["text"] == "this workspace\n"
     assert ok(data["after"], data)["text"] == "this workspace\n"
+
+
+def test_save_keeps_a_missing_final_newline(tmp_path: Path) -> None:
+    data = run_scenario("no_final_newline_save", tmp_path)
+    for name, disk in (("lf", "ONE\ntwo"), ("crlf", "ONE\r\ntwo")):
+        case = data[name]
+        result = ok(case["result"], data)
+        assert result["saved"] is True
+        # What lands on disk is the text the server verified: no newline added by 'fixeol'.
+        assert case["disk"] == disk
+        assert result["files"][0]["sha256"] == case["disk_sha256"]
+        assert case["fixeol"] is True

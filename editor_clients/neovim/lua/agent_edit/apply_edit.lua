@@ -210,9 +210,15 @@ function M.save_documents(_, params, _)
       and not disk_changed(bufnr)
     then
       if vim.bo[bufnr].modified then
+        -- The server verified the text Neovim sent it, which ends with a line break only when
+        -- 'eol' is set; 'fixeol' (on by default) would add one on write to a file that had none,
+        -- so the disk would hold what no one verified. Off for this write, the user's value after.
+        local fixeol = vim.bo[bufnr].fixeol
+        vim.bo[bufnr].fixeol = false
         ok = pcall(vim.api.nvim_buf_call, bufnr, function()
           vim.cmd('silent keepalt keepjumps lockmarks write!')
         end)
+        vim.bo[bufnr].fixeol = fixeol
         ok = ok and not vim.bo[bufnr].modified
       else
         ok = true -- already on disk as shown
