@@ -47,6 +47,9 @@ from lsp_server.lsp.workspace_paths import real_path_of_uri
 
 log = logging.getLogger(__name__)
 
+# Client -> server notification: how an open document will be saved (editor_clients/PROTOCOL.md).
+DOCUMENT_FORMAT = "agentEdit/documentFormat"
+
 T = TypeVar("T")
 
 
@@ -177,6 +180,26 @@ class AgentEditServer(LanguageServer):
         self.open_history()
         # Found by `agent-edit mcp`, the CLI and other servers on this workspace (discovery.py).
         self.endpoint.start(roots, client or "", params.process_id)
+
+    def declare_format(self, params: Any) -> None:
+        """`agentEdit/documentFormat` {uri, eol?, bom?}: how the client will save an open
+        document (its text may not show it: Emacs shows CRLF as LF and strips a BOM). Held for
+        that open only (a reopen forgets it); anything malformed is ignored, as a notification
+        has no answer to carry an error."""
+        # pygls hands an unknown method's params over as a namedtuple (any JSON value may come).
+        fields: dict[str, Any] = {}
+        if isinstance(params, dict):
+            fields = params
+        elif hasattr(params, "_asdict"):
+            fields = params._asdict()
+        uri = fields.get("uri")
+        doc = self.store.get(uri) if isinstance(uri, str) else None
+        if doc is None:
+            log.warning("agentEdit/documentFormat for a document that is not open: %r", uri)
+            return
+        eol, bom = fields.get("eol"), fields.get("bom")
+        doc.eol = eol if eol in ("lf", "crlf", "cr") else None
+        doc.bom = bom if isinstance(bom, bool) else None
 
     def document_reported(self, path: str | None = None) -> None:
         """A document (at real path `path`) opened or changed: edits waiting to be seen look
@@ -382,6 +405,10 @@ def create_server() -> AgentEditServer:
             )
         )
         ls.endpoint.update(ls.paths.roots)  # found for the folders it serves now
+
+    @server.feature(DOCUMENT_FORMAT)
+    def document_format(ls: AgentEditServer, params: Any) -> None:
+        ls.declare_format(params)
 
     @server.feature(t.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: AgentEditServer, params: t.DidSaveTextDocumentParams) -> None:
