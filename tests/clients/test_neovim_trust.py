@@ -142,3 +142,24 @@ def test_save_keeps_a_missing_final_newline(tmp_path: Path) -> None:
         assert case["disk"] == disk
         assert result["files"][0]["sha256"] == case["disk_sha256"]
         assert case["fixeol"] is True
+
+
+def test_an_edit_removing_the_final_newline_is_refused_whole(tmp_path: Path) -> None:
+    data = run_scenario("final_newline_removed", tmp_path)
+    for name, lines, disk in (
+        ("write", ["x"], "x\n"),
+        ("empty", [""], ""),
+        ("newline_only", [""], "\n"),
+        ("crlf", ["a", "b"], "a\r\nb\r\n"),
+        ("replace", ["one", "two"], "one\ntwo\n"),
+    ):
+        case = data[name]
+        result = case["result"]
+        # Refused before anything changed: the buffer and the file are as they were.
+        assert result["ok"] is False and result["code"] == "CLIENT_REJECTED", (name, result)
+        assert "final newline" in result["message"]
+        assert (case["lines"], case["modified"], case["disk"]) == (lines, False, disk), name
+    for name, disk in (("kept", "one\nTWO\n"), ("added", "y\n"), ("into_empty", "hello\n")):
+        case = data[name]
+        assert ok(case["result"], data)["saved"] is True
+        assert case["disk"] == disk, name
