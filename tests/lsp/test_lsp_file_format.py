@@ -9,6 +9,7 @@ the truth; a client may declare the format (agentEdit/documentFormat) for one op
 from __future__ import annotations
 
 import asyncio
+import hashlib
 
 import pytest
 from lsprotocol import types as t
@@ -62,3 +63,19 @@ async def test_a_declared_format_is_reported_for_that_open_only(vscode: Editor):
     await _declare(vscode, "other.txt", eol="crlf", bom=True)
     vscode.write_file("other.txt", "x\n")
     assert (await _read(vscode, "other.txt"))["eol"] == "lf"
+
+
+@pytest.mark.asyncio
+async def test_the_sha256_of_the_file_a_buffer_shows_unchanged_is_not_stale(vscode: Editor):
+    data = "\ufeffone\r\ntwo\r\n".encode()
+    vscode.write_file("dos.txt", data)
+    vscode.open("dos.txt", text="one\ntwo\n")  # as Emacs shows it
+    await _declare(vscode, "dos.txt", eol="crlf", bom=True)
+    on_disk = hashlib.sha256(data).hexdigest()  # what `sha256sum dos.txt` says
+    args = {"path": "dos.txt", "oldText": "two", "newText": "TWO"}
+    got = await vscode.command("agentEdit.replace", {**args, "expect": {"sha256": on_disk}})
+    assert got["ok"], got
+    assert vscode.text("dos.txt") == "one\nTWO\n"
+    # Bytes the buffer would not save as stay STALE (here: the file before the edit).
+    again = await vscode.command("agentEdit.replace", {**args, "expect": {"sha256": on_disk}})
+    assert again["ok"] is False and again["code"] == "STALE", again
