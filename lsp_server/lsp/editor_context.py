@@ -5,10 +5,7 @@ and the session of one caller (the editor's own agents, or another client given 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
-import os
 import re
-import stat
 from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, TypeVar
 
@@ -90,12 +87,7 @@ class EditorContext:
         doc = self.server.store.by_path(where.abs_path)
         if doc is not None:
             doc.sha256  # noqa: B018 - hashed by the document, which keeps marks for later edits
-        snap = self._lines_agree(self.server.snapshot(where))
-        if doc is not None and doc.bom is None and _disk_bom(where.abs_path):
-            # Editors hide a BOM from the text they send (VS Code, Neovim's 'bomb') and write it
-            # back when they save: without the client's word, the file's own BOM is the truth.
-            snap = dataclasses.replace(snap, bom=True)
-        return snap
+        return self._lines_agree(self.server.snapshot(where))
 
     def _lines_agree(self, snap: Snapshot) -> Snapshot:
         """`snap`, unless it is a buffer of an editor that counts lines otherwise than LSP.
@@ -133,18 +125,3 @@ class EditorContext:
         from lsp_server.lsp.server import in_slices  # the server's slicing (and its SLICE_S)
 
         return await in_slices(gen)
-
-
-def _disk_bom(path: str) -> bool:
-    """Whether the regular file at `path` starts with a UTF-8 BOM (False if unreadable)."""
-    try:
-        # Non-blocking: a FIFO swapped in for the file must not freeze the server.
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return False
-    try:
-        return stat.S_ISREG(os.fstat(fd).st_mode) and os.read(fd, 3) == b"\xef\xbb\xbf"
-    except OSError:
-        return False
-    finally:
-        os.close(fd)

@@ -8,9 +8,11 @@ workspace history); the command logic itself lives in the actions, shared with t
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import gc
 import logging
 import os
+import stat
 import sys
 import threading
 import time
@@ -222,7 +224,13 @@ class AgentEditServer(LanguageServer):
         """The file as the editor shows it now: the open buffer, else the disk."""
         doc = self.store.by_path(where.abs_path)
         if doc is not None:
-            return doc.snapshot(where.rel)
+            snap = doc.snapshot(where.rel)
+            if doc.bom is None and _disk_bom(where.abs_path):
+                # Editors hide a BOM from the text they send (VS Code, Neovim's 'bomb') and
+                # write it back when they save: without the client's word, the file's own BOM
+                # is the buffer's. (Recorded as the edit's; an undo on disk keeps it.)
+                snap = dataclasses.replace(snap, bom=True)
+            return snap
         # The disk reader every front uses (engine/files.py), so the server answers as the CLI
         # does: a FIFO swapped in after the path check is refused, not opened blocking (which
         # froze the server), and what was read goes with the snapshot, so the disk writer
@@ -508,3 +516,18 @@ def serve() -> None:
     logging.basicConfig(level=logging.WARNING)
     _tune_malloc()
     create_server().start_io()
+
+
+def _disk_bom(path: str) -> bool:
+    """Whether the regular file at `path` starts with a UTF-8 BOM (False if unreadable)."""
+    try:
+        # Non-blocking: a FIFO swapped in for the file must not freeze the server.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        return stat.S_ISREG(os.fstat(fd).st_mode) and os.read(fd, 3) == b"\xef\xbb\xbf"
+    except OSError:
+        return False
+    finally:
+        os.close(fd)

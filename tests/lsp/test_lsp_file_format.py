@@ -79,3 +79,24 @@ async def test_the_sha256_of_the_file_a_buffer_shows_unchanged_is_not_stale(vsco
     # Bytes the buffer would not save as stay STALE (here: the file before the edit).
     again = await vscode.command("agentEdit.replace", {**args, "expect": {"sha256": on_disk}})
     assert again["ok"] is False and again["code"] == "STALE", again
+
+
+@pytest.mark.asyncio
+async def test_undo_on_disk_of_a_buffer_edit_keeps_the_files_bom(vscode: Editor):
+    # The edit was recorded from a buffer, whose text hides the BOM; the undo runs once the
+    # editor saved and closed the file, on disk. It wrote the file without its BOM, and its
+    # diff said nothing of it.
+    vscode.write_file("bom.txt", "\ufeffone\ntwo\n")
+    doc = vscode.open("bom.txt")
+    await _read(vscode, "bom.txt")
+    edit = await vscode.command(
+        "agentEdit.replace", {"path": "bom.txt", "oldText": "two", "newText": "TWO"}
+    )
+    assert edit["ok"], edit
+    vscode.write_file("bom.txt", "\ufeffone\nTWO\n")  # the editor saves (its BOM kept)
+    vscode.client.text_document_did_close(
+        t.DidCloseTextDocumentParams(text_document=t.TextDocumentIdentifier(uri=doc.uri))
+    )
+    undo = await vscode.command("agentEdit.undo", {"editId": edit["editId"]})
+    assert undo["ok"], undo
+    assert (vscode.root / "bom.txt").read_bytes() == "\ufeffone\ntwo\n".encode()
