@@ -35,6 +35,10 @@ async def test_an_open_bom_file_reads_with_its_bom(vscode: Editor):
     got = await _read(vscode, "bom.txt")
     assert (got["source"], got["text"]) == ("buffer", "one\r\ntwo\r\n")
     assert (got["eol"], got["bom"]) == ("crlf", True)
+    # `sha256sum bom.txt` (BOM included) is a token of what the buffer shows, not STALE.
+    on_disk = hashlib.sha256("\ufeffone\r\ntwo\r\n".encode()).hexdigest()
+    args = {"path": "bom.txt", "oldText": "two", "newText": "TWO", "expect": {"sha256": on_disk}}
+    assert (await vscode.command("agentEdit.replace", args))["ok"]
     vscode.write_file("plain.txt", "one\n")
     vscode.open("plain.txt")
     assert (await _read(vscode, "plain.txt"))["bom"] is False
