@@ -213,7 +213,9 @@ version counter only when it does."
       ;; then stay unsent and the edit that landed be reported as refused.
       (save-restriction
         (widen)
-        (eglot--signal-textDocument/didChange)))))
+        (eglot--signal-textDocument/didChange))
+      ;; C-x RET f changes how the file will be saved without any change of text.
+      (agent-edit--declare-format))))
 
 (defun agent-edit--ours-p ()
   "Whether the current buffer is managed by the server whose edit is applied."
@@ -236,6 +238,43 @@ applyEdit answer, so the server can verify it."
         (when ours (agent-edit--flush))))))
 
 (advice-add 'eglot--apply-text-edits :around #'agent-edit--around-apply-text-edits)
+
+;;;; The file's line endings and BOM
+
+(defvar-local agent-edit--format-sent nil
+  "The format last declared to the server for this buffer: (EOL . BOM).")
+
+(defun agent-edit--format ()
+  "How the current buffer will be saved: (EOL . BOM), each nil when unknown.
+Emacs shows a CRLF file with LF and strips a BOM, so the text eglot
+sends cannot tell; `buffer-file-coding-system' does."
+  (let* ((cs buffer-file-coding-system)
+         (type (and cs (coding-system-eol-type cs)))
+         (bom (and cs (coding-system-get cs :bom))))
+    (cons (pcase type (0 "lf") (1 "crlf") (2 "cr"))
+          ;; t: written with a signature; nil: without; a cons (utf-8-auto): as read.
+          (cond ((eq bom t) t) ((null bom) :json-false)))))
+
+(defun agent-edit--declare-format (&optional force)
+  "Tell the server how the current buffer will be saved (if FORCE or changed).
+Only for a buffer an agent-edit server manages."
+  (when (and (bound-and-true-p eglot--managed-mode)
+             (cl-typep eglot--cached-server 'agent-edit-server))
+    (let ((format (agent-edit--format)))
+      (when (or force (not (equal format agent-edit--format-sent)))
+        (setq agent-edit--format-sent format)
+        (jsonrpc-notify eglot--cached-server :agentEdit/documentFormat
+                        (append (eglot--TextDocumentIdentifier)
+                                (and (car format) (list :eol (car format)))
+                                (and (cdr format) (list :bom (cdr format)))))))))
+
+(defun agent-edit--after-did-open (&rest _)
+  "After eglot's didOpen: the server knows nothing of this open's format yet."
+  (agent-edit--declare-format t))
+
+(advice-add 'eglot--signal-textDocument/didOpen :after #'agent-edit--after-did-open)
+;; Saving may change the coding system (the user picks one when the file's cannot hold a char).
+(advice-add 'eglot--signal-textDocument/didSave :after #'agent-edit--declare-format)
 
 ;;;; File names with a percent sign
 

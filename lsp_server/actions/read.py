@@ -45,6 +45,10 @@ async def run(ctx: Context, a: dict[str, Any]) -> ReadResult:
     else:
         text = snap.text if not ranged else "".join(chosen)
     buffered = snap.source == "buffer"
+    eol = describe_eol(snap.text)
+    if snap.declared_eol is not None and eol == "lf":
+        # The editor shows the file's line endings as LF (Emacs): the file has its own.
+        eol = snap.declared_eol
     ctx.session.saw(where.rel, snap.version if buffered else None, snap.sha256, ctx.open_id(where))
     return ReadResult(
         path=where.rel,
@@ -52,7 +56,7 @@ async def run(ctx: Context, a: dict[str, Any]) -> ReadResult:
         version=snap.version,
         sha256=snap.sha256,
         source="buffer" if buffered else "disk",  # it exists (require_exists)
-        eol=describe_eol(snap.text),
+        eol=eol,
         bom=snap.bom,
         lines=total,
         start_line=start,

@@ -22,6 +22,7 @@ from lsp_server.engine.model import FileChange, LineEdit, minimal_edit
 from lsp_server.engine.text import (
     Snapshot,
     content,
+    encode_file,
     keep_line_breaks,
     split_lines,
     terminator,
@@ -114,12 +115,23 @@ def _file_sha256(snap: Snapshot) -> str | None:
     `--expect-sha256` says "refuse unless the file has this sha256", and `sha256sum` gives the
     bytes': for a file with a BOM that was refused STALE, "changed since it was read", over a
     file nobody had touched (tests/engine/test_expect_file_sha256.py). The bytes prove the
-    same content, BOM included. (Only hashed once the text's token did not match.)"""
+    same content, BOM included. (Only hashed once the text's token did not match.)
+
+    A buffer's: the bytes its editor saves it as, where its text does not show them (a BOM,
+    or, in Emacs, CRLF shown as LF): `sha256sum` of the file the buffer shows unchanged."""
+    from lsp_server.engine.digests import sha256
+
+    if snap.source == "buffer":
+        text = snap.text
+        crlf = snap.declared_eol in ("crlf", "cr") and "\r" not in text
+        if not (snap.bom or crlf):
+            return None
+        if crlf:
+            text = text.replace("\n", "\r\n" if snap.declared_eol == "crlf" else "\r")
+        return str(sha256(encode_file(text, snap.bom)).hexdigest())
     disk = snap.disk
     if disk is None or not snap.bom:
         return None
-    from lsp_server.engine.digests import sha256
-
     return str(sha256(disk.data).hexdigest())
 
 

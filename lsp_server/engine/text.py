@@ -236,6 +236,9 @@ class Snapshot:
     source: Source = "disk"
     version: int | None = None
     bom: bool = False
+    # The line ending the file is saved with, when the client declared it (a buffer whose text
+    # does not show it: Emacs shows a CRLF file with LF); None: as the text shows.
+    declared_eol: str | None = None
     # Lines a caller already has (the split of `text`, kept as they are), to skip a re-split.
     given_lines: list[str] | None = field(default=None, repr=False)
     # Lines lent by a document store, valid until `release_lines()` (see `LentLines`).

@@ -84,6 +84,11 @@ class Document:
     reports: int = 0
     # How many lines end in a lone CR (a line break for LSP, a character for Neovim and Emacs).
     lone_cr: int = 0
+    # The file's format as the client declared it for this open (agentEdit/documentFormat):
+    # the line ending it saves with (`lf`, `crlf`, `cr`) and whether it writes a BOM. Emacs
+    # shows a CRLF file with LF and strips a BOM, so its text alone cannot tell. None: not said.
+    eol: str | None = None
+    bom: bool | None = None
 
     def count_lone_cr(self) -> None:
         self.lone_cr = sum(1 for x in self.lines if x.endswith("\r")) if self.may_have_cr else 0
@@ -192,6 +197,8 @@ class Document:
             text=self.text,
             source="buffer",
             version=self.version,
+            bom=bool(self.bom),
+            declared_eol=self.eol,
             lent=LentLines(self.lines, self.line_of_offset),
             known_sha256=self._sha256,
             may_have_cr=self.may_have_cr,

@@ -676,3 +676,31 @@ def test_typing_right_after_the_edit_is_not_saved_with_it(emacs: str, tmp_path: 
     # Saved without the typing, or not saved: never the typing behind the user's back.
     assert "typed" not in data["disk"], data
     assert result["saved"] is (data["disk"] == "ONE\n"), data
+
+
+def test_read_reports_the_line_endings_and_bom_the_file_is_saved_with(
+    emacs: str, tmp_path: Path
+) -> None:
+    files = {
+        "lf.txt": "one\ntwo\n",
+        "crlf.txt": "one\r\ntwo\r\n",
+        "bom.txt": "\ufeffone\ntwo\n",
+        "bom_crlf.txt": "\ufeffone\r\ntwo\r\n",
+    }
+    data = run_scenario(emacs, "file_formats", tmp_path, files)
+    for name, eol, bom in (
+        ("lf", "lf", False),
+        ("crlf", "crlf", False),
+        ("bom", "lf", True),
+        ("bom_crlf", "crlf", True),
+    ):
+        for how in ("plain", "read"):
+            result = ok(data[f"{name}_{how}"], data)
+            assert result["source"] == "buffer"
+            # The text is what Emacs shows (LF); the file's own format is said beside it.
+            assert result["text"] == "one\ntwo\n"
+            assert (result["eol"], result["bom"]) == (eol, bom), (name, how, result)
+    # The user chose LF for the CRLF file (C-x RET f): the read says so, and the save agrees.
+    assert ok(data["converted_read"], data)["eol"] == "lf"
+    assert ok(data["converted_replace"], data)["status"] == "applied"
+    assert data["converted_disk"] == "ONE\ntwo\n"

@@ -130,3 +130,36 @@ def test_relative_path_stays_in_the_current_workspace_after_its_server_exits(
     data = run_scenario("relative_after_exit", tmp_path)
     assert ok(data["before"], data)["text"] == "this workspace\n"
     assert ok(data["after"], data)["text"] == "this workspace\n"
+
+
+def test_save_keeps_a_missing_final_newline(tmp_path: Path) -> None:
+    data = run_scenario("no_final_newline_save", tmp_path)
+    for name, disk in (("lf", "ONE\ntwo"), ("crlf", "ONE\r\ntwo")):
+        case = data[name]
+        result = ok(case["result"], data)
+        assert result["saved"] is True
+        # What lands on disk is the text the server verified: no newline added by 'fixeol'.
+        assert case["disk"] == disk
+        assert result["files"][0]["sha256"] == case["disk_sha256"]
+        assert case["fixeol"] is True
+
+
+def test_an_edit_removing_the_final_newline_is_refused_whole(tmp_path: Path) -> None:
+    data = run_scenario("final_newline_removed", tmp_path)
+    for name, lines, disk in (
+        ("write", ["x"], "x\n"),
+        ("empty", [""], ""),
+        ("newline_only", [""], "\n"),
+        ("crlf", ["a", "b"], "a\r\nb\r\n"),
+        ("replace", ["one", "two"], "one\ntwo\n"),
+    ):
+        case = data[name]
+        result = case["result"]
+        # Refused before anything changed: the buffer and the file are as they were.
+        assert result["ok"] is False and result["code"] == "CLIENT_REJECTED", (name, result)
+        assert "final newline" in result["message"]
+        assert (case["lines"], case["modified"], case["disk"]) == (lines, False, disk), name
+    for name, disk in (("kept", "one\nTWO\n"), ("added", "y\n"), ("into_empty", "hello\n")):
+        case = data[name]
+        assert ok(case["result"], data)["saved"] is True
+        assert case["disk"] == disk, name

@@ -210,9 +210,15 @@ function M.save_documents(_, params, _)
       and not disk_changed(bufnr)
     then
       if vim.bo[bufnr].modified then
+        -- The server verified the text Neovim sent it, which ends with a line break only when
+        -- 'eol' is set; 'fixeol' (on by default) would add one on write to a file that had none,
+        -- so the disk would hold what no one verified. Off for this write, the user's value after.
+        local fixeol = vim.bo[bufnr].fixeol
+        vim.bo[bufnr].fixeol = false
         ok = pcall(vim.api.nvim_buf_call, bufnr, function()
           vim.cmd('silent keepalt keepjumps lockmarks write!')
         end)
+        vim.bo[bufnr].fixeol = fixeol
         ok = ok and not vim.bo[bufnr].modified
       else
         ok = true -- already on disk as shown
@@ -436,6 +442,104 @@ function M.lone_cr_documents(edit)
   return reasons
 end
 
+--- @param a table lsp.Position
+--- @param b table lsp.Position
+--- @return boolean
+local function before(a, b)
+  return a.line < b.line or (a.line == b.line and a.character < b.character)
+end
+
+--- Whether the text an edit leaves ends with a line break, judged from the edits that reach
+--- the end of the document (`n`: its line count, the end being (n, 0) after a final newline).
+--- @param edits table[] lsp.TextEdit[]
+--- @param n integer
+--- @return boolean
+local function ends_with_break(edits, n)
+  local at_end = { line = n, character = 0 }
+  for _ = 1, #edits + 1 do
+    -- The edit that gives the document its last character: the last one reaching the end.
+    local last
+    for _, te in ipairs(edits) do
+      if not before(te.range['end'], at_end) and (last == nil or before(last.range.start, te.range.start)) then
+        last = te
+      end
+    end
+    if last == nil then
+      return true -- the final line break stays
+    end
+    local text = last.newText or ''
+    if text ~= '' then
+      return text:sub(-1) == '\n' or text:sub(-1) == '\r'
+    end
+    local s = last.range.start
+    if s.line == 0 and s.character == 0 then
+      return false -- nothing left: no line break either
+    end
+    if s.character > 0 and s.line < n then
+      -- A character of line s.line comes last, unless another edit ends where this one starts.
+      local prev
+      for _, te in ipairs(edits) do
+        local e = te.range['end']
+        if te ~= last and e.line == s.line and e.character == s.character and (te.newText or '') ~= '' then
+          prev = te
+        end
+      end
+      if prev == nil then
+        return false
+      end
+      return prev.newText:sub(-1) == '\n' or prev.newText:sub(-1) == '\r'
+    end
+    -- Starts at a line start: the break before it comes last, unless an edit ends there.
+    at_end = { line = s.line, character = s.character }
+    if s.line >= n then
+      at_end = { line = n, character = 0 }
+      -- An empty insertion at the very end changes nothing: judge the others.
+      local rest = {}
+      for _, te in ipairs(edits) do
+        if te ~= last then
+          table.insert(rest, te)
+        end
+      end
+      edits = rest
+    else
+      local found = false
+      for _, te in ipairs(edits) do
+        local e = te.range['end']
+        if te ~= last and e.line == s.line and e.character == s.character then
+          found = true
+        end
+      end
+      if not found then
+        return true
+      end
+    end
+  end
+  return true
+end
+
+--- The buffers an edit would leave without a final line break while 'eol' is set. Neovim keeps
+--- a file's final newline in 'eol', not in its lines: it applies such an edit to the lines and
+--- keeps sending (and writing) the newline, so the buffer showed neither the old nor the new
+--- text (reported PARTIAL, the buffer changed). Refused before anything changes, as reasons.
+--- @param edit table lsp.WorkspaceEdit
+--- @return string[]
+function M.final_newline_documents(edit)
+  local reasons = {}
+  for _, change in ipairs(edit.documentChanges or {}) do
+    local doc = change.textDocument
+    if change.kind == nil and doc and change.edits and #change.edits > 0 then
+      local bufnr = M.find_buffer(doc.uri)
+      if bufnr and vim.bo[bufnr].eol then
+        local n = vim.api.nvim_buf_line_count(bufnr)
+        if not ends_with_break(change.edits, n) then
+          table.insert(reasons, vim.uri_to_fname(doc.uri))
+        end
+      end
+    end
+  end
+  return reasons
+end
+
 --- Options set by agent_edit.setup().
 M.options = { save_after_edit = 'clean' }
 
@@ -475,6 +579,17 @@ function M.handler(err, params, ctx)
         .. table.concat(crs, '; ')
         .. ". Make the file's line endings uniform first (:edit ++ff=dos, then :write), or edit "
         .. 'it by hand.',
+    }
+  end
+  local unended = M.final_newline_documents(params.edit)
+  if #unended > 0 then
+    return {
+      applied = false,
+      failureReason = 'the edit removes the final newline of '
+        .. table.concat(unended, ', ')
+        .. ", which Neovim keeps in the buffer's 'eol' option, not in its text: it would "
+        .. 'apply the edit and keep the newline; nothing was applied. End the new text with a '
+        .. "newline, or remove it by hand (:set noeol nofixeol, then :write).",
     }
   end
   -- A null version can arrive as vim.NIL (from Lua callers); Neovim's apply compares it as a
