@@ -8,11 +8,9 @@ workspace history); the command logic itself lives in the actions, shared with t
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import gc
 import logging
 import os
-import stat
 import sys
 import threading
 import time
@@ -37,7 +35,7 @@ from lsp_server.engine.history import History, open_history
 from lsp_server.engine.policy import PathPolicy
 from lsp_server.engine.results import wire
 from lsp_server.engine.text import Snapshot
-from lsp_server.lsp import lenses, protocol_reader
+from lsp_server.lsp import file_format, lenses, protocol_reader
 from lsp_server.lsp.apply import Location, Verifier, reports_late_by_name, uri_of
 from lsp_server.lsp.diagnostics import document_changed, document_opened
 from lsp_server.lsp.documents import DocumentStore, lf_lines_by_name
@@ -48,9 +46,6 @@ from lsp_server.lsp.settings import Settings, initial_policy, reconfigured
 from lsp_server.lsp.workspace_paths import real_path_of_uri
 
 log = logging.getLogger(__name__)
-
-# Client -> server notification: how an open document will be saved (editor_clients/PROTOCOL.md).
-DOCUMENT_FORMAT = "agentEdit/documentFormat"
 
 T = TypeVar("T")
 
@@ -183,26 +178,6 @@ class AgentEditServer(LanguageServer):
         # Found by `agent-edit mcp`, the CLI and other servers on this workspace (discovery.py).
         self.endpoint.start(roots, client or "", params.process_id)
 
-    def declare_format(self, params: Any) -> None:
-        """`agentEdit/documentFormat` {uri, eol?, bom?}: how the client will save an open
-        document (its text may not show it: Emacs shows CRLF as LF and strips a BOM). Held for
-        that open only (a reopen forgets it); anything malformed is ignored, as a notification
-        has no answer to carry an error."""
-        # pygls hands an unknown method's params over as a namedtuple (any JSON value may come).
-        fields: dict[str, Any] = {}
-        if isinstance(params, dict):
-            fields = params
-        elif hasattr(params, "_asdict"):
-            fields = params._asdict()
-        uri = fields.get("uri")
-        doc = self.store.get(uri) if isinstance(uri, str) else None
-        if doc is None:
-            log.warning("agentEdit/documentFormat for a document that is not open: %r", uri)
-            return
-        eol, bom = fields.get("eol"), fields.get("bom")
-        doc.eol = eol if eol in ("lf", "crlf", "cr") else None
-        doc.bom = bom if isinstance(bom, bool) else None
-
     def document_reported(self, path: str | None = None) -> None:
         """A document (at real path `path`) opened or changed: edits waiting to be seen look
         again."""
@@ -224,13 +199,7 @@ class AgentEditServer(LanguageServer):
         """The file as the editor shows it now: the open buffer, else the disk."""
         doc = self.store.by_path(where.abs_path)
         if doc is not None:
-            snap = doc.snapshot(where.rel)
-            if doc.bom is None and _disk_bom(where.abs_path):
-                # Editors hide a BOM from the text they send (VS Code, Neovim's 'bomb') and
-                # write it back when they save: without the client's word, the file's own BOM
-                # is the buffer's. (Recorded as the edit's; an undo on disk keeps it.)
-                snap = dataclasses.replace(snap, bom=True)
-            return snap
+            return file_format.with_file_bom(doc, doc.snapshot(where.rel), where.abs_path)
         # The disk reader every front uses (engine/files.py), so the server answers as the CLI
         # does: a FIFO swapped in after the path check is refused, not opened blocking (which
         # froze the server), and what was read goes with the snapshot, so the disk writer
@@ -414,9 +383,9 @@ def create_server() -> AgentEditServer:
         )
         ls.endpoint.update(ls.paths.roots)  # found for the folders it serves now
 
-    @server.feature(DOCUMENT_FORMAT)
+    @server.feature(file_format.DOCUMENT_FORMAT)
     def document_format(ls: AgentEditServer, params: Any) -> None:
-        ls.declare_format(params)
+        file_format.declare(ls.store, params)
 
     @server.feature(t.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: AgentEditServer, params: t.DidSaveTextDocumentParams) -> None:
@@ -516,18 +485,3 @@ def serve() -> None:
     logging.basicConfig(level=logging.WARNING)
     _tune_malloc()
     create_server().start_io()
-
-
-def _disk_bom(path: str) -> bool:
-    """Whether the regular file at `path` starts with a UTF-8 BOM (False if unreadable)."""
-    try:
-        # Non-blocking: a FIFO swapped in for the file must not freeze the server.
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return False
-    try:
-        return stat.S_ISREG(os.fstat(fd).st_mode) and os.read(fd, 3) == b"\xef\xbb\xbf"
-    except OSError:
-        return False
-    finally:
-        os.close(fd)

@@ -1,0 +1,72 @@
+"""What an open document is saved as, where its text does not show it: line endings and BOM.
+
+Editors send a buffer's text, not its file's bytes. Emacs shows a CRLF file with LF, and every
+client leaves a BOM out of the text (and writes it back when it saves). So a `read` of an open
+file said `eol: lf, bom: false` where the file had CRLF or a BOM, an `expect` with the file's
+sha256 was STALE, and an undo on disk of a buffer edit dropped the BOM.
+
+- `declare`: the client says it (`agentEdit/documentFormat {uri, eol?, bom?}`,
+  editor_clients/PROTOCOL.md), held for that open only (a reopen forgets it); the Emacs
+  package sends it.
+- `with_file_bom`: without the client's word, the buffer's BOM is its file's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import stat
+from typing import Any
+
+from lsp_server.engine.text import Snapshot
+from lsp_server.lsp.documents import Document, DocumentStore
+
+log = logging.getLogger(__name__)
+
+# Client -> server notification: how an open document will be saved (editor_clients/PROTOCOL.md).
+DOCUMENT_FORMAT = "agentEdit/documentFormat"
+
+
+def declare(store: DocumentStore, params: Any) -> None:
+    """`agentEdit/documentFormat` {uri, eol?, bom?}: how the client will save an open
+    document. Anything malformed is ignored, as a notification has no answer to carry an
+    error."""
+    # pygls hands an unknown method's params over as a namedtuple (any JSON value may come).
+    fields: dict[str, Any] = {}
+    if isinstance(params, dict):
+        fields = params
+    elif hasattr(params, "_asdict"):
+        fields = params._asdict()
+    uri = fields.get("uri")
+    doc = store.get(uri) if isinstance(uri, str) else None
+    if doc is None:
+        log.warning("agentEdit/documentFormat for a document that is not open: %r", uri)
+        return
+    eol, bom = fields.get("eol"), fields.get("bom")
+    doc.eol = eol if eol in ("lf", "crlf", "cr") else None
+    doc.bom = bom if isinstance(bom, bool) else None
+
+
+def with_file_bom(doc: Document, snap: Snapshot, path: str) -> Snapshot:
+    """`snap` of open `doc`, with its file's BOM when the client did not say (VS Code, Neovim's
+    'bomb' hide it from the text they send and write it back when they save). Recorded as the
+    edit's, so an undo on disk keeps it."""
+    if doc.bom is None and _disk_bom(path):
+        return dataclasses.replace(snap, bom=True)
+    return snap
+
+
+def _disk_bom(path: str) -> bool:
+    """Whether the regular file at `path` starts with a UTF-8 BOM (False if unreadable)."""
+    try:
+        # Non-blocking: a FIFO swapped in for the file must not freeze the server.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        return stat.S_ISREG(os.fstat(fd).st_mode) and os.read(fd, 3) == b"\xef\xbb\xbf"
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
