@@ -60,6 +60,7 @@ FULL: list[tuple[str, Any]] = [
             net_note="n",
             skipped=2,
             skipped_note="s",
+            dropped_note="o",
             journal_error="j",
         ),
     ),
