@@ -264,3 +264,46 @@ def test_the_history_answer_says_older_edits_were_dropped(tmp_path: Path) -> Non
     assert oldest > 1
     assert answer["droppedNote"].startswith(f"edits before #{oldest} are no longer")
     assert HistoryEntries.of(answer).dropped_note == answer["droppedNote"]  # a declared field
+
+
+def test_the_process_that_compacts_holds_what_the_journal_holds(tmp_path: Path) -> None:
+    # A long-lived language server compacts the journal itself: it listed (and kept in memory)
+    # every entry of its session, where a CLI command replaying the same journal said the older
+    # ones were "no longer in the history".
+    w = Workspace(tmp_path)
+    ids = _edits(w, 60)
+    held = w.journal_ids()
+    assert [e.id for e in w.history.entries] == held
+    assert [e.id for e in w.reloaded().entries] == held
+    with pytest.raises(EditError) as gone:
+        w.history.entry(ids[0])
+    assert f"oldest it holds is #{held[0]}" in gone.value.message
+    # Its memory budgets count only what it holds.
+    budgets = w.history._budgets
+    assert set(budgets.diff_queue) <= set(held)
+    assert budgets.diff_size == sum(len(w.history.entry(i).diff or "") for i in budgets.diff_queue)
+    assert set(budgets.with_preimages) <= set(held)
+
+
+def test_the_finish_order_names_only_entries_held(tmp_path: Path) -> None:
+    # Entries finished out of id order (two processes' applies overlapping): the checkpoint
+    # carries the order they finished in, which listed every id ever dropped, for good.
+    import json
+
+    w = Workspace(tmp_path)
+    for k in range(40):
+        first = w.write(f"a{k % 3}.txt", f"a {k}\n", finish=False)
+        w.write(f"b{k % 3}.txt", f"b {k}\n")
+        w.history.finish(first, "applied")
+    held = set(w.journal_ids())
+    checkpoints = [
+        json.loads(line)
+        for line in w.journal().path.read_bytes().splitlines()
+        if json.loads(line).get("t") == "checkpoint"
+    ]
+    assert checkpoints
+    named = {i for order in checkpoints[-1].get("finishOrder", {}).values() for i in order}
+    assert named and named <= held, sorted(named - held)
+    # Replayed, the queues come back in the order the entries finished.
+    again = w.reloaded()
+    assert list(again._budgets.diff_queue) == list(w.history._budgets.diff_queue)

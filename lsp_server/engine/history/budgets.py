@@ -62,6 +62,21 @@ class Budgets:
                 self.diff_size -= len(old.diff)
                 old.diff = None
 
+    def forget(self, entries: Mapping[int, Entry]) -> None:
+        """Take `entries` (dropped from the history) out of the queues, with what they weigh."""
+        if any(i in entries for i in self.with_preimages):
+            kept = deque(i for i in self.with_preimages if i not in entries)
+            for i in self.with_preimages:
+                if i in entries:
+                    self.preimage_size -= sum(c.size() for c in entries[i].changes)
+            self.with_preimages = kept
+        if any(i in entries for i in self.diff_queue):
+            for i in self.diff_queue:
+                old = entries.get(i)
+                if old is not None and old.diff:
+                    self.diff_size -= len(old.diff)
+            self.diff_queue = deque(i for i in self.diff_queue if i not in entries)
+
     def finish_order(self) -> dict[str, list[int]]:
         """The queues that are not in id order (an entry finished after a later one), by name:
         what a compacted journal's checkpoint needs to give them back (`reorder`). Usually

@@ -112,7 +112,15 @@ def compacted(
         if r.get("t") == "record" and r["id"] not in undoable:
             total -= sizes[i]
             sizes[i] = 0
-    return [r for r, s in zip(records, sizes, strict=True) if s] + [checkpoint]
+    kept = [r for r, s in zip(records, sizes, strict=True) if s]
+    if finish_order:
+        # Only the entries kept: a dropped one's id would stay in the order for good.
+        ids = {r["id"] for r in kept}
+        order = {k: [i for i in v if i in ids] for k, v in finish_order.items()}
+        checkpoint["finishOrder"] = {k: v for k, v in order.items() if v}
+        if not checkpoint["finishOrder"]:
+            del checkpoint["finishOrder"]
+    return [*kept, checkpoint]
 
 
 def begin_json(e: Entry) -> dict[str, Any]:

@@ -87,6 +87,8 @@ if TYPE_CHECKING:
 # a 1,000-file apply's recording (bench/bench_recording.py); below it, a blob file is more
 # than it saves.
 PACK_MIN = BLOB_MIN
+# The journal lines that hold an entry (a compacted journal's `record`, an unfinished `begin`).
+_ENTRY_LINES = ("begin", "record")
 
 
 def packed(baselines: Mapping[str, Any], pack: Pack) -> dict[str, Any]:
@@ -155,8 +157,11 @@ class History(Replay):
         with self.journal.transaction() as (batch, writer):
             self._ingest(batch)
 
+            written: set[int] = set()
+
             def write(rec: dict[str, Any], sync: bool, named: Sequence[str] = ()) -> None:
                 writer.append(rec, sync=sync, named=named)
+                written.add(rec.get("id", 0))
                 if apply:
                     self._apply(rec)
 
@@ -165,10 +170,14 @@ class History(Replay):
                 try:
                     records = self._compacted(self.journal.max_bytes // 2)
                     writer.rewrite(records)
-                    # As a process replaying the compacted journal counts: none new since. (This
-                    # one keeps the entries it dropped in memory, as a compaction for size does.)
+                    # As a process replaying the compacted journal holds it: only its entries,
+                    # none new since (`_forget_dropped`). Not the ones this transaction wrote,
+                    # which its caller goes on with (a compaction for size may drop the newest
+                    # record, when nothing else makes the journal fit).
+                    held = {r["id"] for r in records if r["t"] in _ENTRY_LINES}
+                    self._forget_dropped(held | written)
                     self._fresh = 0
-                    self._journaled = sum(r["t"] in ("begin", "record") for r in records)
+                    self._journaled = sum(r["t"] in _ENTRY_LINES for r in records)
                 except OSError as exc:  # the old file is intact; compaction is retried later
                     self.journal_error = f"compacting the journal failed: {exc}"
 

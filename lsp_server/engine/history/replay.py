@@ -21,7 +21,7 @@ The server, a restarted server and the CLI all replay the same journal, so they 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from itertools import islice
 
 from lsp_server.engine import errors
@@ -393,6 +393,19 @@ class Replay:
         keep = self.kept_entries()
         n = self._journaled
         return n > keep and (self._fresh >= keep // 2 or (n > 3 * keep and self._fresh > 0))
+
+    def _forget_dropped(self, kept: Collection[int]) -> None:
+        """Forget the entries this process's compaction left out of the journal (`kept`: the
+        ids it holds), as a process replaying that journal never has them: a long-lived
+        language server listed edits the CLI said were "no longer in the history", and kept
+        every entry of a session in memory until it restarted. Their diffs leave the diff
+        budget's queue with their weight (an id the queue kept, whose entry was gone, was never
+        taken off its size: newer diffs were dropped for it), and so the checkpoint's
+        `finishOrder` with them."""
+        gone = [i for i in self._entries if i not in kept]
+        if not gone:
+            return
+        self._budgets.forget({i: self._entries.pop(i) for i in gone})
 
     def _compacted(self, target: int) -> list[dict[str, Any]]:
         """The journal rewritten from this state (history/compaction.py `compacted`)."""
