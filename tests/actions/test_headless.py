@@ -136,3 +136,56 @@ def test_a_default_context_never_forks_even_for_a_large_patch(
     result = run(ws, "applyPatch", {"patch": patch})
     assert result["ok"] is True, result
     assert seen == []
+
+
+def test_a_read_does_not_replay_the_history(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read records nothing: opening the history (which replays the whole journal, large
+    edits' change records included) made every read of a file pay for the workspace's past."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("one\ntwo\n")
+    opened: list[str] = []
+    real = headless.open_history
+
+    def counted(root: str) -> Any:
+        opened.append(root)
+        return real(root)
+
+    monkeypatch.setattr(headless, "open_history", counted)
+    assert run(ws, "read", {"path": "a.txt"})["ok"]
+    assert run(ws, "read", {"path": "missing.txt"})["code"] == "NOT_FOUND"
+    assert opened == []
+    rep = run(ws, "replace", {"path": "a.txt", "oldText": "two", "newText": "TWO"})
+    assert rep["status"] == "applied" and len(opened) == 1
+    # The history still has every edit, and reads none.
+    hist = run(ws, "history", {})
+    assert [e["action"] for e in hist["entries"]] == ["replace"]
+
+
+def test_a_read_after_a_killed_apply_still_records_the_rollback(
+    tmp_path: Path, state: Path
+) -> None:
+    """The history is not opened for a read, except to record a rollback the read's context
+    made: that one is in the history (and the dead edit settled) as for any other action."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("old\n")
+    (ws / "b.txt").write_text("old\n")
+    env = dict(os.environ, PYTHONPATH=str(REPO), AGENT_EDIT_STATE_DIR=str(state)) | {
+        files.CRASH_ENV: "3"
+    }
+    proc = subprocess.run(
+        [sys.executable, "-c", KILLED, str(ws), PATCH], env=env, capture_output=True, timeout=60
+    )
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    said: list[str] = []
+    read = run(ws, "read", {"path": "a.txt"}, notify=said.append)
+    assert read["ok"] and read["text"] == "old\n"
+    assert any("rolled back an interrupted apply" in s for s in said), said
+    history = open_history(str(ws))
+    outcomes = {e.action: e.outcome for e in history.entries}
+    assert outcomes.get("recover") == "rolled-back", outcomes
+    assert outcomes.get("applyPatch") == "NOT_APPLIED", outcomes
+    assert history.unfinished() == []
