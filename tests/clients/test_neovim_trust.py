@@ -163,3 +163,19 @@ def test_an_edit_removing_the_final_newline_is_refused_whole(tmp_path: Path) -> 
         case = data[name]
         assert ok(case["result"], data)["saved"] is True
         assert case["disk"] == disk, name
+
+
+def test_delete_of_a_buffer_with_unsaved_text_is_refused_before_anything(tmp_path: Path) -> None:
+    # Neovim's delete_file force-deletes the buffer: the user's typing was gone from the editor.
+    data = run_scenario("delete_unsaved", tmp_path)
+    ok(data["read"], data)
+    result = data["patch"]
+    assert result["ok"] is False, result
+    assert result["code"] == "CLIENT_REJECTED", result
+    assert "unsaved changes" in result["message"], result
+    assert data["disk_a"] == "alpha\nbeta\n"
+    assert data["loaded"] is True and data["modified"] is True
+    assert data["lines"] == ["alpha typed by the user", "beta"]
+    # A buffer without unsaved text: its file is deleted, as asked.
+    assert ok(data["clean"], data)["status"] == "applied"
+    assert data["disk_c"] is None

@@ -371,6 +371,31 @@ function M.unsafe_renames(edit)
   return reasons
 end
 
+--- The open buffers with unsaved text that a DeleteFile of `edit` would take away: Neovim
+--- deletes the file, then the buffer with `force` (vim.lsp.util.delete_file), so the user's
+--- unsaved text would be gone from the editor (the history's undo brings it back only as a file).
+--- @param edit table lsp.WorkspaceEdit
+--- @return string[] names of those buffers, empty when every delete is safe
+function M.unsaved_deletes(edit)
+  local names = {}
+  for _, change in ipairs(edit.documentChanges or {}) do
+    if change.kind == 'delete' then
+      local ok, fname = pcall(vim.uri_to_fname, change.uri)
+      local gone = ok and canonical(fname):gsub('/$', '') or nil
+      for _, bufnr in ipairs(gone and vim.api.nvim_list_bufs() or {}) do
+        local name = vim.api.nvim_buf_get_name(bufnr)
+        if vim.api.nvim_buf_is_loaded(bufnr) and name ~= '' and vim.bo[bufnr].modified then
+          name = canonical(name)
+          if name == gone or name:sub(1, #gone + 1) == gone .. '/' then
+            table.insert(names, name)
+          end
+        end
+      end
+    end
+  end
+  return names
+end
+
 --- Whether a buffer holds a carriage return that LSP counts as a line break and Neovim does not
 --- (a lone CR inside a line, or any CR in a 'fileformat=dos' line): Neovim places every position
 --- it sends and applies by its own lines, so past that point the server's line numbers and
@@ -565,6 +590,17 @@ function M.handler(err, params, ctx)
         .. table.concat(unsafe, '; ')
         .. '; nothing was applied. Save or undo those changes (or reload the file: :edit) '
         .. 'first, then move the file.',
+    }
+  end
+  local unsaved = M.unsaved_deletes(params.edit)
+  if #unsaved > 0 then
+    return {
+      applied = false,
+      failureReason = 'Neovim deletes an open buffer with its file, discarding the unsaved '
+        .. 'changes of '
+        .. table.concat(unsaved, '; ')
+        .. '; nothing was applied. Save or undo those changes (or reload the file: :edit) '
+        .. 'first, then delete the file.',
     }
   end
   local crs = M.lone_cr_documents(params.edit)
