@@ -341,6 +341,25 @@ function M.adapt_for_neovim(edit, encoding)
   end
 end
 
+--- The loaded buffers of the file or folder `uri` names (itself or anything below it).
+--- @param uri string
+--- @return table<integer, string> bufnr -> its canonical file name
+local function loaded_buffers_under(uri)
+  local found = {}
+  local ok, fname = pcall(vim.uri_to_fname, uri)
+  local top = ok and canonical(fname):gsub('/$', '') or nil
+  for _, bufnr in ipairs(top and vim.api.nvim_list_bufs() or {}) do
+    local name = vim.api.nvim_buf_get_name(bufnr)
+    if vim.api.nvim_buf_is_loaded(bufnr) and name ~= '' then
+      name = canonical(name)
+      if name == top or name:sub(1, #top + 1) == top .. '/' then
+        found[bufnr] = name
+      end
+    end
+  end
+  return found
+end
+
 --- Why each RenameFile of `edit` may not run: Neovim's rename (vim.lsp.util.rename) moves the
 --- file, then writes every loaded buffer under the old path to the new one with `:saveas!`. A
 --- buffer holding the user's unsaved text would have it written to disk behind their back, and
@@ -351,19 +370,11 @@ function M.unsafe_renames(edit)
   local reasons = {}
   for _, change in ipairs(edit.documentChanges or {}) do
     if change.kind == 'rename' then
-      local ok, fname = pcall(vim.uri_to_fname, change.oldUri)
-      local old = ok and canonical(fname):gsub('/$', '') or nil
-      for _, bufnr in ipairs(old and vim.api.nvim_list_bufs() or {}) do
-        local name = vim.api.nvim_buf_get_name(bufnr)
-        if vim.api.nvim_buf_is_loaded(bufnr) and name ~= '' then
-          name = canonical(name)
-          if name == old or name:sub(1, #old + 1) == old .. '/' then
-            if vim.bo[bufnr].modified then
-              table.insert(reasons, name .. ' with its unsaved changes')
-            elseif disk_changed(bufnr) then
-              table.insert(reasons, name .. ' over what another program wrote to it since')
-            end
-          end
+      for bufnr, name in pairs(loaded_buffers_under(change.oldUri)) do
+        if vim.bo[bufnr].modified then
+          table.insert(reasons, name .. ' with its unsaved changes')
+        elseif disk_changed(bufnr) then
+          table.insert(reasons, name .. ' over what another program wrote to it since')
         end
       end
     end
@@ -380,19 +391,14 @@ function M.unsaved_deletes(edit)
   local names = {}
   for _, change in ipairs(edit.documentChanges or {}) do
     if change.kind == 'delete' then
-      local ok, fname = pcall(vim.uri_to_fname, change.uri)
-      local gone = ok and canonical(fname):gsub('/$', '') or nil
-      for _, bufnr in ipairs(gone and vim.api.nvim_list_bufs() or {}) do
-        local name = vim.api.nvim_buf_get_name(bufnr)
-        if vim.api.nvim_buf_is_loaded(bufnr) and name ~= '' and vim.bo[bufnr].modified then
-          name = canonical(name)
-          if name == gone or name:sub(1, #gone + 1) == gone .. '/' then
-            table.insert(names, name)
-          end
+      for bufnr, name in pairs(loaded_buffers_under(change.uri)) do
+        if vim.bo[bufnr].modified then
+          table.insert(names, name)
         end
       end
     end
   end
+  table.sort(names)
   return names
 end
 
