@@ -234,9 +234,13 @@ class Early:
             self.done.set()
 
     def sdk_stdin(self) -> io.TextIOWrapper:
-        """The SDK's stdin, the text layer its stdio transport puts on fd 0."""
+        """The SDK's stdin, the text layer its stdio transport puts on fd 0, except that a
+        byte that is not UTF-8 becomes a lone surrogate (U+DC80-U+DCFF), not U+FFFD: the SDK's
+        "replace" wrote U+FFFD into a file for an agent's broken text, where the CLI refuses
+        the same bytes. surrogates.Repaired hands such a line on, and the actions refuse it
+        as INVALID_ARGUMENT naming the argument."""
         raw = io.BufferedReader(_Replay(self))
-        return io.TextIOWrapper(raw, encoding="utf-8", errors="replace")
+        return io.TextIOWrapper(raw, encoding="utf-8", errors="surrogateescape")
 
     def sdk_stdout(self) -> IO[str]:
         """The SDK's stdout (it writes whole lines and flushes each)."""
