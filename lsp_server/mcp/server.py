@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from lsp_server import __version__
 from lsp_server.engine.results import refusal
+from lsp_server.mcp import deep
 from lsp_server.mcp.drain import Drain
 from lsp_server.mcp.handshake import INSTRUCTIONS, NAME
 from lsp_server.mcp.router import Router
@@ -59,6 +60,9 @@ def build(root: str) -> Any:
                 argument="name",
             )
             return _result(result, f"INVALID_ARGUMENT: {result['message']} {result['hint']}")
+        if deep.MARKER in (params.arguments or {}):  # a call nested too deep to read
+            result = deep.refusal(spec.name)
+            return _result(result, model_text(spec, result))
         try:
             result = await router.call(spec.action, params.arguments or {})
         except Exception as exc:  # noqa: BLE001 - the model gets a reason, never a bare error

@@ -103,12 +103,15 @@ def _echoed(message: Any) -> bool:
 
 
 class Repaired(Receiving):
-    """The SDK's stdio read stream, with lines refused only for a lone surrogate parsed again."""
+    """The SDK's stdio read stream, with lines refused only for a lone surrogate parsed again,
+    and a tool call refused for its nesting handed on to be refused by name (mcp/deep.py)."""
 
     async def receive(self) -> Any:
         item = await self._inner.receive()
         if isinstance(item, Exception):
-            message = _reparsed(item)
+            from lsp_server.mcp.deep import too_deep
+
+            message = _reparsed(item) or too_deep(item)
             if message is not None:
                 return message
         return item

@@ -6,6 +6,8 @@ cannot send these).
   (the CLI refuses the same bytes INVALID_ARGUMENT). It must be refused, naming the argument.
 - The same byte in the request's id or method: answered as before (the SDK's U+FFFD), never
   dropped.
+- A tool call nested deeper than the SDK's JSON parser reads (about 200 levels): the SDK dropped
+  the line with no reply, so the client waited forever. It must get INVALID_ARGUMENT.
 """
 
 from __future__ import annotations
@@ -66,3 +68,25 @@ def test_bytes_not_utf8_in_id_or_method_are_still_answered(tmp_path):
         assert 7 in got and "error" in got[7], got
     finally:
         mcp.close()
+
+
+def test_tool_call_nested_too_deep_is_answered_and_changes_nothing(tmp_path):
+    (tmp_path / "a.py").write_text("x = 1\n")
+    mcp = RawMcp(tmp_path)
+    try:
+        for depth in (300, 100_000):  # past the SDK's limit; past Python's recursion limit
+            deep = "[" * depth + "]" * depth
+            got = mcp.call(
+                '{"name":"write","arguments":{"path":"a.py","text":"pwned\\n",'
+                f'"expect":{{"sha256":{deep}}}}}}}'
+            )
+            out = got["result"]["structuredContent"]
+            assert out["ok"] is False and out["code"] == "INVALID_ARGUMENT", out
+            assert out["details"]["argument"] == "arguments", out
+            assert "nested deeper" in got["result"]["content"][0]["text"]
+        # The server still serves.
+        got = mcp.call('{"name":"read","arguments":{"path":"a.py"}}')
+        assert got["result"]["structuredContent"]["text"] == "x = 1\n"
+    finally:
+        mcp.close()
+    assert (tmp_path / "a.py").read_text() == "x = 1\n"
