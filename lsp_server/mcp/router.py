@@ -398,4 +398,6 @@ def _diff_within(diff: str, inside: Any) -> tuple[str, int]:
 
 
 def _absolute(path: str) -> bool:
-    return os.path.isabs(path) or path.startswith("file:") or path.startswith("~")
+    """Whether the path policy reads `path` as it is, not relative to a folder. `~` and `~/...`
+    only: it takes `~name` as a relative name (a file `~draft.py` in the root), to rebase."""
+    return os.path.isabs(path) or path.startswith("file:") or path == "~" or path[:2] == "~/"
