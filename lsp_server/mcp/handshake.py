@@ -287,12 +287,28 @@ class _Answered:
     def __init__(self, early: Early) -> None:
         self._early = early
         self._pending = True
+        self._gone = False  # the client closed its end: answers have nowhere to go
 
     def write(self, text: str) -> int:
         data = text.encode("utf-8")  # strict, as the SDK's own text layer
         if self._pending and self._is_answer(text, data):
             return len(text)
-        _write_all(self._early.wire_out, data)
+        if self._gone:
+            return len(text)
+        try:
+            _write_all(self._early.wire_out, data)
+        except BrokenPipeError:
+            # The client went away before this answer (it disconnected mid-call): the SDK's
+            # writer task died on this, which ended the server with a traceback and exit
+            # status 1 after the call had run. What the call did is in the history; the server
+            # ends when stdin does, as for any client that leaves.
+            self._gone = True
+            import logging
+
+            logging.getLogger(__name__).warning(
+                "agent-edit mcp: the client closed the connection before an answer; what the "
+                "call did, if anything, is in the history (agent-edit history)."
+            )
         return len(text)
 
     def _is_answer(self, text: str, data: bytes) -> bool:

@@ -8,13 +8,20 @@ cannot send these).
   dropped.
 - A tool call nested deeper than the SDK's JSON parser reads (about 200 levels): the SDK dropped
   the line with no reply, so the client waited forever. It must get INVALID_ARGUMENT.
+- A client that disconnects before its answer: the edit ran and is in the history, but writing
+  the answer raised BrokenPipeError in the SDK's writer task and the server died with a
+  traceback, exit status 1. It must end as for any client that leaves.
 """
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
-from tests.mcp.test_review_surrogates import RawMcp
+from tests.editor_client import REPO
+from tests.mcp.mcp_helpers import mcp_env
+from tests.mcp.test_review_surrogates import INIT, RawMcp
 
 
 def _send_bytes(mcp: RawMcp, line: bytes) -> None:
@@ -90,3 +97,53 @@ def test_tool_call_nested_too_deep_is_answered_and_changes_nothing(tmp_path):
     finally:
         mcp.close()
     assert (tmp_path / "a.py").read_text() == "x = 1\n"
+
+
+def test_client_that_disconnects_before_the_answer_leaves_the_edit_recorded(tmp_path):
+    (tmp_path / "a.py").write_text("x = 1\n")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lsp_server", "mcp", "--root", str(tmp_path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=mcp_env(),
+        cwd=str(REPO),
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        proc.stdin.write(json.dumps(INIT).encode() + b"\n")
+        proc.stdin.flush()
+        assert json.loads(proc.stdout.readline())["id"] == 0
+        # Gone before the call is even sent: its answer has nowhere to go (no race).
+        proc.stdout.close()
+        call = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {
+                "name": "replace",
+                "arguments": {"path": "a.py", "oldText": "x = 1", "newText": "x = 2"},
+            },
+        }
+        proc.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+        proc.stdin.write(json.dumps(call).encode() + b"\n")
+        proc.stdin.close()
+        assert proc.stderr is not None
+        err = proc.stderr.read()  # until the server ends
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err.decode(errors="replace")[-2000:]
+    assert b"Traceback" not in err, err.decode(errors="replace")[-2000:]
+    assert (tmp_path / "a.py").read_text() == "x = 2\n"
+    history = subprocess.run(
+        [sys.executable, "-m", "lsp_server", "history", "--root", str(tmp_path), "--json"],
+        env=mcp_env(),
+        capture_output=True,
+        cwd=str(REPO),
+        check=False,
+    )
+    entries = json.loads(history.stdout)["entries"]
+    assert [(e["action"], e["outcome"]) for e in entries] == [("replace", "applied")], entries
