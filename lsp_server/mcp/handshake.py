@@ -52,6 +52,12 @@ CAPABILITIES: dict[str, Any] = {"tools": {"listChanged": False}}
 # other version (LATEST_HANDSHAKE_VERSION); tests/mcp/test_handshake_answer.py holds them equal.
 HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 LATEST_HANDSHAKE = HANDSHAKE_VERSIONS[-1]
+# Said on stderr when the client closed its end before an answer (the server goes on to the end
+# of stdin; the call's answer is lost, what it did is not).
+GONE = (
+    "agent-edit mcp: the client closed the connection before an answer; what the call did, if "
+    "anything, is in the history (agent-edit history)."
+)
 # A first line longer than this is left to the SDK (an initialize request is a few hundred bytes).
 FIRST_LINE_LIMIT = 64 * 1024
 SDK_GATE_ENV = "AGENT_EDIT_MCP_SDK_GATE"
@@ -305,10 +311,7 @@ class _Answered:
             self._gone = True
             import logging
 
-            logging.getLogger(__name__).warning(
-                "agent-edit mcp: the client closed the connection before an answer; what the "
-                "call did, if anything, is in the history (agent-edit history)."
-            )
+            logging.getLogger(__name__).warning(GONE)
         return len(text)
 
     def _is_answer(self, text: str, data: bytes) -> bool:

@@ -14,7 +14,7 @@ from lsp_server import __version__
 from lsp_server.engine.results import refusal
 from lsp_server.mcp import deep
 from lsp_server.mcp.drain import Drain
-from lsp_server.mcp.handshake import INSTRUCTIONS, NAME
+from lsp_server.mcp.handshake import GONE, INSTRUCTIONS, NAME
 from lsp_server.mcp.router import Router
 from lsp_server.mcp.surrogates import Repaired, encodable
 from lsp_server.mcp.tools import BY_NAME, TOOLS, input_schema, model_text
@@ -120,7 +120,13 @@ def main(root: str, early: Early | None = None) -> int:
 
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     try:
-        anyio.run(serve, root, early)
+        try:
+            anyio.run(serve, root, early)
+        except* BrokenPipeError:
+            # The SDK's own stdout (no `early`): the client closed its end before an answer.
+            # handshake.py's writer drops such answers instead; here the SDK's writer task
+            # died on it, which ends the server: quietly, as for any client that leaves.
+            log.warning(GONE)
     except KeyboardInterrupt:
         pass
     return 0
