@@ -199,6 +199,9 @@ class Router:
                 if not isinstance(e, dict)
                 or (
                     all(map(shown, e.get("files") or []))
+                    # A refused request names no files, but echoes the paths (and texts) it
+                    # was sent with: one outside the root is not shown either.
+                    and all(map(inside, _args_paths(e.get("args"))))
                     # Past ENTRY_FILES an entry names no more files: those it leaves out may not
                     # be inside.
                     and e.get("filesTotal", 0) <= len(e.get("files") or [])
@@ -316,6 +319,24 @@ class Router:
                 editor=lost.editor,
                 pid=lost.editor_pid or lost.pid,
             )
+
+
+_ANY_HEADER = re.compile(
+    r"^[ \t]*\*\*\* (?:Add File|Delete File|Update File|Move to):[ \t]*(.*?)[ \t\r]*$", re.M
+)
+
+
+def _args_paths(args: Any) -> list[str]:
+    """The paths a history entry's echoed request names: its path; a patch's file headers (read
+    line by line: a long patch is echoed cut short) and `expect` keys (paths, for a patch)."""
+    if not isinstance(args, dict):
+        return []
+    out = [args["path"]] if isinstance(args.get("path"), str) else []
+    if isinstance(args.get("patch"), str):
+        out += [m.group(1) for m in _ANY_HEADER.finditer(args["patch"]) if m.group(1)]
+        if isinstance(args.get("expect"), dict):
+            out += [k for k in args["expect"] if isinstance(k, str)]
+    return out
 
 
 _PATH_KEYS = frozenset({"path", "movedTo", "movedFrom"})
