@@ -336,7 +336,17 @@ def _args_paths(args: Any) -> list[str]:
         out += [m.group(1) for m in _ANY_HEADER.finditer(args["patch"]) if m.group(1)]
         if isinstance(args.get("expect"), dict):
             out += [k for k in args["expect"] if isinstance(k, str)]
-    return out
+    return [_local(p) for p in out]
+
+
+def _local(path: str) -> str:
+    """`path` as a file system path when the policy reads it so (a `file://` URI, `~/...`);
+    else as it is (a URI it cannot decode stays one: not inside, so not shown)."""
+    from lsp_server.engine.policy.uris import SCHEME, uri_to_path
+
+    if SCHEME.match(path):
+        return uri_to_path(path) or path
+    return os.path.expanduser(path) if path == "~" or path[:2] == "~/" else path
 
 
 _PATH_KEYS = frozenset({"path", "movedTo", "movedFrom"})

@@ -20,6 +20,7 @@ async def test_refused_requests_about_files_outside_the_root_are_not_shown(
     vscode.write_file("top.py", f"{SECRET}\n")
     vscode.write_file("sub/a.py", "sub = 1\n")
     vscode.open("top.py")
+    uri = (vscode.root / "sub" / "a.py").as_uri()  # inside the root, named by its URI
     refused = [
         ("agentEdit.replace", {"path": "top.py", "oldText": SECRET, "newText": SECRET}),
         (
@@ -30,12 +31,13 @@ async def test_refused_requests_about_files_outside_the_root_are_not_shown(
             },
         ),
         ("agentEdit.replace", {"path": "sub/a.py", "oldText": "sub = 1", "newText": "sub = 1"}),
+        ("agentEdit.replace", {"path": uri, "oldText": "sub = 1", "newText": "sub = 1"}),
     ]
     for command, args in refused:
         got = await vscode.command(command, args)
         assert got["ok"] is False and got["code"] == "INVALID_ARGUMENT", got
     got = await Router(str(vscode.root / "sub")).call("history", {})
     _shows_nothing_outside(got)
-    # The refusal inside the root is still there, under its name relative to the root.
-    assert [e["args"]["path"] for e in got["entries"]] == ["sub/a.py"], got
+    # The refusals inside the root are still there, with the request as it was recorded.
+    assert [e["args"]["path"] for e in got["entries"]] == ["sub/a.py", uri], got
     assert "2 item(s)" in got["note"], got
