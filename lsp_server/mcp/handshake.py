@@ -52,6 +52,12 @@ CAPABILITIES: dict[str, Any] = {"tools": {"listChanged": False}}
 # other version (LATEST_HANDSHAKE_VERSION); tests/mcp/test_handshake_answer.py holds them equal.
 HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 LATEST_HANDSHAKE = HANDSHAKE_VERSIONS[-1]
+# Said on stderr when the client closed its end before an answer (the server goes on to the end
+# of stdin; the call's answer is lost, what it did is not).
+GONE = (
+    "agent-edit mcp: the client closed the connection before an answer; what the call did, if "
+    "anything, is in the history (agent-edit history)."
+)
 # A first line longer than this is left to the SDK (an initialize request is a few hundred bytes).
 FIRST_LINE_LIMIT = 64 * 1024
 SDK_GATE_ENV = "AGENT_EDIT_MCP_SDK_GATE"
@@ -234,9 +240,13 @@ class Early:
             self.done.set()
 
     def sdk_stdin(self) -> io.TextIOWrapper:
-        """The SDK's stdin, the text layer its stdio transport puts on fd 0."""
+        """The SDK's stdin, the text layer its stdio transport puts on fd 0, except that a
+        byte that is not UTF-8 becomes a lone surrogate (U+DC80-U+DCFF), not U+FFFD: the SDK's
+        "replace" wrote U+FFFD into a file for an agent's broken text, where the CLI refuses
+        the same bytes. surrogates.Repaired hands such a line on, and the actions refuse it
+        as INVALID_ARGUMENT naming the argument."""
         raw = io.BufferedReader(_Replay(self))
-        return io.TextIOWrapper(raw, encoding="utf-8", errors="replace")
+        return io.TextIOWrapper(raw, encoding="utf-8", errors="surrogateescape")
 
     def sdk_stdout(self) -> IO[str]:
         """The SDK's stdout (it writes whole lines and flushes each)."""
@@ -283,12 +293,25 @@ class _Answered:
     def __init__(self, early: Early) -> None:
         self._early = early
         self._pending = True
+        self._gone = False  # the client closed its end: answers have nowhere to go
 
     def write(self, text: str) -> int:
         data = text.encode("utf-8")  # strict, as the SDK's own text layer
         if self._pending and self._is_answer(text, data):
             return len(text)
-        _write_all(self._early.wire_out, data)
+        if self._gone:
+            return len(text)
+        try:
+            _write_all(self._early.wire_out, data)
+        except BrokenPipeError:
+            # The client went away before this answer (it disconnected mid-call): the SDK's
+            # writer task died on this, which ended the server with a traceback and exit
+            # status 1 after the call had run. What the call did is in the history; the server
+            # ends when stdin does, as for any client that leaves.
+            self._gone = True
+            import logging
+
+            logging.getLogger(__name__).warning(GONE)
         return len(text)
 
     def _is_answer(self, text: str, data: bytes) -> bool:

@@ -199,6 +199,9 @@ class Router:
                 if not isinstance(e, dict)
                 or (
                     all(map(shown, e.get("files") or []))
+                    # A refused request names no files, but echoes the paths (and texts) it
+                    # was sent with: one outside the root is not shown either.
+                    and all(map(inside, _args_paths(e.get("args"))))
                     # Past ENTRY_FILES an entry names no more files: those it leaves out may not
                     # be inside.
                     and e.get("filesTotal", 0) <= len(e.get("files") or [])
@@ -318,6 +321,34 @@ class Router:
             )
 
 
+_ANY_HEADER = re.compile(
+    r"^[ \t]*\*\*\* (?:Add File|Delete File|Update File|Move to):[ \t]*(.*?)[ \t\r]*$", re.M
+)
+
+
+def _args_paths(args: Any) -> list[str]:
+    """The paths a history entry's echoed request names: its path; a patch's file headers (read
+    line by line: a long patch is echoed cut short) and `expect` keys (paths, for a patch)."""
+    if not isinstance(args, dict):
+        return []
+    out = [args["path"]] if isinstance(args.get("path"), str) else []
+    if isinstance(args.get("patch"), str):
+        out += [m.group(1) for m in _ANY_HEADER.finditer(args["patch"]) if m.group(1)]
+        if isinstance(args.get("expect"), dict):
+            out += [k for k in args["expect"] if isinstance(k, str)]
+    return [_local(p) for p in out]
+
+
+def _local(path: str) -> str:
+    """`path` as a file system path when the policy reads it so (a `file://` URI, `~/...`);
+    else as it is (a URI it cannot decode stays one: not inside, so not shown)."""
+    from lsp_server.engine.policy.uris import SCHEME, uri_to_path
+
+    if SCHEME.match(path):
+        return uri_to_path(path) or path
+    return os.path.expanduser(path) if path == "~" or path[:2] == "~/" else path
+
+
 _PATH_KEYS = frozenset({"path", "movedTo", "movedFrom"})
 _PATH_LISTS = frozenset({"committed", "paths", "held"})
 _DIFF_HEADER = re.compile(r"^(diff --git a/|rename from |rename to |--- a/|\+\+\+ b/)")
@@ -398,4 +429,6 @@ def _diff_within(diff: str, inside: Any) -> tuple[str, int]:
 
 
 def _absolute(path: str) -> bool:
-    return os.path.isabs(path) or path.startswith("file:") or path.startswith("~")
+    """Whether the path policy reads `path` as it is, not relative to a folder. `~` and `~/...`
+    only: it takes `~name` as a relative name (a file `~draft.py` in the root), to rebase."""
+    return os.path.isabs(path) or path.startswith("file:") or path == "~" or path[:2] == "~/"

@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 from lsp_server import __version__
 from lsp_server.engine.results import refusal
+from lsp_server.mcp import deep
 from lsp_server.mcp.drain import Drain
-from lsp_server.mcp.handshake import INSTRUCTIONS, NAME
+from lsp_server.mcp.handshake import GONE, INSTRUCTIONS, NAME
 from lsp_server.mcp.router import Router
 from lsp_server.mcp.surrogates import Repaired, encodable
 from lsp_server.mcp.tools import BY_NAME, TOOLS, input_schema, model_text
@@ -59,6 +60,9 @@ def build(root: str) -> Any:
                 argument="name",
             )
             return _result(result, f"INVALID_ARGUMENT: {result['message']} {result['hint']}")
+        if deep.MARKER in (params.arguments or {}):  # a call nested too deep to read
+            result = deep.refusal(spec.name)
+            return _result(result, model_text(spec, result))
         try:
             result = await router.call(spec.action, params.arguments or {})
         except Exception as exc:  # noqa: BLE001 - the model gets a reason, never a bare error
@@ -116,7 +120,13 @@ def main(root: str, early: Early | None = None) -> int:
 
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     try:
-        anyio.run(serve, root, early)
+        try:
+            anyio.run(serve, root, early)
+        except* BrokenPipeError:
+            # The SDK's own stdout (no `early`): the client closed its end before an answer.
+            # handshake.py's writer drops such answers instead; here the SDK's writer task
+            # died on it, which ends the server: quietly, as for any client that leaves.
+            log.warning(GONE)
     except KeyboardInterrupt:
         pass
     return 0

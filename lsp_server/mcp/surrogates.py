@@ -7,6 +7,10 @@ model's broken emoji) but UTF-8 cannot hold it:
   actions refuse it as INVALID_ARGUMENT naming the argument and position (arguments.py).
   Not in an id or a method: the SDK echoes those in its answer, which its writer cannot
   write (the server would end); such a line stays dropped.
+- in, a byte that is not UTF-8: handshake.py's stdin decodes it as a lone surrogate
+  (U+DC80-U+DCFF), not as the SDK's U+FFFD (which was written into the file), and `Repaired`
+  hands it on the same way, so it is refused, not written. In an id or a method it becomes
+  U+FFFD, as the SDK read it (`_replaced`): that line is answered, as before.
 - out: a result can hold one (the history records a refused request as it came; an editor's
   buffer may hold one), and the SDK's writer fails on it, which ends the MCP server.
   `encodable` writes each as its escape (`\\udcff`), as the CLI's JSON output does.
@@ -49,19 +53,38 @@ def _reparsed(exc: Exception) -> Any:
     if not isinstance(exc, ValidationError):
         return None
     errors = exc.errors()
-    if len(errors) != 1 or errors[0].get("type") != "json_invalid":
+    if len(errors) != 1:
         return None
-    line = errors[0].get("input")
-    if not isinstance(line, str) or "\\u" not in line:
+    kind, line = errors[0].get("type"), errors[0].get("input")
+    if not isinstance(line, str):
+        return None
+    # json_invalid: an escaped lone surrogate; string_unicode: a raw one, a byte of the line
+    # that is not UTF-8 (handshake.py's stdin decodes those as U+DC80-U+DCFF).
+    if not (kind == "json_invalid" and "\\u" in line) and kind != "string_unicode":
         return None
     try:
         parsed = json.loads(line)
         if _echoed(parsed):
-            return None
+            return _replaced(line) if kind == "string_unicode" else None
         message = jsonrpc_message_adapter.validate_python(parsed, by_name=False)
     except (ValueError, RecursionError, ValidationError):  # RecursionError: deep nesting
-        return None
+        return _replaced(line) if kind == "string_unicode" else None
     return SessionMessage(message)
+
+
+def _replaced(line: str) -> Any:
+    """A line with bytes that are not UTF-8 where they are echoed (its id, its method) or that
+    Python's json cannot read: as the SDK's own stdin reads it, each such byte U+FFFD (its
+    answer then reaches the client, as before); None if the SDK refuses that too."""
+    from mcp.shared.message import SessionMessage
+    from mcp_types import jsonrpc_message_adapter
+    from pydantic import ValidationError
+
+    text = line.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    try:
+        return SessionMessage(jsonrpc_message_adapter.validate_json(text, by_name=False))
+    except (ValueError, ValidationError):
+        return None
 
 
 def _echoed(message: Any) -> bool:
@@ -80,12 +103,15 @@ def _echoed(message: Any) -> bool:
 
 
 class Repaired(Receiving):
-    """The SDK's stdio read stream, with lines refused only for a lone surrogate parsed again."""
+    """The SDK's stdio read stream, with lines refused only for a lone surrogate parsed again,
+    and a tool call refused for its nesting handed on to be refused by name (mcp/deep.py)."""
 
     async def receive(self) -> Any:
         item = await self._inner.receive()
         if isinstance(item, Exception):
-            message = _reparsed(item)
+            from lsp_server.mcp.deep import too_deep
+
+            message = _reparsed(item) or too_deep(item)
             if message is not None:
                 return message
         return item

@@ -226,7 +226,7 @@ def test_a_closed_wire_before_the_answer_ends_quietly(tmp_path):
             proc.stdin.close()
             err = proc.stderr.read()
             outcomes.append((proc.wait(), b"Traceback" in err))
-    assert outcomes[1] == outcomes[0]
+    assert outcomes[1] == outcomes[0] == (0, False), outcomes
 
 
 STRAY = """
