@@ -12,7 +12,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from lsp_server.engine.text import HashMark, LentLines, Snapshot, hash_with_marks, split_lines
+from lsp_server.engine.text import (
+    HashMark,
+    LentLines,
+    Snapshot,
+    hash_with_marks,
+    split_lines,
+    terminator,
+)
 from lsp_server.lsp.positions import index_in, to_index
 
 BLOCK = 512
@@ -89,6 +96,10 @@ class Document:
     # shows a CRLF file with LF and strips a BOM, so its text alone cannot tell. None: not said.
     eol: str | None = None
     bom: bool | None = None
+    # The client places its changes as if one more line break followed the text, one the text
+    # does not have (Neovim's incremental sync always counts a break after the last line, even
+    # with 'noeol' or in an empty buffer): `DocumentStore.change` maps its changes onto the text.
+    phantom_break: bool = False
 
     def count_lone_cr(self) -> None:
         self.lone_cr = sum(1 for x in self.lines if x.endswith("\r")) if self.may_have_cr else 0
@@ -290,12 +301,58 @@ def _lf_offset(text: str, position: tuple[int, int], encoding: str) -> int:
     return pos + index_in(segment, column, encoding)
 
 
+# A column past every line's end: positions clamp to the end of the line, before its break.
+_LINE_END = 1 << 30
+_BREAKS = {"lf": "\n", "crlf": "\r\n", "cr": "\r"}
+
+
+def _ends_with_break(lines: list[str]) -> bool:
+    return len(lines) > 1 and lines[-1] == ""
+
+
+def _trailing_break(text: str) -> str:
+    return "\r\n" if text.endswith("\r\n") else text[-1:] if text[-1:] in ("\n", "\r") else ""
+
+
+def _off_the_phantom(
+    doc: Document, start: tuple[int, int], text: str
+) -> tuple[tuple[int, int], tuple[int, int], str] | None:
+    """A change of a `phantom_break` document that reaches past its text (into the line break
+    the client counts after it), as the change of the text it makes; None: it changes nothing.
+
+    The client's text is ours plus that break, and stays so after the change (Neovim's changes
+    always leave a break after the last line): so the change's own final break is the one the
+    client keeps counting, and a change starting after the phantom break turns it into a real
+    one before its text."""
+    last = len(doc.lines) - 1
+    end_of_text = (last, _LINE_END)
+    brk = _trailing_break(text)
+    if start[0] > last:
+        return (end_of_text, end_of_text, brk + text[: -len(brk)]) if text else None
+    if brk:
+        return start, end_of_text, text[: -len(brk)]
+    if not text and start[1] == 0 and start[0] > 0:
+        # Lines deleted through the end: the break before them becomes the phantom one.
+        return (start[0] - 1, _LINE_END), end_of_text, ""
+    # Not the client's model (its text would end without a break): take the change as it is.
+    doc.phantom_break = False
+    return start, end_of_text, text
+
+
 def lf_lines_by_name(client_name: str | None) -> bool:
     """Whether the client places positions by lines split by LF alone (a lone CR being a
     character of the line): Neovim and Emacs do (their buffers show it as ^M); VS Code splits
     on CR as LSP says, and a client not known is taken to follow LSP."""
     name = (client_name or "").lower()
     return any(known in name for known in ("neovim", "nvim", "emacs", "eglot"))
+
+
+def final_break_in_changes_by_name(client_name: str | None) -> bool:
+    """Whether the client's incremental changes count a line break after the last line even
+    when the text has none: Neovim's do (its sync works on lines, each ending with a break;
+    only its didOpen leaves the break out of a 'noeol' buffer)."""
+    name = (client_name or "").lower()
+    return "neovim" in name or "nvim" in name
 
 
 class DocumentStore:
@@ -308,10 +365,16 @@ class DocumentStore:
         self._opens = 0
         # The client counts lines by LF alone (lf_lines_by_name): set at initialize.
         self.lf_lines = False
+        # The client's changes count a line break after the last line whether the text has one
+        # or not (final_break_in_changes_by_name): set at initialize.
+        self.final_break_in_changes = False
 
     def open(self, uri: str, language_id: str, version: int, text: str) -> Document:
         path = self._uri_to_path(uri) or uri
         doc = Document(uri, path, language_id, version, split_lines(text))
+        # Neovim's didOpen sends the text as it is ('noeol': no final line break), its changes
+        # then count one after the last line.
+        doc.phantom_break = self.final_break_in_changes and not _ends_with_break(doc.lines)
         doc.may_have_cr = "\r" in text
         doc.count_lone_cr()
         doc.set_known_text(text)  # the first read (and the parse on open) need no join
@@ -353,7 +416,14 @@ class DocumentStore:
         for start, end, text in changes:
             if start is None or end is None:
                 doc.replace_all(text)
-            elif self.lf_lines and doc.lone_cr:
+                doc.phantom_break = self.final_break_in_changes and not _ends_with_break(doc.lines)
+                continue
+            if doc.phantom_break and end[0] >= len(doc.lines):
+                mapped = _off_the_phantom(doc, start, text)
+                if mapped is None:
+                    continue
+                start, end, text = mapped
+            if self.lf_lines and doc.lone_cr:
                 # Past a lone CR this client's line numbers are not LSP's.
                 doc.replace_lf_range(start, end, text, encoding)
             else:
@@ -361,6 +431,24 @@ class DocumentStore:
         doc.version = version
         doc.reports += 1
         return doc
+
+    def set_final_newline(self, doc: Document, has: bool) -> bool:
+        """The client says whether the text ends with the line break its changes count after
+        the last line (`agentEdit/documentFormat` `finalNewline`): the text gains or loses that
+        break, the client's own text staying what it was. True if the text changed; the
+        document then counts as reopened, so a version handed out before proves nothing."""
+        if doc.phantom_break != has:
+            return False
+        last = len(doc.lines) - 1
+        if has:
+            brk = _BREAKS.get(doc.eol or "") or (terminator(doc.lines[-2]) if last else "")
+            doc.replace_range((last, _LINE_END), (last, _LINE_END), brk or "\n", "utf-16")
+        elif _ends_with_break(doc.lines):
+            doc.replace_range((last - 1, _LINE_END), (last, 0), "", "utf-16")
+        doc.phantom_break = not has
+        self._opens += 1
+        doc.open_id = self._opens
+        return True
 
     def by_path(self, path: str) -> Document | None:
         return self._by_path.get(path)

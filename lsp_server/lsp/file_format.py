@@ -8,6 +8,9 @@ sha256 was STALE, and an undo on disk of a buffer edit dropped the BOM.
 - `declare`: the client says it (`agentEdit/documentFormat {uri, eol?, bom?}`,
   editor_clients/PROTOCOL.md), held for that open only (a reopen forgets it); the Emacs
   package sends it.
+- `declare` also takes `finalNewline`: Neovim's changes count a line break after the last line
+  whatever 'eol' says, so the text of a buffer without one ('noeol', or an empty buffer, which
+  Neovim sends as "\n") is known only from the client's word (DocumentStore.set_final_newline).
 - `with_file_bom`: without the client's word, the buffer's BOM is its file's.
 """
 
@@ -28,10 +31,10 @@ log = logging.getLogger(__name__)
 DOCUMENT_FORMAT = "agentEdit/documentFormat"
 
 
-def declare(store: DocumentStore, params: Any) -> None:
-    """`agentEdit/documentFormat` {uri, eol?, bom?}: how the client will save an open
-    document. Anything malformed is ignored, as a notification has no answer to carry an
-    error."""
+def declare(store: DocumentStore, params: Any) -> Document | None:
+    """`agentEdit/documentFormat` {uri, eol?, bom?, finalNewline?}: how the client will save
+    an open document. Anything malformed is ignored, as a notification has no answer to carry
+    an error. The document, if its text changed (a final line break gained or lost)."""
     # pygls hands an unknown method's params over as a namedtuple (any JSON value may come).
     fields: dict[str, Any] = {}
     if isinstance(params, dict):
@@ -42,10 +45,14 @@ def declare(store: DocumentStore, params: Any) -> None:
     doc = store.get(uri) if isinstance(uri, str) else None
     if doc is None:
         log.warning("agentEdit/documentFormat for a document that is not open: %r", uri)
-        return
+        return None
     eol, bom = fields.get("eol"), fields.get("bom")
     doc.eol = eol if eol in ("lf", "crlf", "cr") else None
     doc.bom = bom if isinstance(bom, bool) else None
+    final = fields.get("finalNewline")
+    if isinstance(final, bool) and store.set_final_newline(doc, final):
+        return doc
+    return None
 
 
 def with_file_bom(doc: Document, snap: Snapshot, path: str) -> Snapshot:

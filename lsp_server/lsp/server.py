@@ -38,7 +38,11 @@ from lsp_server.engine.text import Snapshot
 from lsp_server.lsp import file_format, lenses, protocol_reader
 from lsp_server.lsp.apply import Location, Verifier, reports_late_by_name, uri_of
 from lsp_server.lsp.diagnostics import document_changed, document_opened
-from lsp_server.lsp.documents import DocumentStore, lf_lines_by_name
+from lsp_server.lsp.documents import (
+    DocumentStore,
+    final_break_in_changes_by_name,
+    lf_lines_by_name,
+)
 from lsp_server.lsp.editor_context import EditorContext
 from lsp_server.lsp.endpoint import Endpoint
 from lsp_server.lsp.pending import PendingEdits
@@ -168,6 +172,7 @@ class AgentEditServer(LanguageServer):
         self.settings = self.settings.updated(params.initialization_options)
         self.verifier.reports_late = reports_late_by_name(client)
         self.store.lf_lines = lf_lines_by_name(client)
+        self.store.final_break_in_changes = final_break_in_changes_by_name(client)
         # eglot ends lines at LF only, not at a lone CR as LSP does (editor_context.py).
         self.lone_cr_in_line = "eglot" in (client or "").lower()
         policy, problems = initial_policy(roots, params.initialization_options)
@@ -385,7 +390,9 @@ def create_server() -> AgentEditServer:
 
     @server.feature(file_format.DOCUMENT_FORMAT)
     def document_format(ls: AgentEditServer, params: Any) -> None:
-        file_format.declare(ls.store, params)
+        doc = file_format.declare(ls.store, params)
+        if doc is not None:
+            ls.document_reported(doc.path)  # its text changed: edits waiting to be seen look
 
     @server.feature(t.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: AgentEditServer, params: t.DidSaveTextDocumentParams) -> None:

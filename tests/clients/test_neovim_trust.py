@@ -3,6 +3,7 @@ more than the edit did (saving, renaming, choosing the workspace, the user's mes
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 from tests.neovim_runner import ok, run_scenario
@@ -144,25 +145,60 @@ def test_save_keeps_a_missing_final_newline(tmp_path: Path) -> None:
         assert case["fixeol"] is True
 
 
-def test_an_edit_removing_the_final_newline_is_refused_whole(tmp_path: Path) -> None:
-    data = run_scenario("final_newline_removed", tmp_path)
-    for name, lines, disk in (
-        ("write", ["x"], "x\n"),
-        ("empty", [""], ""),
-        ("newline_only", [""], "\n"),
-        ("crlf", ["a", "b"], "a\r\nb\r\n"),
-        ("replace", ["one", "two"], "one\ntwo\n"),
+def test_an_edit_removing_or_adding_the_final_newline_lands_exactly(tmp_path: Path) -> None:
+    # Neovim keeps the final newline in 'eol' and its didChange always counts one: such edits
+    # were refused (CLIENT_REJECTED), and an empty file read as "\n".
+    data = run_scenario("final_newline_edits", tmp_path)
+    for name, before, after, lines, eol in (
+        ("write", "x\n", "y", ["y"], False),
+        ("empty", "", "hello", ["hello"], False),
+        ("newline_only", "\n", "", [""], False),
+        ("crlf", "a\r\nb\r\n", "a\r\nb", ["a", "b"], False),
+        ("replace", "one\ntwo\n", "one\ntwo", ["one", "two"], False),
+        ("kept", "one\ntwo\n", "one\nTWO\n", ["one", "TWO"], True),
+        ("added", "x", "y\n", ["y"], True),
+        ("added_by_replace", "one\ntwo", "one\ntwo\n", ["one", "two"], True),
+        ("appended_no_newline", "one\ntwo", "one\ntwo\nthree", ["one", "two", "three"], False),
+        ("into_empty", "", "hello\n", ["hello"], True),
+        ("newline_into_empty", "", "\n", [""], True),
+        ("empty_line_kept", "a\n\n", "A\n\n", ["A", ""], True),
     ):
         case = data[name]
-        result = case["result"]
-        # Refused before anything changed: the buffer and the file are as they were.
-        assert result["ok"] is False and result["code"] == "CLIENT_REJECTED", (name, result)
-        assert "final newline" in result["message"]
-        assert (case["lines"], case["modified"], case["disk"]) == (lines, False, disk), name
-    for name, disk in (("kept", "one\nTWO\n"), ("added", "y\n"), ("into_empty", "hello\n")):
+        assert case["before"] == before, (name, case)
+        result = ok(case["result"], data)
+        # Verified (not PARTIAL or UNVERIFIED), saved with exactly the text the server saw.
+        assert result["saved"] is True, (name, result)
+        assert (case["lines"], case["eol"], case["modified"]) == (lines, eol, False), (name, case)
+        assert case["disk"] == after and case["after"] == after, (name, case)
+        assert result["files"][0]["sha256"] == hashlib.sha256(after.encode()).hexdigest()
+        # Undo restores the final newline (or its absence), in the buffer and on disk.
+        assert ok(case["undo"], data)["saved"] is True, (name, case)
+        assert case["undo_read"] == before and case["undo_disk"] == before, (name, case)
+    # Neovim's own undo and redo: 'eol' goes back and forth with the lines.
+    for name, before, after, lines_before, lines_after in (
+        ("native_removed", "one\ntwo\n", "one\ntwo", ["one", "two"], ["one", "two"]),
+        ("native_added", "x", "y\n", ["x"], ["y"]),
+    ):
         case = data[name]
-        assert ok(case["result"], data)["saved"] is True
-        assert case["disk"] == disk, name
+        ok(case["result"], data)
+        assert case["undone"] == {"lines": lines_before, "text": before}, (name, case)
+        assert case["redone"] == {"lines": lines_after, "text": after}, (name, case)
+
+
+def test_an_empty_file_reads_empty_and_the_users_final_newline_is_seen(tmp_path: Path) -> None:
+    # An empty file read as "\n" (Neovim's one empty line, its didChange counting a newline),
+    # and the server never saw the user's :set noeol.
+    data = run_scenario("empty_file", tmp_path)
+    empty_sha = hashlib.sha256(b"").hexdigest()
+    assert data["empty"] == {"text": "", "sha256": empty_sha, "source": "buffer"}
+    assert data["newline"]["text"] == "\n"  # one newline is not an empty file
+    assert data["typed"]["text"] == "hello\n"
+    assert data["cleared"]["text"] == "" and data["cleared"]["sha256"] == empty_sha
+    assert data["newline_noeol"]["text"] == ""
+    assert data["noeol"]["text"] == "a\nb"
+    assert data["noeol_typed"]["text"] == "a\nb\nc"
+    assert data["eol_again"]["text"] == "a\nb\nc\n"
+    assert data["noeol_lua"]["text"] == "a\nb\nc"
 
 
 def test_delete_of_a_buffer_with_unsaved_text_is_refused_before_anything(tmp_path: Path) -> None:

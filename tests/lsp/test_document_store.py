@@ -125,3 +125,75 @@ def test_lone_cr_positions_of_a_client_that_counts_lines_by_lf():
     lsp.open("v", "plaintext", 0, text)
     lsp.change("v", 1, [((1, 0), (1, 1), "Y")], "utf-16")
     assert lsp.get("v").text == "x\rY😀\nc\nd\n"
+
+
+def _lsp_position(text: str, offset: int) -> tuple[int, int]:
+    """(line, utf-8 column) of `offset` in a text split at LF alone."""
+    before = text[:offset]
+    line = before.count("\n")
+    return line, len(before[before.rfind("\n") + 1 :].encode())
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_neovim_changes_count_a_final_break_the_text_may_not_have(seed):
+    # Neovim's didOpen sends lines + "\n" only with 'eol'; its changes are computed on lines as
+    # if each, the last too, ended with "\n" (an empty buffer included). The store must hold the
+    # text the file has: "\n" after the last line only with 'eol' and when the buffer is not
+    # empty, whatever the order of the changes and the client's finalNewline declarations.
+    rnd = random.Random(seed)
+    store = documents.DocumentStore(lambda uri: uri)
+    store.final_break_in_changes = documents.final_break_in_changes_by_name("Neovim")
+    assert not documents.final_break_in_changes_by_name("Visual Studio Code")
+    lines = [rnd.choice(["", "a", "bé"]) for _ in range(rnd.randint(1, 3))]
+    # As a file reads: without a final newline ('noeol') its last line is not empty.
+    eol = lines[-1] == "" or rnd.random() < 0.5
+    empty = seed % 4 == 0  # an empty file: one empty line with 'eol', sent as "\n"
+    if empty:
+        lines, eol = [""], True
+
+    def model() -> str:  # the client's text, with the break it always counts
+        return "\n".join(lines) + "\n"
+
+    def truth() -> str:
+        return "\n".join(lines) + ("\n" if eol and not empty else "")
+
+    doc = store.open("u", "plaintext", 0, "\n".join(lines) + ("\n" if eol else ""))
+    store.set_final_newline(doc, eol and not empty)
+    assert doc.text == truth()
+    version = 0
+    for _ in range(30):
+        old = model()
+        op = rnd.randrange(6)
+        if op == 0:
+            lines.insert(rnd.randint(0, len(lines)), rnd.choice(["", "x", "yé"]))
+        elif op == 1 and len(lines) > 1:
+            del lines[rnd.randrange(len(lines))]
+        elif op == 2:
+            i = rnd.randrange(len(lines))
+            lines[i] = lines[i] + rnd.choice(["", "z", "é"])
+        elif op == 3:
+            lines[:] = [""]  # ggdG: Neovim's empty buffer
+        elif op == 4:
+            eol = not eol
+        new = model()
+        empty = lines == [""] and (op == 3 or (empty and new == old))
+        declare_first = rnd.random() < 0.5
+        if declare_first:
+            store.set_final_newline(doc, eol and not empty)
+        if new != old:
+            # The smallest change between the two models, as positions in the old one.
+            p = 0
+            while p < min(len(old), len(new)) and old[p] == new[p]:
+                p += 1
+            s = 0
+            while s < min(len(old), len(new)) - p and old[-1 - s] == new[-1 - s]:
+                s += 1
+            if rnd.random() < 0.5 and s:
+                s -= 1  # Neovim often reaches one further: through the line break
+            version += 1
+            start, end = _lsp_position(old, p), _lsp_position(old, len(old) - s)
+            store.change("u", version, [(start, end, new[p : len(new) - s])], "utf-8")
+        if not declare_first:
+            store.set_final_newline(doc, eol and not empty)
+        assert doc.text == truth(), (seed, lines, eol, empty)
+        assert doc.lines == split_lines(doc.text)

@@ -8,11 +8,14 @@
 --- is applied, refuses the whole edit with `applied = false` and a reason if one is stale, and
 --- otherwise hands the edit to Neovim's own apply. It plans nothing itself: the only change it
 --- makes to an edit is rewriting two end-of-document forms that Neovim's apply gets wrong into
---- equivalent ones (adapt_for_neovim). It also answers the server's `agentEdit/saveDocuments`.
+--- equivalent ones (adapt_for_neovim), and to the buffer setting 'eol' when the edit removes or
+--- adds the final newline (final_newline.lua). It also answers the server's
+--- `agentEdit/saveDocuments`.
 
 local M = {}
 
 local util = vim.lsp.util
+local final_newline = require('agent_edit.final_newline')
 
 --- A path in one canonical spelling, so URIs from the server and buffer names compare equal.
 --- @param path string
@@ -473,104 +476,6 @@ function M.lone_cr_documents(edit)
   return reasons
 end
 
---- @param a table lsp.Position
---- @param b table lsp.Position
---- @return boolean
-local function before(a, b)
-  return a.line < b.line or (a.line == b.line and a.character < b.character)
-end
-
---- Whether the text an edit leaves ends with a line break, judged from the edits that reach
---- the end of the document (`n`: its line count, the end being (n, 0) after a final newline).
---- @param edits table[] lsp.TextEdit[]
---- @param n integer
---- @return boolean
-local function ends_with_break(edits, n)
-  local at_end = { line = n, character = 0 }
-  for _ = 1, #edits + 1 do
-    -- The edit that gives the document its last character: the last one reaching the end.
-    local last
-    for _, te in ipairs(edits) do
-      if not before(te.range['end'], at_end) and (last == nil or before(last.range.start, te.range.start)) then
-        last = te
-      end
-    end
-    if last == nil then
-      return true -- the final line break stays
-    end
-    local text = last.newText or ''
-    if text ~= '' then
-      return text:sub(-1) == '\n' or text:sub(-1) == '\r'
-    end
-    local s = last.range.start
-    if s.line == 0 and s.character == 0 then
-      return false -- nothing left: no line break either
-    end
-    if s.character > 0 and s.line < n then
-      -- A character of line s.line comes last, unless another edit ends where this one starts.
-      local prev
-      for _, te in ipairs(edits) do
-        local e = te.range['end']
-        if te ~= last and e.line == s.line and e.character == s.character and (te.newText or '') ~= '' then
-          prev = te
-        end
-      end
-      if prev == nil then
-        return false
-      end
-      return prev.newText:sub(-1) == '\n' or prev.newText:sub(-1) == '\r'
-    end
-    -- Starts at a line start: the break before it comes last, unless an edit ends there.
-    at_end = { line = s.line, character = s.character }
-    if s.line >= n then
-      at_end = { line = n, character = 0 }
-      -- An empty insertion at the very end changes nothing: judge the others.
-      local rest = {}
-      for _, te in ipairs(edits) do
-        if te ~= last then
-          table.insert(rest, te)
-        end
-      end
-      edits = rest
-    else
-      local found = false
-      for _, te in ipairs(edits) do
-        local e = te.range['end']
-        if te ~= last and e.line == s.line and e.character == s.character then
-          found = true
-        end
-      end
-      if not found then
-        return true
-      end
-    end
-  end
-  return true
-end
-
---- The buffers an edit would leave without a final line break while 'eol' is set. Neovim keeps
---- a file's final newline in 'eol', not in its lines: it applies such an edit to the lines and
---- keeps sending (and writing) the newline, so the buffer showed neither the old nor the new
---- text (reported PARTIAL, the buffer changed). Refused before anything changes, as reasons.
---- @param edit table lsp.WorkspaceEdit
---- @return string[]
-function M.final_newline_documents(edit)
-  local reasons = {}
-  for _, change in ipairs(edit.documentChanges or {}) do
-    local doc = change.textDocument
-    if change.kind == nil and doc and change.edits and #change.edits > 0 then
-      local bufnr = M.find_buffer(doc.uri)
-      if bufnr and vim.bo[bufnr].eol then
-        local n = vim.api.nvim_buf_line_count(bufnr)
-        if not ends_with_break(change.edits, n) then
-          table.insert(reasons, vim.uri_to_fname(doc.uri))
-        end
-      end
-    end
-  end
-  return reasons
-end
-
 --- Options set by agent_edit.setup().
 M.options = { save_after_edit = 'clean' }
 
@@ -623,17 +528,6 @@ function M.handler(err, params, ctx)
         .. 'it by hand.',
     }
   end
-  local unended = M.final_newline_documents(params.edit)
-  if #unended > 0 then
-    return {
-      applied = false,
-      failureReason = 'the edit removes the final newline of '
-        .. table.concat(unended, ', ')
-        .. ", which Neovim keeps in the buffer's 'eol' option, not in its text: it would "
-        .. 'apply the edit and keep the newline; nothing was applied. End the new text with a '
-        .. "newline, or remove it by hand (:set noeol nofixeol, then :write).",
-    }
-  end
   -- A null version can arrive as vim.NIL (from Lua callers); Neovim's apply compares it as a
   -- number and fails, so make it the nil the JSON decoder gives.
   for _, change in ipairs(params.edit.documentChanges or {}) do
@@ -642,14 +536,29 @@ function M.handler(err, params, ctx)
     end
   end
   local client = vim.lsp.get_client_by_id(ctx.client_id)
-  M.adapt_for_neovim(params.edit, client and client.offset_encoding or 'utf-16')
+  local encoding = client and client.offset_encoding or 'utf-16'
+  -- Where each document's text will end (a final newline or not), judged on the edit as sent.
+  local ends = final_newline.plan(params.edit, encoding, M.find_buffer)
+  M.adapt_for_neovim(params.edit, encoding)
   local before = touched_uris(params.edit)
   -- The built-in handler prints the label into the message area on every edit; the history view
   -- is where agent edits are shown, so leave it out.
   local quiet = vim.tbl_extend('force', {}, params)
   quiet.label = nil
   local builtin = vim.lsp.handlers['workspace/applyEdit']
-  local result = builtin(err, quiet, ctx)
+  final_newline.applying = true
+  local done, result = pcall(builtin, err, quiet, ctx)
+  local fixed, fix_err = true, nil
+  if done and result and result.applied then
+    -- Neovim applied the lines; the final newline lives in 'eol' (final_newline.lua).
+    fixed, fix_err = pcall(final_newline.finish, ends, M.find_buffer)
+  end
+  final_newline.applying = false
+  if not done then
+    error(result, 0)
+  elseif not fixed then
+    error(fix_err, 0)
+  end
   if not (result and result.applied) then
     -- Neovim's apply failed part-way (it answers applied: false for an error after it changed
     -- some files). This client promises that applied: false means nothing changed, so it is an
@@ -673,6 +582,12 @@ function M.handler(err, params, ctx)
       end
     end
     flush_changes(ctx.client_id)
+    for _, e in ipairs(client and ends or {}) do
+      local bufnr = M.find_buffer(e.uri)
+      if bufnr then
+        final_newline.declare(client, bufnr)
+      end
+    end
   end
   return result
 end

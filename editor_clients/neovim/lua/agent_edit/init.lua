@@ -236,6 +236,8 @@ local function client_config(root)
       M._client_exited(client_id, code, signal)
     end,
     on_attach = function(client, bufnr)
+      -- Whether the text ends with a newline: Neovim's own messages do not tell the server.
+      require('agent_edit.final_newline').track(client, bufnr)
       if M.config.codelens and client:supports_method('textDocument/codeLens') then
         vim.lsp.codelens.refresh({ bufnr = bufnr })
       end
@@ -947,6 +949,17 @@ function M.setup(opts)
     group = group,
     callback = function(ev)
       require('agent_edit.apply_edit').note_disk(ev.buf)
+    end,
+  })
+  -- The user changed 'eol' (:set noeol): the text's final newline with it.
+  vim.api.nvim_create_autocmd('OptionSet', {
+    group = group,
+    pattern = 'endofline',
+    callback = function()
+      local final_newline = require('agent_edit.final_newline')
+      if not final_newline.applying then -- an agent edit tells the server once it is done
+        final_newline.declare_all(vim.api.nvim_get_current_buf())
+      end
     end,
   })
   if M.config.codelens then
