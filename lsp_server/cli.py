@@ -379,7 +379,7 @@ def _path_token(given: str) -> tuple[str, dict[str, str]]:
 
 
 def _run(ns: Any) -> int:
-    from lsp_server import startup
+    from lsp_server import cli_signals, startup
 
     if not ns.root:
         # realpath("") is the current folder: an unset variable (`--root "$WS"`) would have
@@ -392,6 +392,7 @@ def _run(ns: Any) -> int:
         raise UsageError(f"--root {ns.root} is not a directory")
     action = COMMANDS[ns.command]
     args = _action_args(action, ns)
+    cli_signals.reset()  # (this run's: `main` may be called more than once in a process)
     guard = None
     if action in EDITS:
         # An editor's agent-edit server on this workspace: its buffers, not the disk, are what
@@ -429,7 +430,6 @@ async def _headless(
     from lsp_server.engine.results import wire
 
     files.BEFORE_COMMIT = cli_signals.hold
-    cli_signals.reset()
 
     def say(text: str) -> None:
         print(text, file=sys.stderr)
@@ -491,9 +491,31 @@ def _through_editor(
             )
 
         return None, guard
+    from lsp_server import cli_signals
+
     payload = {"session": f"cli-{os.getpid()}", "action": action, "args": args}
     try:
-        result = discovery.request(entry, payload, timeout=300)
+        result = discovery.request(
+            entry,
+            payload,
+            timeout=300,
+            on_send=cli_signals.sent_to(entry.describe()),
+            cut=cli_signals.cut,
+        )
+        cli_signals.answered()
+    except discovery.Stopped:
+        from lsp_server.engine.results import refusal
+
+        # A signal cannot call back an edit sent: "interrupted" alone had the agent resend it.
+        result = refusal(
+            "UNVERIFIED",
+            f"{cli_signals.gave_up(entry.describe())}: the edit may or may not have landed "
+            "in the editor (a signal cannot call it back); nothing was written on disk here.",
+            "See `agent-edit history` (or read the files) for whether it landed before "
+            "sending it again.",
+            editor=entry.editor,
+            pid=entry.editor_pid or entry.pid,
+        )
     except discovery.Unanswered as exc:
         from lsp_server.engine.results import refusal
 
@@ -631,8 +653,13 @@ def _print_failure(result: dict[str, Any], as_json: bool) -> None:
     for cand in details.get("candidates", []) or []:
         msg.append(f"  near line {cand['line']}: {cand['text']!r} ({cand['why']})")
     msg += _lines_said(details.get("lines"))
-    if result.get("code") != "PARTIAL" and not result.get("committed"):
-        msg.append("No files were changed.")  # (a PARTIAL result says which may have)
+    from lsp_server.engine.errors import NOTHING_CHANGED
+
+    # Only after a code that means it: UNVERIFIED, TIMEOUT, PARTIAL, IO_ERROR may follow a
+    # change that landed (their message says what is known), and "No files were changed." after
+    # "the edit may or may not have landed" had an agent resend it.
+    if result.get("code") in NOTHING_CHANGED and not result.get("committed"):
+        msg.append("No files were changed.")
     sys.stderr.write("\n".join(msg) + "\n")
 
 

@@ -20,11 +20,13 @@ held (a report blocked on a full pipe must still be stoppable).
 tests/cli/test_cli_signal_after_commit.py.
 
 An edit sent to an editor's server (cli._through_editor) passes its point of no return as the
-request goes out: the editor applies it whatever becomes of this process. A signal from then on
-makes the command wait a little longer for the answer (`editor_wait`; lsp_server/discovery.py's
-`request`), so the edit's own result is reported when it comes; a second signal, or no answer
-in time, reports UNVERIFIED. It exited 130 there, and an agent resent an edit that had landed.
-tests/cli/test_cli_signal_editor.py.
+request goes out (`sent_to`): the editor applies it whatever becomes of this process. A signal
+from then on is held, and the answer awaited EDITOR_GRACE_S more (`cut`, asked by
+lsp_server/discovery.py's `request`), so the edit's own result is reported when it comes; a
+second signal, or no answer in time, reports UNVERIFIED (`gave_up`). It exited 130 there, and
+an agent resent an edit that had landed. No KeyboardInterrupt is raised from the moment the
+request goes out until its answer is in hand: one raised as `recv` returned would lose the
+answer. tests/cli/test_cli_signal_editor.py.
 
 A signal the command was started with ignored (`nohup`, a background job of a script: `cmd &`
 has SIGINT ignored) stays ignored, and every handler is put back as it was once the command is
@@ -37,9 +39,11 @@ from __future__ import annotations
 
 import _signal
 import sys
+import time
 
 TYPE_CHECKING = False  # typing's constant without importing typing (lsp_server/startup.py)
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 # The signals that stop a command, with their names for a person.
@@ -59,6 +63,12 @@ EDITOR_GRACE_S = 3.0
 _STOPPED: list[int] = []  # the signals `on_signal` raised as KeyboardInterrupt, in order
 _HOLDING: list[str] = []  # past the point of no return: what the signal then came after
 _HELD: list[int] = []  # the signal that came then, taken as no interrupt
+# An edit sent to an editor (`sent_to`): its answer awaited until `_ANSWERED`; `_CUT`, the time
+# (time.monotonic) by which the wait gives up, once a signal came; `_TOLD`, stderr said so.
+_EDITOR: list[str] = []
+_ANSWERED: list[bool] = []
+_CUT: list[float] = []
+_TOLD: list[bool] = []
 
 
 def install() -> dict[int, Any]:
@@ -80,12 +90,18 @@ def restore(saved: dict[int, Any]) -> None:
 
 def reset() -> None:
     """A new run (`main` may be called more than once in a process)."""
-    del _STOPPED[:], _HOLDING[:], _HELD[:]
+    for state in (_STOPPED, _HOLDING, _HELD, _EDITOR, _ANSWERED, _CUT, _TOLD):
+        del state[:]
 
 
 def on_signal(signum: int, frame: Any) -> None:
     if _HOLDING and not _HELD:
         _HELD.append(signum)
+        if _EDITOR:
+            _CUT[:] = [time.monotonic() + EDITOR_GRACE_S]
+        return
+    if _EDITOR and not _ANSWERED:
+        _CUT[:] = [0.0]  # a second one: stop waiting now
         return
     _STOPPED.append(signum)
     raise KeyboardInterrupt("Ctrl-C" if signum == _signal.SIGINT else NAMES.get(signum, ""))
@@ -97,26 +113,51 @@ def hold(after: str = "past the edit's commit point") -> None:
     _HOLDING.append(after)
 
 
-def editor_wait(editor: str) -> None:
-    """discovery.request's `on_stop`: the signal that stopped the wait for `editor`'s answer
-    came after the edit was sent. It is held from here (a second one ends the wait), and
-    stderr says why the command does not stop at once."""
-    if _STOPPED and not _HELD:
-        _HELD.append(_STOPPED.pop())
-    _HOLDING.append(f"after the edit was sent to {editor}")
-    _say(
-        f"agent-edit: {NAMES.get(_HELD[0], 'a signal')} came after the edit was sent to "
-        f"{editor}, which applies it regardless; waiting up to {EDITOR_GRACE_S:g} s for its "
-        "answer (again to stop waiting)"
-    )
+def sent_to(editor: str) -> Callable[[], None]:
+    """discovery.request's `on_send` for an edit sent to `editor`: once it begins to go out,
+    the first signal is held and cuts the wait for the answer to EDITOR_GRACE_S (`cut`), a
+    second one cuts it now; only once the answer has come (`answered`) does a second one
+    stop the command (a report blocked on a full pipe)."""
+
+    def on_send() -> None:
+        _EDITOR.append(editor)
+        _HOLDING.append(f"after the edit was sent to {editor}")
+
+    return on_send
 
 
-def unhold() -> int:
-    """The held signal given up (the editor's answer did not come: the result says so rather
-    than `held_note`); its number."""
+def cut() -> float | None:
+    """discovery.request's `cut`: when the wait for the editor's answer gives up (None: not
+    before its timeout). The first time, stderr says why the command does not stop at once."""
+    if not _CUT:
+        return None
+    if not _TOLD and _HELD and _CUT[0]:
+        _TOLD.append(True)
+        _say(
+            f"agent-edit: {NAMES.get(_HELD[0], 'a signal')} came after the edit was sent to "
+            f"{_EDITOR[0]}, which applies it regardless; waiting up to {EDITOR_GRACE_S:g} s "
+            "for its answer (again to stop waiting)"
+        )
+    return _CUT[0]
+
+
+def answered() -> None:
+    """The editor's answer came: a second signal may stop the report."""
+    _ANSWERED.append(True)
+
+
+def gave_up(editor: str) -> str:
+    """The wait for `editor`'s answer given up (discovery.Stopped): why, as a result's message
+    says it. The held signal is not `held_note`'s any more: the result says it."""
     signum = _HELD[0] if _HELD else _signal.SIGINT
     del _HELD[:]
-    return signum
+    name = NAMES.get(signum, f"signal {signum}")
+    if _CUT and _CUT[0] == 0.0:
+        return f"{name} came after the edit was sent to {editor}, then another before its answer"
+    return (
+        f"{name} came after the edit was sent to {editor}, and no answer came within "
+        f"{EDITOR_GRACE_S:g} s"
+    )
 
 
 def stopped() -> int:
