@@ -432,7 +432,13 @@ async def _headless(
     files.BEFORE_COMMIT = cli_signals.hold
 
     def say(text: str) -> None:
-        print(text, file=sys.stderr)
+        # A note whose reader left (`2>&1 | head -1`) is dropped: its BrokenPipeError ended the
+        # command before its edit, with a rollback said but not recorded (tests/cli/
+        # test_cli_reader_gone.py). The result on stdout carries it (`recovered`).
+        try:
+            print(text, file=sys.stderr)
+        except (OSError, ValueError):
+            pass
 
     try:
         # fork_plans: the CLI is single-threaded and short-lived (split_plan.py).
