@@ -25,11 +25,15 @@ text `@x`). An overwrite with `write` needs `--expect-sha256` (the file's sha256
 Output is a short summary and the diff, or with `--json` exactly the result object of product.md
 2.1 (plus `recovered` when an interrupted earlier apply was rolled back first). Exit status: 0
 success, 1 the edit was refused or failed (the result says what, if anything, changed), 2 usage
-error (malformed arguments too); 130 (Ctrl-C) or 143 (SIGTERM) when one stopped the command
-before the edit's commit point (what landed was rolled back), while one that comes past it
-stops nothing: the edit's own result and status, and a line on stderr (`_on_signal`). Writes go
-through engine/files.py: atomic across files, journalled, rolled back after a crash. A state
-folder that cannot be made or used is an IO_ERROR result, never a traceback. Environment:
+error (malformed arguments too); 120 the edit ran but its report could not be written (the
+reader closed the pipe: `agent-edit history` shows what it did); 130 (Ctrl-C), 143 (SIGTERM),
+129 (SIGHUP: the terminal closed) or 131 (SIGQUIT) when one stopped the command before the
+edit's commit point (what landed was rolled back), while one that comes past it stops nothing:
+the edit's own result and status, and a line on stderr. An edit sent to an editor's server is
+past that point once sent: a signal then waits a few seconds more for the editor's answer, and
+reports UNVERIFIED (status 1) if none comes (lsp_server/cli_signals.py). Writes go through
+engine/files.py: atomic across files, journalled, rolled back after a crash. A state folder
+that cannot be made or used is an IO_ERROR result, never a traceback. Environment:
 AGENT_EDIT_STATE_DIR moves the journal's state directory (default: the user state dir, outside
 the workspace; the start-up's code cache is kept there too, lsp_server/startup.py);
 AGENT_EDIT_CRASH_AFTER=N is a test hook (engine/files.py).
@@ -40,11 +44,12 @@ the link itself, never the file it points to (actions/headless.py). The LSP laye
 lazily inside `serve`, so headless commands start fast and never load pygls (nor asyncio: the
 headless actions are driven by `startup.run_sync`).
 
-Why this module is over 500 lines (~590): it is the whole of the command line's surface, and
+Why this module is over 500 lines (~800): it is the whole of the command line's surface, and
 nothing else: the parser made from the actions' argument fields, the path around argparse for
 the common forms (`_plain`), the way to a live editor's server (`_through_editor`), and the
-printing of each result. Every headless run needs all of it, so a split would only add
-modules to each start-up (tests/cli/test_startup_imports.py counts them).
+printing of each result (how a signal stops a command is lsp_server/cli_signals.py's).
+Every headless run needs all of it, so a split would only add modules to each start-up
+(tests/cli/test_startup_imports.py counts them).
 """
 
 from __future__ import annotations
@@ -293,24 +298,12 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"agent-edit: error: {exc}\n")
         return EXIT_USAGE
     except KeyboardInterrupt:
-        # Ctrl-C (or SIGTERM, `_on_signal`): an edit under way was settled (rolled back, its
-        # entry finished) on the way out (actions/execute.py); a line that says so, not a
-        # traceback.
-        if _HOLDING:
-            # Past an edit's commit point (`_hold_signals`; the second one, the first being
-            # held): nothing was rolled back for it; only the report was cut short.
-            sys.stderr.write(
-                "agent-edit: interrupted past the edit's commit point (the edit was not undone "
-                "for it); see `agent-edit history` for what it did\n"
-            )
-            return 143 if _TERMINATED else 130
-        if _TERMINATED:
-            sys.stderr.write(
-                "agent-edit: terminated (SIGTERM); see `agent-edit history` for what it left\n"
-            )
-            return 143
-        sys.stderr.write("agent-edit: interrupted; see `agent-edit history` for what it left\n")
-        return 130
+        # A stopping signal (lsp_server/cli_signals.py): an edit under way was settled (rolled
+        # back, its entry finished) on the way out (actions/execute.py); a line that says so,
+        # not a traceback.
+        from lsp_server import cli_signals
+
+        return cli_signals.stopped()
     finally:
         startup.save_dataclass_code(args.root)
 
@@ -386,7 +379,7 @@ def _path_token(given: str) -> tuple[str, dict[str, str]]:
 
 
 def _run(ns: Any) -> int:
-    from lsp_server import startup
+    from lsp_server import cli_signals, startup
 
     if not ns.root:
         # realpath("") is the current folder: an unset variable (`--root "$WS"`) would have
@@ -399,6 +392,7 @@ def _run(ns: Any) -> int:
         raise UsageError(f"--root {ns.root} is not a directory")
     action = COMMANDS[ns.command]
     args = _action_args(action, ns)
+    cli_signals.reset()  # (this run's: `main` may be called more than once in a process)
     guard = None
     if action in EDITS:
         # An editor's agent-edit server on this workspace: its buffers, not the disk, are what
@@ -429,17 +423,22 @@ async def _headless(
 ) -> dict[str, Any]:
     """The action's result in a headless context (the workspace made ready first); `guard`
     may refuse a plan before anything is written (peers.GuardedApplier)."""
-    from lsp_server import actions
+    from lsp_server import actions, cli_signals
     from lsp_server.actions import headless
     from lsp_server.engine import files
     from lsp_server.engine.errors import EditError
     from lsp_server.engine.results import wire
 
-    files.BEFORE_COMMIT = _hold_signals
-    del _HOLDING[:], _HELD[:]  # (this run's: `main` may be called more than once in a process)
+    files.BEFORE_COMMIT = cli_signals.hold
 
     def say(text: str) -> None:
-        print(text, file=sys.stderr)
+        # A note whose reader left (`2>&1 | head -1`) is dropped: its BrokenPipeError ended the
+        # command before its edit, with a rollback said but not recorded (tests/cli/
+        # test_cli_reader_gone.py). The result on stdout carries it (`recovered`).
+        try:
+            print(text, file=sys.stderr)
+        except (OSError, ValueError):
+            pass
 
     try:
         # fork_plans: the CLI is single-threaded and short-lived (split_plan.py).
@@ -498,9 +497,31 @@ def _through_editor(
             )
 
         return None, guard
+    from lsp_server import cli_signals
+
     payload = {"session": f"cli-{os.getpid()}", "action": action, "args": args}
     try:
-        result = discovery.request(entry, payload, timeout=300)
+        result = discovery.request(
+            entry,
+            payload,
+            timeout=300,
+            on_send=cli_signals.sent_to(entry.describe()),
+            cut=cli_signals.cut,
+        )
+        cli_signals.answered()
+    except discovery.Stopped:
+        from lsp_server.engine.results import refusal
+
+        # A signal cannot call back an edit sent: "interrupted" alone had the agent resend it.
+        result = refusal(
+            "UNVERIFIED",
+            f"{cli_signals.gave_up(entry.describe())}: the edit may or may not have landed "
+            "in the editor (a signal cannot call it back); nothing was written on disk here.",
+            "See `agent-edit history` (or read the files) for whether it landed before "
+            "sending it again.",
+            editor=entry.editor,
+            pid=entry.editor_pid or entry.pid,
+        )
     except discovery.Unanswered as exc:
         from lsp_server.engine.results import refusal
 
@@ -638,8 +659,13 @@ def _print_failure(result: dict[str, Any], as_json: bool) -> None:
     for cand in details.get("candidates", []) or []:
         msg.append(f"  near line {cand['line']}: {cand['text']!r} ({cand['why']})")
     msg += _lines_said(details.get("lines"))
-    if result.get("code") != "PARTIAL" and not result.get("committed"):
-        msg.append("No files were changed.")  # (a PARTIAL result says which may have)
+    from lsp_server.engine.errors import NOTHING_CHANGED
+
+    # Only after a code that means it: UNVERIFIED, TIMEOUT, PARTIAL, IO_ERROR may follow a
+    # change that landed (their message says what is known), and "No files were changed." after
+    # "the edit may or may not have landed" had an agent resend it.
+    if result.get("code") in NOTHING_CHANGED and not result.get("committed"):
+        msg.append("No files were changed.")
     sys.stderr.write("\n".join(msg) + "\n")
 
 
@@ -682,25 +708,16 @@ def program() -> None:
     if given[:1] in (["serve"], ["mcp"]):
         sys.exit(main())
     _stand_in_streams()
-    import _signal  # (loaded at start-up; `signal` would load enum)
+    from lsp_server import cli_signals
 
-    _signal.signal(_signal.SIGTERM, _on_signal)
-    _signal.signal(_signal.SIGINT, _on_signal)
+    saved = cli_signals.install()
     try:
         code = main()
     except BrokenPipeError:  # `agent-edit history | head`: the reader left mid-report
         code = _reader_gone()
     finally:
-        _signal.signal(_signal.SIGTERM, _signal.SIG_DFL)  # the exit below, as usual
-        _signal.signal(_signal.SIGINT, _signal.default_int_handler)
-    if _HELD and sys.stderr is not None:
-        try:
-            sys.stderr.write(
-                f"agent-edit: {_signal_name(_HELD[0])} came past the edit's commit point, so "
-                "it did not stop the edit; the result above says what it did\n"
-            )
-        except (OSError, ValueError):
-            pass
+        cli_signals.restore(saved)  # the exit below, as usual
+    cli_signals.held_note()
     threading = sys.modules.get("threading")
     if threading is not None:  # the interpreter waits for these first (none on the usual path)
         for thread in threading.enumerate():
@@ -722,44 +739,6 @@ def program() -> None:
         except (OSError, ValueError):  # what Python's own exit reports as 120
             code = code or 120
     os._exit(code)
-
-
-_TERMINATED: list[int] = []  # the SIGTERM that `_on_signal` turned into KeyboardInterrupt
-_HOLDING: list[bool] = []  # past an edit's commit point (`_hold_signals`)
-_HELD: list[int] = []  # the signal that came then, taken as no interrupt
-
-
-def _on_signal(signum: int, frame: Any) -> None:
-    """Ctrl-C (SIGINT) and SIGTERM (what a harness sends a command it times out, `timeout`,
-    `kill`) as a KeyboardInterrupt, so an apply under way is rolled back and its history entry
-    finished on the way out (actions/execute.py), exit status 130 or 143. With SIGTERM's
-    default action the process died mid-apply, leaving up to all but one of the patch's files
-    new on disk until the next agent-edit command rolled them back: no longer all or nothing
-    for whoever looked (git, a build) in between. tests/cli/test_cli_sigterm.py.
-
-    Past the edit's commit point (`_hold_signals`) there is nothing left to stop: the first
-    such signal is held, the edit's entry is finished and its result printed, and the exit
-    status is the command's own (0: the edit landed), with a line on stderr. Raised there, it
-    had the landed edit recorded UNVERIFIED ("may have changed") or, once recorded applied,
-    the success report replaced by "interrupted ... see history" and exit 130/143: an agent
-    would take an edit that landed for one that did not, and send it again. A second signal
-    is not held (a report blocked on a full pipe must still be stoppable).
-    tests/cli/test_cli_signal_after_commit.py."""
-    if _HOLDING and not _HELD:
-        _HELD.append(signum)
-        return
-    if signum == 15:  # SIGTERM (its number: `signal` would load enum)
-        _TERMINATED.append(signum)
-    raise KeyboardInterrupt
-
-
-def _hold_signals() -> None:
-    """engine/files.py's BEFORE_COMMIT: the apply is about to commit (`_on_signal`)."""
-    _HOLDING.append(True)
-
-
-def _signal_name(signum: int) -> str:
-    return "SIGTERM" if signum == 15 else "Ctrl-C (SIGINT)" if signum == 2 else f"signal {signum}"
 
 
 def _stand_in_streams() -> None:

@@ -21,7 +21,7 @@ one is found).
 The wire protocol on the endpoint: one JSON object per line each way,
 `{token, session, action, args}` -> the action's result object (product.md 2.1).
 
-Why this module is over 500 lines (~520): both sides of discovery, the server announcing and the
+Why this module is over 500 lines (~560): both sides of discovery, the server announcing and the
 looker finding, share the rules of which folder and which files to trust (owner, mode, no link, a
 pid's start time). Kept in one module, the two sides cannot come to choose differently.
 """
@@ -38,6 +38,7 @@ from lsp_server.engine import processes
 # No typing or dataclasses at run time: the CLI imports this module on every edit command.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 ENV_DIR = "AGENT_EDIT_RUNTIME_DIR"
@@ -452,10 +453,30 @@ def socket_path(entry: Entry) -> str | None:
     return os.path.join(entry.folder, name)
 
 
-def request(entry: Entry, payload: dict[str, Any], timeout: float = 60.0) -> dict[str, Any]:
+class Stopped(Unanswered):
+    """The caller gave up waiting for the answer (`request`'s `cut`) after the request had gone
+    out: the server may have acted on it."""
+
+
+# How often `request` asks its `cut` while it waits for an answer.
+CUT_POLL_S = 0.1
+
+
+def request(
+    entry: Entry,
+    payload: dict[str, Any],
+    timeout: float = 60.0,
+    on_send: Callable[[], None] | None = None,
+    cut: Callable[[], float | None] | None = None,
+) -> dict[str, Any]:
     """Send one request to a server's endpoint and return its answer (blocking; the CLI's way).
 
-    Raises OSError when the server cannot be reached or hangs up without an answer."""
+    Raises OSError when the server cannot be reached or hangs up without an answer.
+
+    `on_send()` is called right before the request begins to go out: from there the server may
+    have it whole and act on it, whatever becomes of this process. `cut()`, asked every
+    CUT_POLL_S while the answer is awaited, is the time (`time.monotonic`) by which the caller
+    gives up waiting (a signal came: cli_signals.py), or None: past it, `Stopped`."""
     import socket
 
     sock_path = socket_path(entry)
@@ -468,21 +489,39 @@ def request(entry: Entry, payload: dict[str, Any], timeout: float = 60.0) -> dic
             raise OSError("the announcement names no endpoint")
         s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         address = ("127.0.0.1", port)
+    data = json.dumps({"token": entry.token, **payload}).encode() + b"\n"
     with s:
         s.settimeout(timeout)
         s.connect(address)
-        s.sendall(json.dumps({"token": entry.token, **payload}).encode() + b"\n")
+        if on_send is not None:
+            on_send()
+        s.sendall(data)
+        end = time.monotonic() + timeout
         chunks = []
         size = 0
         try:
             while True:
-                chunk = s.recv(1 << 20)
+                given_up = cut() if cut is not None else None
+                left = (end if given_up is None else min(end, given_up)) - time.monotonic()
+                if left <= 0 and given_up is not None and given_up <= end:
+                    raise Stopped("the caller stopped waiting for its answer")
+                if left <= 0:
+                    raise TimeoutError("timed out")
+                s.settimeout(min(left, CUT_POLL_S) if cut is not None else left)
+                try:
+                    chunk = s.recv(1 << 20)
+                except TimeoutError:
+                    if cut is not None:
+                        continue  # (ask `cut` again)
+                    raise
                 if not chunk:
                     break
                 chunks.append(chunk)
                 size += len(chunk)
                 if chunk.endswith(b"\n") or size > MAX_LINE:
                     break
+        except Stopped:
+            raise
         except OSError as exc:
             raise Unanswered(f"the server hung up without an answer ({exc})") from None
     data = b"".join(chunks)

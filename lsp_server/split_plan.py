@@ -218,17 +218,18 @@ class _Child:
         is to be had (EMFILE, EAGAIN under a pids limit, ENOMEM): planning in order needs
         neither.
 
-        SIGINT is blocked from before the fork until the pid is stored (the parent) or SIGINT
-        is back to its default action (the child). Otherwise a Ctrl-C during the fork (Linux
-        restarts it, Python's handler has run) raises KeyboardInterrupt as `os.fork()`
-        returns: in the parent before the pid is stored (the child then is neither killed
-        nor reaped), in the child before its `try` (the parent's stack then unwinds in the
-        child: the CLI's Ctrl-C path writes to the shared stderr). Held back, the Ctrl-C is
-        delivered as the mask is restored: the parent's KeyboardInterrupt then finds the pid,
-        and the child just ends."""
+        The signals the CLI stops on (`_stops`: Ctrl-C, SIGTERM, SIGHUP, SIGQUIT; a closing
+        terminal and GNU `timeout` signal the whole process group, the child too) are blocked
+        from before the fork until the pid is stored (the parent) or they are back to their
+        default action (the child). Otherwise one during the fork (Linux restarts it, Python's
+        handler has run) raises KeyboardInterrupt as `os.fork()` returns: in the parent
+        before the pid is stored (the child then is neither killed nor reaped), in the child
+        before its `try` (the parent's stack then unwinds in the child: the CLI's stop path
+        writes to the shared stderr). Held back, the signal is delivered as the mask is
+        restored: the parent's KeyboardInterrupt then finds the pid, and the child just ends."""
         import signal
 
-        mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, _stops(signal))
         try:
             try:
                 self.read_end, write_end = os.pipe()
@@ -303,14 +304,23 @@ class _Child:
             pass
 
 
+def _stops(signal: Any) -> set[int]:
+    """The signals the CLI stops on (lsp_server/cli_signals.py), that this platform has."""
+    names = ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT")
+    return {getattr(signal, n) for n in names if hasattr(signal, n)}
+
+
 def _quiet(mask: Any) -> None:  # pragma: no cover - the child's
     """The child's standard streams on /dev/null (nothing it does can print), and a Ctrl-C at
-    the terminal ends it at once (the parent plans in order, or leaves): SIGINT to its default
-    action, then unblocked (`mask`: the signal mask from before the fork), so one that came
+    the terminal (or another stopping signal) ends it at once (the parent plans in order, or
+    leaves): each to its default action (one the command was started with ignored stays
+    ignored), then unblocked (`mask`: the signal mask from before the fork), so one that came
     since the fork ends it here."""
     import signal
 
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    for sig in _stops(signal):
+        if signal.getsignal(sig) != signal.SIG_IGN:
+            signal.signal(sig, signal.SIG_DFL)
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(null, fd)

@@ -228,8 +228,8 @@ def unexpected(ctx: Context, attempt: Attempt, plan: Plan, exc: BaseException) -
         why = f"{exc.strerror or exc}{': ' + str(exc.filename) if exc.filename else ''}"
         stopped = "The operating system refused a step of the edit"
         fix = "Fix the cause (disk space, permissions, the device), then send the edit again."
-    elif isinstance(exc, KeyboardInterrupt):  # Ctrl-C, or SIGTERM (the CLI takes it so)
-        why = "Ctrl-C or SIGTERM"
+    elif isinstance(exc, KeyboardInterrupt):  # Ctrl-C, or a signal the CLI takes so
+        why = str(exc) or "Ctrl-C"  # (the CLI names the signal: lsp_server/cli_signals.py)
         stopped = "The edit was stopped"
         fix = "Send the edit again if it is still wanted."
     else:

@@ -417,9 +417,10 @@ TEST_HOOK: Callable[[str, str], None] | None = None
 
 # Called in the applying thread right before an apply's commit point (the journal's removal):
 # from there on the edit lands (or, if the journal cannot be removed, is rolled back and says
-# so), whatever comes next. The CLI stops turning Ctrl-C and SIGTERM into KeyboardInterrupt
-# from then on (lsp_server/cli.py): one raised after the commit point was taken for an apply
-# it had stopped (UNVERIFIED "may have changed", exit 130/143) while the edit had landed.
+# so), whatever comes next. The CLI stops turning Ctrl-C, SIGTERM, SIGHUP and SIGQUIT into
+# KeyboardInterrupt from then on (lsp_server/cli_signals.py): one raised after the commit point
+# was taken for an apply it had stopped (UNVERIFIED "may have changed", exit 130/143) while the
+# edit had landed.
 BEFORE_COMMIT: Callable[[], None] | None = None
 
 

@@ -93,3 +93,48 @@ def test_a_refusal_whose_reader_left_keeps_its_status(tmp_path: Path) -> None:
     rc, err = _run(tmp_path, ws, ["apply-patch", "--json", "-"], patch)
     assert "Traceback" not in err, err
     assert rc == 1, err
+
+
+def test_a_note_whose_reader_left_does_not_stop_the_command(tmp_path: Path) -> None:
+    """Standard error a pipe whose reader left (`2>&1 | head -1` once the reader is done): the
+    note that an interrupted apply was rolled back cannot be written, and the command goes on
+    (the rollback recorded, the edit made, its result on stdout). The BrokenPipeError of that
+    note ended the command before the edit, with status 120 ("only the report was cut")."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("old a\n")
+    (ws / "b.txt").write_text("old b\n")
+    patch = (
+        "*** Begin Patch\n*** Update File: a.txt\n@@\n-old a\n+new a\n"
+        "*** Update File: b.txt\n@@\n-old b\n+new b\n*** End Patch\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env |= {"PYTHONPATH": str(REPO), "AGENT_EDIT_STATE_DIR": str(tmp_path / "state")}
+    crashed = subprocess.run(
+        [sys.executable, "-m", "lsp_server", "apply-patch", "-"],
+        input=patch.encode(),
+        capture_output=True,
+        cwd=ws,
+        env=env | {"AGENT_EDIT_CRASH_AFTER": "3"},  # killed after the first rename
+        timeout=120,
+    )
+    assert crashed.returncode != 0 and (ws / "a.txt").read_text() == "new a\n"
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "lsp_server", "replace", "--json", "a.txt", "old a", "A"],
+            stdout=subprocess.PIPE,
+            stderr=write_end,
+            cwd=ws,
+            env=env,
+            timeout=120,
+        )
+    finally:
+        os.close(write_end)
+    assert proc.returncode == 0
+    result = json.loads(proc.stdout)
+    assert result["ok"] and result["recovered"], result
+    assert (ws / "a.txt").read_text() == "A\n" and (ws / "b.txt").read_text() == "old b\n"
+    outcomes = [e["outcome"] for e in _history(tmp_path, ws)["entries"]]
+    assert outcomes[-1] == "applied", outcomes

@@ -280,3 +280,36 @@ def test_the_split_result_is_the_in_order_result(tmp_path: Path) -> None:
     tree, patch = _tree()
     result = json.loads(_apply(tmp_path, tree, patch, True)[1])
     assert result["ok"] and len(result["files"]) == 300
+
+
+# The same two races with the other signals the CLI stops on (lsp_server/cli_signals.py): a
+# terminal closing sends SIGHUP to the whole foreground process group, GNU `timeout` sends
+# SIGTERM to its own group, Ctrl-\ SIGQUIT: each reaches the child as well as the parent.
+@pytest.mark.parametrize(("sig", "status"), [("SIGTERM", 143), ("SIGHUP", 129), ("SIGQUIT", 131)])
+def test_a_stop_signal_while_forking_leaves_no_child(tmp_path: Path, sig: str, status: int) -> None:
+    if not os.path.isdir("/proc/self"):
+        pytest.skip("needs /proc")
+    tree, patch = _tree()
+    root = tmp_path / "ws"
+    _write(root, tree)
+    run = _cli(
+        tmp_path,
+        True,
+        ["apply-patch", "--root", str(root), "--json", "-"],
+        patch.encode(),
+        INTERRUPTED_WHILE_FORKING.replace("SIGINT", sig),
+    )
+    pid = int((tmp_path / "split.log.pid").read_text())
+    try:
+        assert run.returncode == status, run.stderr
+        assert not _alive(pid), "the forked child outlived the CLI"
+    finally:
+        if _alive(pid):
+            os.kill(pid, 9)
+    assert _read(root) == tree
+
+
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGHUP", "SIGQUIT"])
+def test_a_child_stopped_as_it_starts_says_nothing(tmp_path: Path, sig: str) -> None:
+    log = _same_as_in_order(tmp_path, CHILD_INTERRUPTED_AT_ONCE.replace("SIGINT", sig))
+    assert "forked" in log
