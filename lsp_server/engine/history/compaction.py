@@ -3,10 +3,11 @@
 A compacted journal holds one `record` line per entry kept (finished, marked `compacted`: its
 effect is in the checkpoint already), each unfinished plan's `begin` as it was, and a last
 `checkpoint` line with the net diff of every tracked file (replay.py takes it in). It keeps at
-most `kept_entries` entries, the oldest finished ones dropped first, never an unfinished plan
-nor an entry of the undo window; past `target` bytes the oldest diffs go, then the oldest
-entries outside the undo window. Replay (replay.py) decides when: for the journal's size
-(journal.py `wants_compaction`) or its number of entries (`Replay.wants_fewer_entries`).
+most `kept_entries` entries, the oldest finished ones dropped first, never an unfinished plan,
+an entry of the undo window nor one the compacting transaction wrote; past `target` bytes the
+oldest diffs go, then the oldest entries outside the undo window. Replay (replay.py) decides
+when: for the journal's size (journal.py `wants_compaction`) or its number of entries
+(`Replay.wants_fewer_entries`).
 """
 
 from __future__ import annotations
@@ -50,16 +51,20 @@ def compacted(
     time: str,
     finish_order: dict[str, list[int]],
     target: int,
+    written: Collection[int] = (),
 ) -> list[dict[str, Any]]:
     """The journal's records: `entries` oldest first (the order they began: their ids'), at
     most `keep` of them, pre-images only for `undoable` (the undo window's ids); the
     checkpoint of `tracked` (its first `retired` ones retired by a move or a rebase), the next
     id, and `finish_order` (budgets.py) when entries finished out of id order. Oldest diffs,
-    then oldest entries outside the undo window, go when it would not fit in `target` bytes."""
+    then oldest entries outside the undo window, go when it would not fit in `target` bytes.
+    Never an entry of `written`, the ids the compacting transaction wrote: its caller was just
+    told about them (a refusal's editId), and every process replaying the journal must hold
+    them as the compacting one does."""
     excess = len(entries) - keep
     records: list[dict[str, Any]] = []
     for e in entries:
-        if excess > 0 and e.finished and e.id not in undoable:
+        if excess > 0 and e.finished and e.id not in undoable and e.id not in written:
             excess -= 1
             continue
         if not e.finished:
@@ -109,7 +114,7 @@ def compacted(
     for i, r in enumerate(records):  # then oldest entries outside the undo window
         if total <= target:
             break
-        if r.get("t") == "record" and r["id"] not in undoable:
+        if r.get("t") == "record" and r["id"] not in undoable and r["id"] not in written:
             total -= sizes[i]
             sizes[i] = 0
     kept = [r for r, s in zip(records, sizes, strict=True) if s]

@@ -168,14 +168,16 @@ class History(Replay):
             yield write
             if self.journal.wants_compaction() or (not sending and self.wants_fewer_entries()):
                 try:
-                    records = self._compacted(self.journal.max_bytes // 2)
+                    # Never without the entries this transaction wrote, which its caller goes
+                    # on with and was told about: dropped (for size, when the undo window fits
+                    # in nothing less; for their number, when the older ones are all unfinished
+                    # or undoable), this process kept them and every other one did not.
+                    records = self._compacted(self.journal.max_bytes // 2, written)
                     writer.rewrite(records)
                     # As a process replaying the compacted journal holds it: only its entries,
-                    # none new since (`_forget_dropped`). Not the ones this transaction wrote,
-                    # which its caller goes on with (a compaction for size may drop the newest
-                    # record, when nothing else makes the journal fit).
+                    # none new since (`_forget_dropped`).
                     held = {r["id"] for r in records if r["t"] in _ENTRY_LINES}
-                    self._forget_dropped(held | written)
+                    self._forget_dropped(held)
                     self._fresh = 0
                     self._journaled = sum(r["t"] in _ENTRY_LINES for r in records)
                 except OSError as exc:  # the old file is intact; compaction is retried later

@@ -407,8 +407,9 @@ class Replay:
             return
         self._budgets.forget({i: self._entries.pop(i) for i in gone})
 
-    def _compacted(self, target: int) -> list[dict[str, Any]]:
-        """The journal rewritten from this state (history/compaction.py `compacted`)."""
+    def _compacted(self, target: int, written: Collection[int] = ()) -> list[dict[str, Any]]:
+        """The journal rewritten from this state (history/compaction.py `compacted`), never
+        without the entries of `written`."""
         return compacted(
             list(self._entries.values()),
             undoable=self._budgets.undoable_ids(self.undo_window),
@@ -419,6 +420,7 @@ class Replay:
             time=self.clock(),
             finish_order=self._budgets.finish_order(),
             target=target,
+            written=written,
         )
 
     def _begin_json(self, e: Entry) -> dict[str, Any]:
