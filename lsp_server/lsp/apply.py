@@ -584,7 +584,10 @@ async def _await_outcome(
         message = f"The editor refused the edit ({reason})."
         # A client that refuses before applying anything: the files show the user's typing
         # alone, and waiting for a late report of an edit that was never applied proves nothing.
-        whole = all_or_nothing or refusal_whole
+        # So does a refusal naming the first change as the one that failed (`failedChange: 0`,
+        # PROTOCOL.md): under every failure handling LSP defines, nothing came before it and
+        # it did not apply (the VS Code extension's refusal of a delete of a dirty document).
+        whole = all_or_nothing or refusal_whole or answer.failed_change == 0
         return await _refused(message, refused_states, verifier, verify_timeout_s, poll, whole)
     shown_at_answer = all_new()
     if shown_at_answer or await verifier.wait(all_new, verify_timeout_s, poll):

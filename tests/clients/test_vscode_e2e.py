@@ -54,6 +54,7 @@ WORKSPACE_FILES = {
     "multi_a.py": "a = 0\n",
     "multi_b.py": "b = 0\n",
     "clip.py": 'value = "old"\n',
+    "delete_dirty.py": "kept = 1\n",
 }
 
 
@@ -501,3 +502,19 @@ def test_history_view_opens(code_server_run: Run) -> None:
         assert "historyError" not in browser, browser["historyError"]
         assert any("Session net diff" in row for row in browser.get("historyRows", [])), browser
         assert any("Agent edits:" in s for s in browser.get("statusBar", [])), browser
+
+
+def test_delete_of_a_document_with_unsaved_text_is_refused_before_anything(
+    code_server_run: Run,
+) -> None:
+    # VS Code reverted the dirty document and closed it before deleting its file: the user's
+    # unsaved text was gone from the editor (observed on main: closed, no open buffer).
+    d = code_server_run.scenario("delete_dirty")
+    with code_server_run.kept_on_failure():
+        assert d["read"]["text"] == "# unsaved user text\nkept = 1\n"
+        assert d["result"]["ok"] is False, d["result"]
+        assert d["result"]["code"] == "CLIENT_REJECTED", d["result"]
+        assert "unsaved changes" in d["result"]["message"], d["result"]
+        assert d["closed"] is False
+        assert d["buffer"] == {"text": "# unsaved user text\nkept = 1\n", "dirty": True}
+        assert d["disk"] == WORKSPACE_FILES["delete_dirty.py"]

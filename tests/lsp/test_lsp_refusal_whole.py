@@ -71,3 +71,37 @@ async def test_error_answer_after_part_applied_is_still_checked(
     result = await ed.command("agentEdit.applyPatch", {"patch": PATCH})
     assert result["ok"] is False and result["code"] != "CLIENT_REJECTED", result
     assert result["code"] in ("PARTIAL_ROLLED_BACK", "PARTIAL", "UNVERIFIED"), result
+
+
+@pytest.mark.asyncio
+async def test_a_refusal_naming_the_first_change_is_client_rejected_at_once(
+    client: LanguageClient, tmp_path: Path
+) -> None:
+    """`failedChange: 0` (the VS Code extension's refusal of a delete of a dirty document, made
+    before anything is applied): nothing came before the first change and it did not apply.
+    From a client once seen reporting late, such a refusal was waited on and answered
+    UNVERIFIED ("some may have changed"), although nothing was."""
+    from lsprotocol import types as t
+
+    ed = await start_session(client, "emacs", tmp_path, options={"verifyTimeoutMs": 1500})
+    ed.write_file("a.txt", "alpha\nbeta\n")
+    ed.write_file("b.txt", "one\ntwo\n")
+    ed.open("a.txt")
+    ed.open("b.txt")
+    # An edit whose didChange leaves after the command's answer: the server learns that this
+    # client reports late.
+    ed.defer_changes = True
+    late = await ed.client.workspace_execute_command_async(
+        t.ExecuteCommandParams(
+            command="agentEdit.replace",
+            arguments=[{"path": "a.txt", "oldText": "beta", "newText": "BETA"}],
+        )
+    )
+    assert late["code"] == "UNVERIFIED", late
+    ed.defer_changes = False
+    ed.flush()
+    ed.fail_at, ed.fail_mode = 0, "reject"  # answers applied: false, failedChange: 0
+    result = await ed.command("agentEdit.applyPatch", {"patch": PATCH})
+    assert result["ok"] is False and result["code"] == "CLIENT_REJECTED", result
+    assert result["committed"] == [], result
+    assert ed.text("a.txt") == "alpha\nBETA\n" and ed.text("b.txt") == "one\ntwo\n"

@@ -56,6 +56,27 @@ function rememberDirtyState(edit: any): void {
   for (const [uri, wasDirty] of seen) dirtyBeforeEdit.set(uri, wasDirty);
 }
 
+/**
+ * The open documents with unsaved text under a file or folder `edit` deletes: VS Code reverts a
+ * dirty document before deleting its file and closes it, so the user's unsaved text would be gone
+ * from the editor (agent-edit's undo brings it back only as a file). Checked in code-server
+ * (tests/clients/test_vscode_e2e.py, delete_dirty).
+ */
+function dirtyDeletes(edit: any): string[] {
+  const found = new Set<string>();
+  for (const change of edit?.documentChanges ?? []) {
+    if (change.kind !== 'delete' || !change.uri) continue;
+    const gone = norm(change.uri).replace(/\/$/, '');
+    for (const doc of vscode.workspace.textDocuments) {
+      const uri = doc.uri.toString();
+      if (!doc.isClosed && doc.isDirty && (uri === gone || uri.startsWith(gone + '/'))) {
+        found.add(doc.uri.fsPath);
+      }
+    }
+  }
+  return [...found].sort();
+}
+
 async function saveDocuments(params: { uris: string[]; versions?: (number | null)[] }): Promise<{ saved: string[]; skipped: string[] }> {
   const saved: string[] = [];
   const skipped: string[] = [];
@@ -161,6 +182,19 @@ export async function activate(context: vscode.ExtensionContext): Promise<AgentE
           }),
         workspace: {
           handleApplyEdit: (params, next) => {
+            const dirty = dirtyDeletes(params.edit);
+            if (dirty.length > 0) {
+              // Refused whole, before anything is applied: `failedChange: 0` tells the server
+              // so (PROTOCOL.md), which reports CLIENT_REJECTED rather than waiting on the files.
+              return {
+                applied: false,
+                failedChange: 0,
+                failureReason:
+                  'VS Code reverts and closes a document whose file is deleted, discarding the ' +
+                  `unsaved changes of ${dirty.join('; ')}; nothing was applied. Save or revert ` +
+                  'those changes first, then delete the file.',
+              };
+            }
             rememberDirtyState(params.edit);
             return next(params, new vscode.CancellationTokenSource().token);
           },

@@ -363,6 +363,25 @@ async function saveAfterEdit() {
   }
 }
 
+/** A patch deletes a file whose open document holds the user's unsaved text. */
+async function deleteDirty() {
+  const { doc, editor } = await open('delete_dirty.py');
+  await userTypes(editor, '# unsaved user text\n');
+  const read = await exec('agentEdit.read', { path: 'delete_dirty.py' });
+  const result = await exec('agentEdit.applyPatch', {
+    patch: '*** Begin Patch\n*** Delete File: delete_dirty.py\n*** End Patch\n',
+  });
+  return {
+    read,
+    result,
+    buffer: bufferText('delete_dirty.py'),
+    closed: doc.isClosed,
+    docText: doc.getText(),
+    tabs: vscode.window.tabGroups.all.flatMap((g) => g.tabs.map((t) => t.label)),
+    disk: disk('delete_dirty.py'),
+  };
+}
+
 function withTimeout(promise, ms, what) {
   let timer;
   const timeout = new Promise((_, reject) => {
@@ -399,6 +418,7 @@ async function runAll(resultsFile) {
     patch_clipboard: patchFromClipboard,
     added_diff: addedDiff,
     whole_diff: wholeDiff,
+    delete_dirty: deleteDirty,
     first_run: async () => firstRun,
   };
   for (const [name, fn] of Object.entries(scenarios)) {
