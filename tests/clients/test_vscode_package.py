@@ -56,9 +56,11 @@ def test_extension_stays_thin() -> None:
     # Finding and checking the server, the history view and applying a patch by hand are
     # presentation; every edit decision stays in the server.
     # (750 until requests.ts: telling a request never sent, which changed nothing, from one left
-    # without an answer, which may have, is the client's own report, not an edit decision.)
+    # without an answer, which may have, is the client's own report, not an edit decision. 850
+    # until the refusal of a delete over a dirty document: what VS Code itself does with such a
+    # document, discard its text, only the client knows, as the Neovim plugin does for Neovim.)
     lines = sum(len(p.read_text().splitlines()) for p in (EXT / "src").glob("*.ts"))
-    assert lines <= 850, f"{lines} lines of TypeScript outside tests"
+    assert lines <= 860, f"{lines} lines of TypeScript outside tests"
     assert (EXT / "package-lock.json").is_file()
     deps = PKG["dependencies"]
     assert deps == {"vscode-languageclient": deps["vscode-languageclient"]}

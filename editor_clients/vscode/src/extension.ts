@@ -56,25 +56,14 @@ function rememberDirtyState(edit: any): void {
   for (const [uri, wasDirty] of seen) dirtyBeforeEdit.set(uri, wasDirty);
 }
 
-/**
- * The open documents with unsaved text under a file or folder `edit` deletes: VS Code reverts a
- * dirty document before deleting its file and closes it, so the user's unsaved text would be gone
- * from the editor (agent-edit's undo brings it back only as a file). Checked in code-server
- * (tests/clients/test_vscode_e2e.py, delete_dirty).
- */
+/** The dirty documents of the files (or under the folders) `edit` deletes: VS Code reverts and
+ * closes such a document, so the user's unsaved text would be gone (code-server: delete_dirty). */
 function dirtyDeletes(edit: any): string[] {
-  const found = new Set<string>();
-  for (const change of edit?.documentChanges ?? []) {
-    if (change.kind !== 'delete' || !change.uri) continue;
-    const gone = norm(change.uri).replace(/\/$/, '');
-    for (const doc of vscode.workspace.textDocuments) {
-      const uri = doc.uri.toString();
-      if (!doc.isClosed && doc.isDirty && (uri === gone || uri.startsWith(gone + '/'))) {
-        found.add(doc.uri.fsPath);
-      }
-    }
-  }
-  return [...found].sort();
+  const gone: string[] = (edit?.documentChanges ?? [])
+    .filter((c: any) => c.kind === 'delete' && c.uri)
+    .map((c: any) => norm(c.uri).replace(/\/$/, ''));
+  const under = (uri: string) => gone.some((g) => uri === g || uri.startsWith(g + '/'));
+  return vscode.workspace.textDocuments.filter((d) => d.isDirty && under(d.uri.toString())).map((d) => d.uri.fsPath);
 }
 
 async function saveDocuments(params: { uris: string[]; versions?: (number | null)[] }): Promise<{ saved: string[]; skipped: string[] }> {
@@ -183,17 +172,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<AgentE
         workspace: {
           handleApplyEdit: (params, next) => {
             const dirty = dirtyDeletes(params.edit);
+            // Refused before anything is applied; failedChange 0 tells the server so (PROTOCOL.md).
             if (dirty.length > 0) {
-              // Refused whole, before anything is applied: `failedChange: 0` tells the server
-              // so (PROTOCOL.md), which reports CLIENT_REJECTED rather than waiting on the files.
-              return {
-                applied: false,
-                failedChange: 0,
-                failureReason:
-                  'VS Code reverts and closes a document whose file is deleted, discarding the ' +
-                  `unsaved changes of ${dirty.join('; ')}; nothing was applied. Save or revert ` +
-                  'those changes first, then delete the file.',
-              };
+              const why = `VS Code reverts and closes a document whose file is deleted, discarding the unsaved changes of ${dirty.join('; ')}`;
+              return { applied: false, failedChange: 0, failureReason: `${why}; nothing was applied. Save or revert those changes first, then delete the file.` };
             }
             rememberDirtyState(params.edit);
             return next(params, new vscode.CancellationTokenSource().token);
