@@ -257,15 +257,7 @@ end
 --- treats as "replace through the end" and trims correctly. The text that results is the same as
 --- the LSP edit defines; nothing else is touched.
 
---- @param line string
---- @param encoding string
---- @return integer
-local function encoded_length(line, encoding)
-  if encoding == 'utf-8' then
-    return #line
-  end
-  return vim.str_utfindex(line, encoding)
-end
+local encoded_length = final_newline.encoded_length
 
 --- Lines of a document as Neovim will load it: the loaded buffer, else the file on disk.
 --- @param uri string

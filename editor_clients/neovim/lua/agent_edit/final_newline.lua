@@ -174,15 +174,17 @@ function M.leaves_break(edits, tend)
   return false, nil
 end
 
+--- The length of `line` in the position encoding's units (apply_edit.lua uses it too).
 --- @param line string
 --- @param encoding string
 --- @return integer
-local function encoded_length(line, encoding)
+function M.encoded_length(line, encoding)
   if encoding == 'utf-8' then
     return #line
   end
   return vim.str_utfindex(line, encoding)
 end
+local encoded_length = M.encoded_length
 
 --- Before Neovim applies `edit`: per document the edit writes into, whether its text ends with a
 --- line break now (nil for a file the edit creates: empty) and whether it will. Neovim's apply
