@@ -404,14 +404,33 @@ def _run(ns: Any) -> int:
         result = startup.run_sync(_headless(root, action, args, guard))
     except _Malformed as exc:
         raise UsageError(str(exc)) from None
-    if action == "history" and result.get("ok", True) is not False:
-        _print_history(result, ns.json, args.get("format") == "diff")
-    elif result.get("ok"):
-        _print_success(result, ns.json)
-    else:
-        _print_failure(result, ns.json)
-        return EXIT_FAILED
+    failed = EXIT_OK
+    try:
+        if action == "history" and result.get("ok", True) is not False:
+            _print_history(result, ns.json, args.get("format") == "diff")
+        elif result.get("ok"):
+            _print_success(result, ns.json)
+        else:
+            failed = EXIT_FAILED
+            _print_failure(result, ns.json)
+            return EXIT_FAILED
+    except BrokenPipeError:
+        raise  # `program` says the reader left
+    except OSError as exc:
+        # The terminal went away (EIO after a hang-up), the disk holding a redirected report is
+        # full (ENOSPC): the command ran to its end, only its report was lost. A traceback and
+        # exit 1 there read as a failed edit, one an agent would send again.
+        raise ReportLost(exc.strerror or str(exc), failed) from None
     return EXIT_OK
+
+
+class ReportLost(Exception):
+    """The command's report could not be written to standard output (`program` says so);
+    `status`: the exit status it had already (a refusal keeps its 1), or 0."""
+
+    def __init__(self, why: str, status: int) -> None:
+        super().__init__(why)
+        self.status = status
 
 
 class _Malformed(Exception):
@@ -715,6 +734,8 @@ def program() -> None:
         code = main()
     except BrokenPipeError:  # `agent-edit history | head`: the reader left mid-report
         code = _reader_gone()
+    except ReportLost as exc:  # standard output failed otherwise (a hung-up terminal: EIO)
+        code = exc.status or _reader_gone(f"writing it failed: {exc}")
     finally:
         cli_signals.restore(saved)  # the exit below, as usual
     cli_signals.held_note()
@@ -769,12 +790,13 @@ def _stand_in_streams() -> None:
             )
 
 
-def _reader_gone() -> int:
+def _reader_gone(why: str = "its reader closed the pipe") -> int:
     """Exit status 120 (Python's own for output it could not flush) once standard output's
-    reader has closed the pipe, with a line on stderr that says so: the command itself ran
-    to its end (an edit was applied and recorded, or refused), only its report was cut, and
-    a traceback there read as if the edit had failed. Standard output then points at
-    /dev/null, so what is still buffered for it cannot fail the exit again."""
+    reader has closed the pipe (or writing to it failed otherwise: `why`), with a line on
+    stderr that says so: the command itself ran to its end (an edit was applied and
+    recorded, or refused), only its report was cut, and a traceback there read as if the
+    edit had failed. Standard output then points at /dev/null, so what is still buffered for
+    it cannot fail the exit again."""
     try:
         null = os.open(os.devnull, os.O_WRONLY)
         os.dup2(null, 1)
@@ -784,7 +806,7 @@ def _reader_gone() -> int:
     if sys.stderr is not None:
         try:
             sys.stderr.write(
-                "agent-edit: the report was cut short (its reader closed the pipe); "
+                f"agent-edit: the report was cut short ({why}); "
                 "`agent-edit history` shows what this command did\n"
             )
             sys.stderr.flush()

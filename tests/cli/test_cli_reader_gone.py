@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import pty
 import subprocess
 import sys
 from pathlib import Path
@@ -138,3 +139,40 @@ def test_a_note_whose_reader_left_does_not_stop_the_command(tmp_path: Path) -> N
     assert (ws / "a.txt").read_text() == "A\n" and (ws / "b.txt").read_text() == "old b\n"
     outcomes = [e["outcome"] for e in _history(tmp_path, ws)["entries"]]
     assert outcomes[-1] == "applied", outcomes
+
+
+def _run_on_hung_up_terminal(tmp_path: Path, ws: Path, argv: list[str], stdin: str) -> int:
+    """Run the CLI with stdout and stderr on a terminal that was hung up (its pty master closed:
+    every write gets EIO, as after the user closed the terminal window mid-command)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONUNBUFFERED", "PYTHONPATH")}
+    env |= {"PYTHONPATH": str(REPO), "AGENT_EDIT_STATE_DIR": str(tmp_path / "state")}
+    master, slave = pty.openpty()
+    os.close(master)
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "lsp_server", *argv],
+            input=stdin.encode(),
+            stdout=slave,
+            stderr=slave,
+            cwd=ws,
+            env=env,
+            timeout=120,
+        )
+    finally:
+        os.close(slave)
+    return proc.returncode
+
+
+def test_an_apply_whose_terminal_hung_up_lands_and_exits_as_a_cut_report(tmp_path: Path) -> None:
+    """A write to a hung-up terminal fails with EIO, not EPIPE: the report of an edit that
+    landed ended in a traceback and exit 1, which reads as a failed edit (one an agent sends
+    again). Now the status says only the report was lost (120, as for a reader that left),
+    and a refusal keeps its 1."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    assert _run_on_hung_up_terminal(tmp_path, ws, ["apply-patch", "-"], _tree(ws, 2)) == 120
+    assert (ws / "f1.txt").read_text() == "LINE 1\nkeep\n"
+    [entry] = _history(tmp_path, ws)["entries"]
+    assert entry["outcome"] == "applied"
+    refused = "*** Begin Patch\n*** Update File: f0.txt\n@@\n-nowhere\n+x\n*** End Patch\n"
+    assert _run_on_hung_up_terminal(tmp_path, ws, ["apply-patch", "-"], refused) == 1
