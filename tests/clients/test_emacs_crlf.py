@@ -1,7 +1,10 @@
-"""Real Emacs: a CRLF file read and edited in its buffer (Emacs shows it with LF), then closed,
-and the reverse (edited on disk, then opened). What the agent saw in one shape holds in the
-other: no STALE over an untouched file, undo works, and the file keeps its CRLF line ends
-(lsp_server/engine/eol_views.py). The runner is test_emacs.py's."""
+"""Real Emacs: the file's format survives the agent's edits.
+
+A CRLF file read and edited in its buffer (Emacs shows it with LF), then closed, and the reverse
+(edited on disk, then opened): what the agent saw in one shape holds in the other, no STALE over
+an untouched file, undo works, the file keeps its CRLF (lsp_server/engine/eol_views.py). An ASCII
+file (coding undecided) an edit brings non-ASCII text into is saved, as the user's own save
+would. The runner is test_emacs.py's."""
 
 from __future__ import annotations
 
@@ -32,3 +35,16 @@ def test_a_crlf_files_buffer_then_its_disk_keep_one_content(emacs: str, tmp_path
     assert ok(data["undo_open"], data)["status"] == "applied"
     assert data["text_after_undo_open"] == "a\nb\n"
     assert data["disk_after_undo_open"] == "a\r\nb\r\n"
+
+
+def test_non_ascii_text_an_agent_brings_into_an_ascii_file_is_saved(
+    emacs: str, tmp_path: Path
+) -> None:
+    files = {"lf.txt": "one\ntwo\n", "crlf.txt": "one\r\ntwo\r\n"}
+    data = run_scenario(emacs, "ascii_gains_unicode", tmp_path, files)
+    for name, brk in (("lf", "\n"), ("crlf", "\r\n")):
+        assert data[f"{name}_coding"].startswith("undecided"), data[f"{name}_coding"]
+        result = ok(data[f"{name}_edit"], data)
+        assert result["status"] == "applied" and result["saved"] is True, result
+        assert data[f"{name}_modified"] is False
+        assert data[f"{name}_disk"] == f"one{brk}two — é 😀{brk}", data[f"{name}_disk"]
