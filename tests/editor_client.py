@@ -104,6 +104,7 @@ class Editor:
         self.docs: dict[str, Doc] = {}
         self.encoding = "utf-16"
         self.reject_all = False
+        self.reject_reason = "rejected by test"  # the failureReason of `reject_all`'s refusals
         self.never_answer = False
         # Indices of documentChanges of the next applyEdit to skip while still answering
         # applied: true (an editor that half-applies: VS Code aborts resource operations, Neovim
@@ -283,7 +284,7 @@ class Editor:
             await self._held.wait()
             return t.ApplyWorkspaceEditResult(applied=False, failure_reason="too late")
         if self.reject_all:
-            return t.ApplyWorkspaceEditResult(applied=False, failure_reason="rejected by test")
+            return t.ApplyWorkspaceEditResult(applied=False, failure_reason=self.reject_reason)
         changes = params.edit.document_changes or []
         tdes = [c for c in changes if isinstance(c, t.TextDocumentEdit)]
         if self.kind == "visual-studio-code" and any(self._stale(c) for c in tdes):

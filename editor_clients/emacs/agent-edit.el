@@ -495,10 +495,31 @@ buffer modified, and it is then reported as not saved."
     (unless (and buffer-file-coding-system
                  (save-restriction
                    (widen)
-                   (unencodable-char-position (point-min) (point-max)
-                                              buffer-file-coding-system)))
+                   (agent-edit--unencodable-p buffer-file-coding-system)))
       (with-demoted-errors "agent-edit: could not save: %S"
         (save-buffer)))))
+
+(defun agent-edit--unencodable-p (coding)
+  "Whether saving the current buffer with CODING would need another coding system.
+A CODING of `undecided' (...-unix, ...-dos) is that of a file of ASCII
+only, whose coding Emacs could not tell: a save then takes the user's
+default coding silently, as the user's own \[save-buffer] does, and the
+file's bytes so far stay as they are (ASCII in any ASCII-compatible
+coding).  Taken as unencodable, every agent edit bringing a dash, a
+quote or an accent into an ASCII file was left unsaved."
+  (if (not (eq (coding-system-base coding) 'undecided))
+      (unencodable-char-position (point-min) (point-max) coding)
+    (not (cl-some (lambda (c)
+                    (and c (coding-system-p c)
+                         (not (eq (coding-system-base c) 'undecided))
+                         (coding-system-get c :ascii-compatible-p)
+                         (not (unencodable-char-position (point-min) (point-max) c))))
+                  ;; What `select-safe-coding-system' picks without asking, in its order.
+                  (list (default-value 'buffer-file-coding-system)
+                        (let ((preferred (coding-system-priority-list t)))
+                          (and (coding-system-p preferred)
+                               (coding-system-get preferred :mime-charset)
+                               preferred)))))))
 
 (defvar agent-edit--saved-closed (make-hash-table :test #'equal)
   "Files `agent-edit--settle-opened' saved and closed after an edit.

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from lsp_server.engine import errors
+from lsp_server.engine.eol_views import lf_view_sha256
 from lsp_server.engine.matching import (
     MAX_LISTED_MATCHES,
     Match,
@@ -88,6 +89,10 @@ def check_precondition(
     # The same hash in capitals (hex has no case), or the file's bytes' where they differ from
     # its text's: the content the agent saw, not STALE.
     if isinstance(sha, str) and sha.lower() in (snap.sha256, _file_sha256(snap)):
+        return
+    # Read from Emacs's buffer of this CRLF file, which shows it with LF: the same content
+    # (lsp_server/engine/eol_views.py).
+    if isinstance(sha, str) and sha.lower() == lf_view_sha256(snap):
         return
     raise errors.stale(
         f"{snap.path} changed since it was read "

@@ -710,8 +710,12 @@ def _failure(
             committed=[f for f in files if f["state"] == "applied"],
         )
     hints = {
-        Code.CLIENT_REJECTED: "Nothing was changed. The file probably changed in the editor: "
-        "read it again and recompute the edit.",
+        # The editor's reason is in the message: a buffer typed into, a read-only buffer, one
+        # closed meanwhile; a guess ("the file probably changed") sent agents re-reading an
+        # unchanged read-only file and retrying (tests/lsp/test_lsp_refusal_hint.py).
+        Code.CLIENT_REJECTED: "Nothing was changed. The editor's reason is in the message: if "
+        "the file changed there, read it again and recompute the edit; if the editor cannot "
+        "change it (a read-only buffer), ask the user, since retrying will not help.",
         Code.NOT_APPLIED: "Nothing was changed. The editor likely skipped it because the buffer "
         "changed: read the file again and recompute the edit.",
         Code.TIMEOUT: "Check details.files for what the editor shows now; read the files again "

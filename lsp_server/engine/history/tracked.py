@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from lsp_server.engine.diffing import blob_sha1, file_diff
+from lsp_server.engine.eol_views import same_lines
 from lsp_server.engine.history.netdiff import (
     MAX_SPANS,
     NetIndex,
@@ -101,7 +102,12 @@ class Tracked:
             and len(snap.lines) == self.last_len()
         ):
             return True
-        return snap.lines == self.last
+        if snap.lines == self.last:
+            return True
+        # The same lines in the file's other shape: Emacs's LF buffer of a CRLF file the agent
+        # edited on disk, or that file on disk once the buffer it was edited in is closed
+        # (engine/eol_views.py); "changed since the agent's last edit" was said of it.
+        return same_lines(snap, self.last)
 
     def user_edits(self, edits: Sequence[LineEdit], entry_id: int) -> None:
         self.spans = map_spans(self.spans, edits)

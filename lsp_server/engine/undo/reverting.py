@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from lsp_server.engine import errors
+from lsp_server.engine.eol_views import line_break_map, map_line_breaks
 from lsp_server.engine.errors import EditError
 from lsp_server.engine.model import FileChange, LineEdit, Plan, minimal_edit
 from lsp_server.engine.text import Snapshot, absent, content, split_lines
@@ -160,7 +161,7 @@ def reverse_hunks(
     ok = True
     delta = sum(len(h.after) - len(h.before) for h in rec.hunks)
     slack = abs(len(lines) - (rec.before_lines + delta))
-    for h in rec.hunks:
+    for h in _in_shape_of(rec.hunks, snap):
         expected = h.after_start + shift
         p = expected if exact else _relocate(lines, h, expected, floor, slack)
         if p is None:
@@ -186,6 +187,28 @@ def reverse_hunks(
         if e is not None:
             edits.append(e)
     return tuple(edits) if ok else None
+
+
+def _in_shape_of(hunks: Sequence[Hunk], snap: Snapshot) -> Sequence[Hunk]:
+    """`hunks` with their line breaks as `snap` has them, where they were recorded from the
+    same file in its other shape: CRLF on disk, LF in Emacs's buffer (engine/eol_views.py).
+    Reverted in the file's own line ends; compared as they were, `TWO` was a CONFLICT with
+    `TWO`."""
+    recorded = [
+        x for h in hunks for part in (h.before, h.after, h.ctx_before, h.ctx_after) for x in part
+    ]
+    how = line_break_map(snap, recorded)
+    if how is None:
+        return hunks
+    return [
+        h._replace(
+            before=map_line_breaks(h.before, how),
+            after=map_line_breaks(h.after, how),
+            ctx_before=map_line_breaks(h.ctx_before, how),
+            ctx_after=map_line_breaks(h.ctx_after, how),
+        )
+        for h in hunks
+    ]
 
 
 def _describe_missing(rec: ChangeRecord, why: str) -> EditError:
