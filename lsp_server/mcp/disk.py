@@ -32,12 +32,12 @@ log = logging.getLogger(__name__)
 async def run(
     root: str, session: Session, action: str, args: Any, guard: Guard | None = None
 ) -> dict[str, Any]:
+    import anyio
+
     from lsp_server import actions
     from lsp_server.actions import headless
     from lsp_server.actions.args import refusal_of
     from lsp_server.peers import GuardedApplier
-
-    import anyio
 
     locked = False
     try:

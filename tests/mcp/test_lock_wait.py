@@ -26,6 +26,7 @@ from lsp_server.engine.state import state_dir
 from tests.editor_client import STATE_DIR
 from tests.mcp.mcp_helpers import call, mcp_session
 
+
 @contextmanager
 def _held_lock(root: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """The workspace lock, held by this process as another agent-edit command would hold it."""
