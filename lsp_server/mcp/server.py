@@ -107,7 +107,7 @@ async def serve(root: str, early: Early | None = None) -> None:
     drain = Drain()  # every request read is answered before the end of stdin is passed on
     async with streams as (read, write):
         await server.run(
-            drain.reader(Repaired(read)),
+            drain.reader(Repaired(read, write)),
             drain.writer(write),
             server.create_initialization_options(),
         )
