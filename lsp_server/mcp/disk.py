@@ -11,7 +11,8 @@ stopped while it held it) is awaited, not slept: pings and the client's other ca
 meanwhile, and a call the client cancels then stops waiting with nothing read or changed. It
 blocked the event loop: no ping answered, a cancel not even read, so the cancelled call went on
 to edit once the lock came free. Once the lock is held the call runs to its end, cancelled or
-not (shielded): a cancel must not stop it between its history entry and its result.
+not (shielded): a cancel must not stop it between its history entry and its result. A signal
+that comes meanwhile stops it as mcp/signals.py says (`busy`).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ async def run(
     from lsp_server import actions
     from lsp_server.actions import headless
     from lsp_server.actions.args import refusal_of
+    from lsp_server.mcp import signals
     from lsp_server.peers import GuardedApplier
 
     locked = False
@@ -45,7 +47,7 @@ async def run(
             root, session=session, notify=log.warning, pause=anyio.sleep
         ) as ctx:
             locked = True
-            with anyio.CancelScope(shield=True):
+            with anyio.CancelScope(shield=True), signals.busy():
                 if guard is not None:
                     ctx.applier = GuardedApplier(ctx.applier, guard)  # type: ignore[assignment]
                 try:
@@ -62,6 +64,12 @@ async def run(
         return result
     except EditError as err:  # a workspace that cannot be made ready (state folder, rollback)
         return err.to_result()
+    except KeyboardInterrupt:
+        # A signal raised it in the work (mcp/signals.py): the apply was rolled back and its
+        # history entry finished on the way here; the server stops now.
+        if not signals.stopped():
+            raise
+        raise  # (not reached: stopped() exits)
     except anyio.get_cancelled_exc_class():
         if not locked:
             log.warning(
