@@ -14,6 +14,7 @@ stdin. The signal is sent by the server to itself from the disk writer's test ho
 from __future__ import annotations
 
 import json
+import select
 import signal
 import subprocess
 import sys
@@ -68,6 +69,7 @@ def _server(root: Path, send: str, point: str, nth: int = 1) -> subprocess.Popen
         stderr=subprocess.PIPE,
         env=env,
         cwd=str(REPO),
+        bufsize=0,
     )
     _send(proc, INIT)
     assert json.loads(_line(proc))["id"] == 0
@@ -82,8 +84,12 @@ def _send(proc: subprocess.Popen[bytes], message: dict[str, Any]) -> None:
 
 
 def _line(proc: subprocess.Popen[bytes]) -> bytes:
+    """The server's next line, b"" once it exited; one that neither answers nor exits fails
+    (the bound only ends the failing case; stdout is unbuffered: nothing read ahead)."""
     assert proc.stdout is not None
-    return proc.stdout.readline()  # the server exits (a bounded wait below) or answers
+    ready, _, _ = select.select([proc.stdout], [], [], 60)
+    assert ready, "the MCP server neither answered nor exited"
+    return proc.stdout.readline()
 
 
 def _ended(proc: subprocess.Popen[bytes]) -> tuple[int, str]:
