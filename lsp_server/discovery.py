@@ -397,13 +397,10 @@ def _read_entry(
     )
     if _alive(pid, start):
         return entry
-    if (
-        orphans is not None
-        and entry.editor_pid is not None
-        and processes.probe(entry.editor_pid) != processes.NONE
-    ):
-        orphans.append(entry)  # its server is gone, its editor (and buffers) not: kept
-    elif entry.editor_pid is None or processes.probe(entry.editor_pid) == processes.NONE:
+    if entry.editor_pid is not None and processes.probe(entry.editor_pid) != processes.NONE:
+        if orphans is not None:  # its server is gone, its editor (and buffers) not: kept
+            orphans.append(entry)
+    else:
         remove(folder, name)
     return None
 

@@ -66,10 +66,9 @@ async def run(
         return err.to_result()
     except KeyboardInterrupt:
         # A signal raised it in the work (mcp/signals.py): the apply was rolled back and its
-        # history entry finished on the way here; the server stops now.
-        if not signals.stopped():
-            raise
-        raise  # (not reached: stopped() exits)
+        # history entry finished on the way here; `stopped` ends the server now.
+        signals.stopped()
+        raise  # one that is none of ours
     except anyio.get_cancelled_exc_class():
         if not locked:
             log.warning(

@@ -361,7 +361,8 @@ def _refuse_orphaned(orphans: list[discovery.Entry], changes: list[Any], abs_of:
             "has open (maybe with unsaved text, which a save would write over a disk edit) is "
             "unknown; the disk was not written. Nothing was changed.",
             "Restart agent-edit in that editor (e.g. restart its language server) so edits go "
-            "through it, or quit the editor; read works meanwhile, from the disk.",
+            "through it, or quit the editor; read works meanwhile, from the disk. If no such "
+            f"editor runs any more (its pid reused), remove {orphan.folder}/{orphan.name}.",
             reason="EDITOR_SERVER_GONE",
             paths=held,
             editor=orphan.editor,

@@ -17,7 +17,8 @@ Now, as the CLI stops (lsp_server/cli_signals.py, whose names and stderr wording
   the signal is held: the edit has landed, its answer is written (`written`), then it exits.
 - Anything else (idle, a call waiting for the lock, a call sent to the editor's server, which
   applies it whatever becomes of this process): it exits at once; nothing of this process is
-  half done.
+  half done (but the rollback of an earlier interrupted apply that a call's `headless.open`
+  may be running: the next command completes it, as after a crash).
 It exits 128 + the signal's number with a line on stderr. A second signal while one is held
 exits at once (an answer the client does not read must not keep it alive). A signal the server
 was started with ignored (`nohup`) stays ignored.
@@ -85,11 +86,11 @@ def busy() -> Iterator[None]:
         _state.busy = False
 
 
-def stopped() -> bool:
-    """A disk call a signal stopped, once the call settled it: exits. False for a
+def stopped() -> None:
+    """A disk call a signal stopped, once the call settled it: exits. Returns for a
     KeyboardInterrupt that is none of ours (this module not installed: a test's process)."""
     if _state.stopping is None:
-        return False
+        return
     _exit(
         _state.stopping or signal.SIGINT,
         "stopped the call under way (an edit not yet committed was rolled back)",
