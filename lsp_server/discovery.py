@@ -6,7 +6,10 @@ pid (and the kernel's start time of that pid, so a reused pid is told apart), it
 folders, the editor's name and pid, a local endpoint (a Unix socket in the same folder, or a
 127.0.0.1 port where sockets cannot be used) and a random token. The folder must be ours, 0700
 and not a symbolic link; each file must be ours and 0600, else it is not trusted. A file whose
-server is dead is ignored and removed.
+server is dead is ignored and removed, unless the editor it names still runs: that editor's
+buffers (maybe unsaved) are still there, its open files unknown to whoever did not reach its
+server, so the file is kept and listed as an orphan (`find`'s `orphans`, mcp/router.py refuses
+disk writes for it) until that editor is gone too.
 
 Where: `$AGENT_EDIT_RUNTIME_DIR` (that folder alone), else `$XDG_RUNTIME_DIR/agent-edit`, else
 `agent-edit-<uid>` in the temporary folder, which another user can make first (a shared /tmp).
@@ -21,7 +24,7 @@ one is found).
 The wire protocol on the endpoint: one JSON object per line each way,
 `{token, session, action, args}` -> the action's result object (product.md 2.1).
 
-Why this module is over 500 lines (~560): both sides of discovery, the server announcing and the
+Why this module is over 500 lines (~580): both sides of discovery, the server announcing and the
 looker finding, share the rules of which folder and which files to trust (owner, mode, no link, a
 pid's start time). Kept in one module, the two sides cannot come to choose differently.
 """
@@ -332,9 +335,12 @@ def alive(entry: Entry) -> bool:
     return _alive(entry.pid, entry.extra.get("start"))
 
 
-def _read_entry(fd: int, name: str, folder: str) -> Entry | None:
-    """The announcement `name` if it is ours, 0600, well formed; None otherwise. A dead or
-    reused pid's file is removed."""
+def _read_entry(
+    fd: int, name: str, folder: str, orphans: list[Entry] | None = None
+) -> Entry | None:
+    """The announcement `name` if it is ours, 0600, well formed and its server lives; None
+    otherwise. A dead or reused pid's file is removed, but while the editor it names runs (an
+    orphan: added to `orphans`)."""
     try:
         f = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, dir_fd=fd)
     except OSError:
@@ -371,11 +377,8 @@ def _read_entry(fd: int, name: str, folder: str) -> Entry | None:
     except (ValueError, KeyError, TypeError):
         return None
     start = raw.get("start") if isinstance(raw.get("start"), str) else None
-    if not _alive(pid, start):
-        remove(folder, name)
-        return None
     editor_pid = raw.get("editorPid")
-    return Entry(
+    entry = Entry(
         pid=pid,
         folders=tuple(folders),
         token=token,
@@ -392,9 +395,17 @@ def _read_entry(fd: int, name: str, folder: str) -> Entry | None:
             else (folders[0] if folders else None),
         },
     )
+    if _alive(pid, start):
+        return entry
+    if entry.editor_pid is not None and processes.probe(entry.editor_pid) != processes.NONE:
+        if orphans is not None:  # its server is gone, its editor (and buffers) not: kept
+            orphans.append(entry)
+    else:
+        remove(folder, name)
+    return None
 
 
-def servers() -> list[Entry]:
+def servers(orphans: list[Entry] | None = None) -> list[Entry]:
     """Every live server announced in the runtime folder and the fallback (none where they do
     not exist). A runtime folder that cannot be trusted is not read (its files could point
     anywhere); when the fallback cannot be used either, DiscoveryError: no trusted folder."""
@@ -406,9 +417,9 @@ def servers() -> list[Entry]:
     except DiscoveryError as exc:
         # Made now if missing: a private folder a server could have announced in exists.
         made, fd = _open_fallback(exc, create=True)
-        return _listed(fd, made)
+        return _listed(fd, made, orphans)
     if fd is not None:
-        out = _listed(fd, first)
+        out = _listed(fd, first, orphans)
     # A server that saw the runtime folder untrusted when it started announced here.
     fallback = fallback_dir()
     if fallback is not None and fallback != first:
@@ -416,29 +427,34 @@ def servers() -> list[Entry]:
             fd = open_dir(fallback, create=False)
         except DiscoveryError:
             fd = None  # the runtime folder is trusted: no server of ours chose this one
-        out += _listed(fd, fallback)
+        out += _listed(fd, fallback, orphans)
     return out
 
 
-def _listed(fd: int | None, folder: str) -> list[Entry]:
+def _listed(fd: int | None, folder: str, orphans: list[Entry] | None = None) -> list[Entry]:
     """The live servers (not this process) announced in the open folder `fd` (closed here)."""
     if fd is None:
         return []
     try:
         names = [n for n in os.listdir(fd) if n.startswith(PREFIX) and n.endswith(".json")]
-        out = [e for n in names if (e := _read_entry(fd, n, folder)) is not None]
+        out = [e for n in names if (e := _read_entry(fd, n, folder, orphans)) is not None]
     finally:
         os.close(fd)
     me = os.getpid()
     return [e for e in out if e.pid != me]
 
 
-def find(root: str) -> Entry | None:
+def find(root: str, orphans: list[Entry] | None = None) -> Entry | None:
     """The live server whose workspace holds `root` (the innermost folder; the newest server on
-    a tie), or None."""
+    a tie), or None. `orphans` gets the announcements whose server is dead while their editor
+    runs and whose workspace holds `root` or lies in it."""
     real = os.path.realpath(root)
     best: tuple[int, float, Entry] | None = None
-    for e in servers():
+    seen: list[Entry] | None = [] if orphans is not None else None
+    live = servers(seen)
+    if orphans is not None and seen:
+        orphans += [e for e in seen if e.overlaps(real)]
+    for e in live:
         f = e.holds(real)
         if f is not None and (best is None or (len(f), e.started) > best[:2]):
             best = (len(f), e.started, e)

@@ -16,7 +16,7 @@ folder that cannot be used, a rollback that fails) raises its `EditError`.
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Callable, Generator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator
 from contextlib import asynccontextmanager, contextmanager, nullcontext
 from dataclasses import dataclass, replace
 
@@ -62,16 +62,20 @@ async def open(  # the spelling every front calls: `headless.open(root)`
     session: Session | None = None,
     notify: Callable[[str], None] | None = None,
     fork_plans: bool = False,
+    pause: Callable[[float], Awaitable[None]] | None = None,
 ) -> AsyncIterator[HeadlessContext]:
     """`fork_plans`: a large patch may be planned in a forked child (lsp_server/split_plan.py);
-    only for a single-threaded process (the CLI), never one that runs threads or asyncio."""
+    only for a single-threaded process (the CLI), never one that runs threads or asyncio.
+    `pause`: how a wait for the workspace lock pauses (an event loop's sleep, so the process
+    answers its other requests meanwhile, and a cancelled call stops waiting with nothing
+    touched); without, the wait sleeps in this thread (the CLI, which has nothing else to do)."""
     root = os.path.realpath(root)
     # A bounded wait, said at once: a process stopped while it held the lock must not hang
     # every later command without a word (engine/files.py).
     # What was rolled back under a workspace folder nested in or around this one (their
     # locks are held too: they share files), said and recorded with this one's.
     related: list[dict[str, Any]] = []
-    with files.workspace_lock(root, wait=LOCK_WAIT_SECONDS, notify=notify, related=related) as sdir:
+    async with _locked(root, notify, related, pause) as sdir:
         done = recovery.recover(root, sdir)
         done.reports[:0] = related
         for text in done.messages():
@@ -89,6 +93,32 @@ async def open(  # the spelling every front calls: `headless.open(root)`
         finally:
             ctx.applier.discard()
             ctx.close_history()
+
+
+@asynccontextmanager
+async def _locked(
+    root: str,
+    notify: Callable[[str], None] | None,
+    related: list[dict[str, Any]],
+    pause: Callable[[float], Awaitable[None]] | None,
+) -> AsyncIterator[str]:
+    """The workspace lock (files.workspace_lock) held for the block; each pause of its wait
+    awaited with `pause` when given."""
+    fds: list[int] = []
+    steps = files.lock_steps(root, fds, wait=LOCK_WAIT_SECONDS, notify=notify, related=related)
+    try:
+        if pause is None:
+            sdir = files.slept(steps)
+        else:
+            try:
+                while True:
+                    await pause(next(steps))
+            except StopIteration as done:
+                sdir = done.value
+        yield sdir
+    finally:
+        steps.close()
+        files.unlock(fds)
 
 
 class HeadlessContext:

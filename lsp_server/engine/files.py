@@ -76,7 +76,7 @@ import os
 import stat
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -453,30 +453,61 @@ def workspace_lock(
     """
     fds: list[int] = []
     try:
-        try:
-            sdir = state_dir(root)
-            real = os.path.realpath(root)
-            register_nested(real, sdir)
-            above, below = related_roots(real, sdir)
-            for _, held in [*above, (real, sdir), *below]:
-                fds.append(os.open(os.path.join(held, "lock"), os.O_RDWR | os.O_CREAT, 0o600))
-        except OSError as exc:
-            raise _state_error(exc) from None
-        try:
-            import fcntl
-        except ImportError:  # pragma: no cover - Windows: no advisory lock
-            pass
-        else:
-            for fd in fds:
-                _take_lock(fcntl, fd, wait, notify)
-        for other, osdir in [*above, *below]:
-            reports = _recover_related(other, osdir)
-            if related is not None:
-                related += [{**r, "root": other} for r in reports]
-        yield sdir
+        yield slept(lock_steps(root, fds, wait, notify, related))
     finally:
-        for fd in reversed(fds):
-            os.close(fd)
+        unlock(fds)
+
+
+def lock_steps(
+    root: str,
+    fds: list[int],
+    wait: float | None = None,
+    notify: Callable[[str], None] | None = None,
+    related: list[dict[str, Any]] | None = None,
+) -> Generator[float, None, str]:
+    """`workspace_lock`'s taking of the locks, returning the state directory; each pause of a
+    wait for a lock another process holds is yielded (seconds) rather than slept, so an event
+    loop awaits it and serves the rest meanwhile (the MCP server: actions/headless.py). Every
+    lock's descriptor is added to `fds` as it is opened: `unlock(fds)` lets them go, taken or
+    not (a caller that stops waiting just closes them)."""
+    try:
+        sdir = state_dir(root)
+        real = os.path.realpath(root)
+        register_nested(real, sdir)
+        above, below = related_roots(real, sdir)
+        for _, held in [*above, (real, sdir), *below]:
+            fds.append(os.open(os.path.join(held, "lock"), os.O_RDWR | os.O_CREAT, 0o600))
+    except OSError as exc:
+        raise _state_error(exc) from None
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows: no advisory lock
+        pass
+    else:
+        for fd in fds:
+            yield from _take_lock(fcntl, fd, wait, notify)
+    for other, osdir in [*above, *below]:
+        reports = _recover_related(other, osdir)
+        if related is not None:
+            related += [{**r, "root": other} for r in reports]
+    return sdir
+
+
+def slept(steps: Generator[float, None, str]) -> str:
+    """What `lock_steps` returns, its pauses slept in this thread."""
+    try:
+        while True:
+            time.sleep(next(steps))
+    except StopIteration as done:
+        value: str = done.value
+        return value
+
+
+def unlock(fds: list[int]) -> None:
+    """Close the lock descriptors `lock_steps` opened (which lets the locks go)."""
+    for fd in reversed(fds):
+        os.close(fd)
+    del fds[:]
 
 
 def _recover_related(root: str, sdir: str) -> list[dict[str, Any]]:
@@ -508,7 +539,7 @@ def _recover_related(root: str, sdir: str) -> list[dict[str, Any]]:
 
 def _take_lock(
     fcntl: Any, fd: int, wait: float | None, notify: Callable[[str], None] | None
-) -> None:
+) -> Generator[float, None, None]:
     """`flock` the workspace lock `fd` (see `workspace_lock`), then write this pid in it."""
     if wait is None:
         fcntl.flock(fd, fcntl.LOCK_EX)
@@ -516,7 +547,7 @@ def _take_lock(
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            _wait_for_lock(fcntl, fd, wait, notify)
+            yield from _wait_for_lock(fcntl, fd, wait, notify)
     try:
         os.ftruncate(fd, 0)
         os.pwrite(fd, str(os.getpid()).encode(), 0)
@@ -529,12 +560,14 @@ def _take_lock(
 LOCK_QUIET_SECONDS = 1.0
 
 
-def _wait_for_lock(fcntl: Any, fd: int, wait: float, notify: Callable[[str], None] | None) -> None:
+def _wait_for_lock(
+    fcntl: Any, fd: int, wait: float, notify: Callable[[str], None] | None
+) -> Generator[float, None, None]:
     start = time.monotonic()
     said = notify is None
     pause = 0.002
     while True:
-        time.sleep(pause)
+        yield pause
         pause = min(pause * 2, 0.05)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -5,8 +5,8 @@ reply, so the client waits forever for the tool call's answer (Python's json fai
 a little deeper). `too_deep` reads only the line's top level (its id and method) and the name in
 its params, skipping nested values without recursion, and hands on the same call with the
 arguments replaced by `MARKER`; the server answers it with an INVALID_ARGUMENT refusal
-(`refusal`) instead of running the tool. Other requests that deep stay dropped, as the SDK
-drops them.
+(`refusal`) instead of running the tool. Other requests that deep are answered with a
+JSON-RPC error (mcp/dropped.py): a `ping` nested deep got no answer, and its client hung.
 """
 
 from __future__ import annotations

@@ -291,27 +291,31 @@ class _Answered:
     SDK's own answer to the initialize request answered early."""
 
     def __init__(self, early: Early) -> None:
+        from lsp_server.mcp import signals
+
         self._early = early
         self._pending = True
         self._gone = False  # the client closed its end: answers have nowhere to go
+        self._signals = signals
+        signals.reported()
 
     def write(self, text: str) -> int:
         data = text.encode("utf-8")  # strict, as the SDK's own text layer
         if self._pending and self._is_answer(text, data):
             return len(text)
-        if self._gone:
-            return len(text)
-        try:
-            _write_all(self._early.wire_out, data)
-        except BrokenPipeError:
-            # The client went away before this answer (it disconnected mid-call): the SDK's
-            # writer task died on this, which ended the server with a traceback and exit
-            # status 1 after the call had run. What the call did is in the history; the server
-            # ends when stdin does, as for any client that leaves.
-            self._gone = True
-            import logging
+        if not self._gone:
+            try:
+                _write_all(self._early.wire_out, data)
+            except BrokenPipeError:
+                # The client went away before this answer (it disconnected mid-call): the SDK's
+                # writer task died on this, which ended the server with a traceback and exit
+                # status 1 after the call had run. What the call did is in the history; the
+                # server ends when stdin does, as for any client that leaves.
+                self._gone = True
+                import logging
 
-            logging.getLogger(__name__).warning(GONE)
+                logging.getLogger(__name__).warning(GONE)
+        self._signals.written(text)  # a signal held for this answer stops the server now
         return len(text)
 
     def _is_answer(self, text: str, data: bytes) -> bool:

@@ -12,6 +12,12 @@ a later save would overwrite our write). Reads still work (from the disk, which 
 truth there is). Once the editor process is gone too, its buffers are gone and the disk is the
 truth again. An edit whose connection dropped before the answer may have landed: it is reported
 UNVERIFIED, never retried on disk.
+
+An editor's server that died before this MCP server reached it told nothing of the files its
+editor has open. While that editor still runs (discovery keeps such an orphan's announcement),
+no file in its workspace folders is written on disk: any of them may be open there with unsaved
+text. Found: it was written, under a buffer whose save would then overwrite the edit (or the
+other way round), with nothing said.
 """
 
 from __future__ import annotations
@@ -58,16 +64,20 @@ class Router:
         self.editor_open: set[str] = set()  # files it had open at its last answer
         self.lost: discovery.Entry | None = None  # an editor's server that went away
         self.lost_open: set[str] = set()
+        # Dead servers, never reached, whose editors still run (at the last lookup).
+        self.orphans: list[discovery.Entry] = []
         from lsp_server.actions.session import Session
 
         self._disk_session = Session()  # this client's reads on disk
 
     async def call(self, action: str, args: Any) -> dict[str, Any]:
         note = None
+        orphans: list[discovery.Entry] = []
         try:
-            entry = discovery.find(self.root)
+            entry = discovery.find(self.root, orphans)
         except discovery.DiscoveryError as exc:
             entry, note = None, f"agent-edit cannot look for the editor's server: {exc}"
+        self.orphans = orphans
         if entry is not None and _leaves_root(self.root, action, args):
             # Outside this root, whatever the editor's folder holds: the disk front refuses it
             # as it would with no editor (mcp/boundary.py).
@@ -85,6 +95,12 @@ class Router:
             note = (
                 f"The editor's agent-edit server ({self.lost.describe()}) is gone; this call ran "
                 "on the disk, and files open in that editor are not written while it runs."
+            )
+        elif self.lost is None and orphans:
+            note = (
+                f"The agent-edit server of {orphans[0].describe()} is gone, and that editor "
+                "still runs; this call ran on the disk, and files in its workspace folders are "
+                "not written while it runs (which it has open is unknown)."
             )
         result = await self._on_disk(action, args)
         result["via"] = "disk"
@@ -296,6 +312,8 @@ class Router:
         entries = peers.others([self.root])
         if entries:
             peers.refuse_if_held_sync(entries, changes, abs_of)
+        if self.lost is None:
+            _refuse_orphaned(self.orphans, changes, abs_of)
         lost = self.lost
         if lost is None or not self.lost_open:
             return
@@ -319,6 +337,37 @@ class Router:
                 editor=lost.editor,
                 pid=lost.editor_pid or lost.pid,
             )
+
+
+def _refuse_orphaned(orphans: list[discovery.Entry], changes: list[Any], abs_of: Any) -> None:
+    """CONFLICT for the files of `changes` in an orphan's workspace folders (its editor runs,
+    its server is dead, what it has open is unknown)."""
+    for orphan in orphans:
+        held = sorted(
+            {
+                p
+                for c in changes
+                for p in (c.path, c.moved_to)
+                if p and (a := abs_of(p)) is not None and orphan.holds(a) is not None
+            }
+        )
+        if not held:
+            continue
+        from lsp_server.engine import errors
+
+        raise errors.open_elsewhere(
+            f"{', '.join(held)} may be open in {orphan.describe()}, whose agent-edit server is "
+            "gone: it stopped before this MCP server reached it, so which files that editor "
+            "has open (maybe with unsaved text, which a save would write over a disk edit) is "
+            "unknown; the disk was not written. Nothing was changed.",
+            "Restart agent-edit in that editor (e.g. restart its language server) so edits go "
+            "through it, or quit the editor; read works meanwhile, from the disk. If no such "
+            f"editor runs any more (its pid reused), remove {orphan.folder}/{orphan.name}.",
+            reason="EDITOR_SERVER_GONE",
+            paths=held,
+            editor=orphan.editor,
+            pid=orphan.editor_pid or orphan.pid,
+        )
 
 
 _ANY_HEADER = re.compile(

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from lsp_server import __version__
 from lsp_server.engine.results import refusal
-from lsp_server.mcp import deep
+from lsp_server.mcp import deep, signals
 from lsp_server.mcp.drain import Drain
 from lsp_server.mcp.handshake import GONE, INSTRUCTIONS, NAME
 from lsp_server.mcp.router import Router
@@ -26,6 +26,7 @@ log = logging.getLogger(__name__)
 
 
 def build(root: str) -> Any:
+    import anyio
     import mcp_types as types
     from mcp.server.lowlevel import Server
 
@@ -73,7 +74,11 @@ def build(root: str) -> Any:
                 "if anything, is in the history.",
                 "Check the files with read and history before trying again.",
             )
-        return _result(result, model_text(spec, result))
+        answer = _result(result, model_text(spec, result))
+        # A signal held past an edit's commit point: the server stops once this is written.
+        # (Cancelled, by the client or the end of the connection: no answer of ours follows.)
+        signals.answered(ctx.request_id, anyio.current_effective_deadline() == float("-inf"))
+        return answer
 
     def _result(result: dict[str, Any], text: str) -> types.CallToolResult:
         # A lone surrogate (a refused request in the history, a buffer) would end the server.
@@ -107,7 +112,7 @@ async def serve(root: str, early: Early | None = None) -> None:
     drain = Drain()  # every request read is answered before the end of stdin is passed on
     async with streams as (read, write):
         await server.run(
-            drain.reader(Repaired(read)),
+            drain.reader(Repaired(read, write)),
             drain.writer(write),
             server.create_initialization_options(),
         )
@@ -119,6 +124,7 @@ def main(root: str, early: Early | None = None) -> int:
     import anyio
 
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    signals.install()  # before anyio.run: SIGINT is ours, not asyncio's (mcp/signals.py)
     try:
         try:
             anyio.run(serve, root, early)

@@ -6,7 +6,8 @@ model's broken emoji) but UTF-8 cannot hold it:
   answered. `Repaired` parses it again with Python's json, which keeps the surrogate, so the
   actions refuse it as INVALID_ARGUMENT naming the argument and position (arguments.py).
   Not in an id or a method: the SDK echoes those in its answer, which its writer cannot
-  write (the server would end); such a line stays dropped.
+  write (the server would end); such a line is answered with a JSON-RPC error of our own
+  instead (mcp/dropped.py), the surrogate written as its escape, and never run.
 - in, a byte that is not UTF-8: handshake.py's stdin decodes it as a lone surrogate
   (U+DC80-U+DCFF), not as the SDK's U+FFFD (which was written into the file), and `Repaired`
   hands it on the same way, so it is refused, not written. In an id or a method it becomes
@@ -104,14 +105,30 @@ def _echoed(message: Any) -> bool:
 
 class Repaired(Receiving):
     """The SDK's stdio read stream, with lines refused only for a lone surrogate parsed again,
-    and a tool call refused for its nesting handed on to be refused by name (mcp/deep.py)."""
+    and a tool call refused for its nesting handed on to be refused by name (mcp/deep.py).
+    Given the SDK's write stream, a request line it would drop unanswered (nested too deep, a
+    lone surrogate in its id or method) is answered there with a JSON-RPC error instead
+    (mcp/dropped.py), and not handed on."""
+
+    def __init__(self, inner: Any, write: Any = None) -> None:
+        super().__init__(inner)
+        self._write = write
 
     async def receive(self) -> Any:
-        item = await self._inner.receive()
-        if isinstance(item, Exception):
+        while True:
+            item = await self._inner.receive()
+            if not isinstance(item, Exception):
+                return item
             from lsp_server.mcp.deep import too_deep
 
             message = _reparsed(item) or too_deep(item)
             if message is not None:
                 return message
-        return item
+            if self._write is None:
+                return item
+            from lsp_server.mcp.dropped import answer
+
+            error = answer(item)
+            if error is None:
+                return item
+            await self._write.send(error)

@@ -5,9 +5,11 @@ A lone UTF-16 surrogate escape (`"\\ud800"`) in a string id or an unknown method
 again by surrogates.Repaired and handed to the SDK, which echoes it in its answer (the id;
 METHOD_NOT_FOUND's data) and whose writer cannot encode it: the writer task failed and the
 server ended (early path) or hung (SDK's own transport), so every later request went
-unanswered. Such a line is now dropped, as the SDK alone drops it; one in a tool's arguments
-or name is still refused by name (and one in the client's info still answered:
-test_handshake_wire's "a lone surrogate" opening).
+unanswered. Such a line was then dropped, as the SDK alone drops it, which left its client
+waiting for ever; it is now answered with a JSON-RPC error of our own, its id written back as
+the escape it came as (mcp/dropped.py, tests/mcp/test_dropped_requests.py), and never run. One
+in a tool's arguments or name is still refused by name (and one in the client's info still
+answered: test_handshake_wire's "a lone surrogate" opening).
 """
 
 from __future__ import annotations
@@ -28,13 +30,19 @@ HOSTILE = {
 }
 
 
+# The id each line's error answer carries back (as JSON reads its escape).
+IDS = {"unknown method": 5, "string id": "\ud800", "tools/call id": "\udc00"}
+
+
 @pytest.mark.parametrize("where", list(HOSTILE))
 def test_a_lone_surrogate_in_an_id_or_method_does_not_end_the_server(tmp_path, where):
-    # On the wire (early initialize answer, then the SDK): the line is dropped with no reply
-    # and the ping after it answered; before, the process ended with a traceback or hung.
+    # On the wire (early initialize answer, then the SDK): the line gets a JSON-RPC error and
+    # the ping after it is answered; before, the process ended with a traceback or hung.
     script = init(1) + INITIALIZED + HOSTILE[where] + msg(99, "ping")
-    lines, err = talk(tmp_path, script, [1, 99], early=True)
-    assert [json.loads(line)["id"] for line in lines] == [1, 99]
+    lines, err = talk(tmp_path, script, [1, IDS[where], 99], early=True)
+    answers = [json.loads(line) for line in lines]
+    assert [a["id"] for a in answers] == [1, IDS[where], 99]
+    assert answers[1]["error"]["code"] == -32600, answers[1]
     assert b"Traceback" not in err
 
 
