@@ -487,12 +487,15 @@ def _through_editor(
     """Route an edit to the editor's agent-edit server whose history is `root`'s (the folder it
     started with) and which still serves it: (exit status, None). Other live servers whose
     workspace overlaps `root`: (None, a guard refusing a plan that touches a file one of their
-    editors has open, before anything is written). None running: (None, None), after one
-    directory listing (lsp_server/discovery.py: no asyncio, no socket unless one is found)."""
+    editors has open, or one in the folders of an editor whose server died (an orphan: which
+    files it has open is unknown), before anything is written). None running: (None, None),
+    after one directory listing (lsp_server/discovery.py: no asyncio, no socket unless one is
+    found)."""
     from lsp_server import discovery
 
+    orphans: list[Any] = []  # dead servers whose editors still run (discovery.py)
     try:
-        entries = [e for e in discovery.servers() if e.overlaps(root)]
+        entries = [e for e in discovery.servers(orphans) if e.overlaps(root)]
     except discovery.DiscoveryError as exc:
         from lsp_server import peers
 
@@ -502,18 +505,21 @@ def _through_editor(
             raise refusal  # an editor may hold the file open, unseen: not written on disk
 
         return None, refuse
-    if not entries:
+    orphans = [o for o in orphans if o.overlaps(root)]
+    if not entries and not orphans:
         return None, None
     entry = next((e for e in entries if e.history_root == root and e.holds(root)), None)
     if entry is None:
         from lsp_server import peers
 
         def guard(plan: Any, where: dict[str, Any]) -> None:
-            peers.refuse_if_held_sync(
-                entries,
-                list(plan.changes),
-                lambda p: where[p].abs_path if p in where else None,
-            )
+            changes = list(plan.changes)
+
+            def abs_of(p: str) -> str | None:
+                return where[p].abs_path if p in where else None
+
+            peers.refuse_if_orphaned(orphans, changes, abs_of)
+            peers.refuse_if_held_sync(entries, changes, abs_of)
 
         return None, guard
     from lsp_server import cli_signals

@@ -8,8 +8,9 @@ folders, the editor's name and pid, a local endpoint (a Unix socket in the same 
 and not a symbolic link; each file must be ours and 0600, else it is not trusted. A file whose
 server is dead is ignored and removed, unless the editor it names still runs: that editor's
 buffers (maybe unsaved) are still there, its open files unknown to whoever did not reach its
-server, so the file is kept and listed as an orphan (`find`'s `orphans`, mcp/router.py refuses
-disk writes for it) until that editor is gone too.
+server, so the file is kept and listed as an orphan (`find`'s and `servers`' `orphans`: every
+front refuses disk writes in its folders, peers.py) until that editor is gone too, or runs a new
+agent-edit server (restarted: the new one knows what its editor has open, the old file goes).
 
 Where: `$AGENT_EDIT_RUNTIME_DIR` (that folder alone), else `$XDG_RUNTIME_DIR/agent-edit`, else
 `agent-edit-<uid>` in the temporary folder, which another user can make first (a shared /tmp).
@@ -24,7 +25,7 @@ one is found).
 The wire protocol on the endpoint: one JSON object per line each way,
 `{token, session, action, args}` -> the action's result object (product.md 2.1).
 
-Why this module is over 500 lines (~580): both sides of discovery, the server announcing and the
+Why this module is over 500 lines (~590): both sides of discovery, the server announcing and the
 looker finding, share the rules of which folder and which files to trust (owner, mode, no link, a
 pid's start time). Kept in one module, the two sides cannot come to choose differently.
 """
@@ -407,9 +408,13 @@ def _read_entry(
 
 def servers(orphans: list[Entry] | None = None) -> list[Entry]:
     """Every live server announced in the runtime folder and the fallback (none where they do
-    not exist). A runtime folder that cannot be trusted is not read (its files could point
-    anywhere); when the fallback cannot be used either, DiscoveryError: no trusted folder."""
+    not exist), but this process. A runtime folder that cannot be trusted is not read (its
+    files could point anywhere); when the fallback cannot be used either, DiscoveryError: no
+    trusted folder. `orphans` gets the orphans (see the module docstring) that no live server
+    of the same editor process has taken over (a restarted server knows what its editor has
+    open: the old file is removed then)."""
     out: list[Entry] = []
+    seen: list[Entry] = []
     first = runtime_dir()
     fd: int | None
     try:
@@ -417,31 +422,37 @@ def servers(orphans: list[Entry] | None = None) -> list[Entry]:
     except DiscoveryError as exc:
         # Made now if missing: a private folder a server could have announced in exists.
         made, fd = _open_fallback(exc, create=True)
-        return _listed(fd, made, orphans)
-    if fd is not None:
-        out = _listed(fd, first, orphans)
-    # A server that saw the runtime folder untrusted when it started announced here.
-    fallback = fallback_dir()
-    if fallback is not None and fallback != first:
-        try:
-            fd = open_dir(fallback, create=False)
-        except DiscoveryError:
-            fd = None  # the runtime folder is trusted: no server of ours chose this one
-        out += _listed(fd, fallback, orphans)
-    return out
+        out = _listed(fd, made, seen)
+    else:
+        if fd is not None:
+            out = _listed(fd, first, seen)
+        # A server that saw the runtime folder untrusted when it started announced here.
+        fallback = fallback_dir()
+        if fallback is not None and fallback != first:
+            try:
+                fd = open_dir(fallback, create=False)
+            except DiscoveryError:
+                fd = None  # the runtime folder is trusted: no server of ours chose this one
+            out += _listed(fd, fallback, seen)
+    editors = {e.editor_pid for e in out if e.editor_pid is not None}
+    for orphan in seen:
+        if orphan.editor_pid in editors:
+            remove(orphan.folder, orphan.name)
+        elif orphans is not None:
+            orphans.append(orphan)
+    me = os.getpid()
+    return [e for e in out if e.pid != me]
 
 
-def _listed(fd: int | None, folder: str, orphans: list[Entry] | None = None) -> list[Entry]:
-    """The live servers (not this process) announced in the open folder `fd` (closed here)."""
+def _listed(fd: int | None, folder: str, orphans: list[Entry]) -> list[Entry]:
+    """The live servers announced in the open folder `fd` (closed here), this one's too."""
     if fd is None:
         return []
     try:
         names = [n for n in os.listdir(fd) if n.startswith(PREFIX) and n.endswith(".json")]
-        out = [e for n in names if (e := _read_entry(fd, n, folder, orphans)) is not None]
+        return [e for n in names if (e := _read_entry(fd, n, folder, orphans)) is not None]
     finally:
         os.close(fd)
-    me = os.getpid()
-    return [e for e in out if e.pid != me]
 
 
 def find(root: str, orphans: list[Entry] | None = None) -> Entry | None:

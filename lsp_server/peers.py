@@ -78,21 +78,28 @@ def untrusted(exc: discovery.DiscoveryError) -> EditError:
     )
 
 
-def others(roots: list[str]) -> list[discovery.Entry]:
+def others(roots: list[str], orphans: list[discovery.Entry] | None = None) -> list[discovery.Entry]:
     """Live servers (not this process) whose workspace overlaps one of `roots`; the refusal
-    (EditError) when there is no trusted runtime folder to look in."""
+    (EditError) when there is no trusted runtime folder to look in. `orphans` gets the
+    overlapping orphans (discovery.py: a dead server whose editor runs)."""
+    seen: list[discovery.Entry] | None = [] if orphans is not None else None
     try:
-        return [e for e in discovery.servers() if any(e.overlaps(r) for r in roots)]
+        live = discovery.servers(seen)
     except discovery.DiscoveryError as exc:
         raise untrusted(exc) from None
+    if orphans is not None and seen:
+        orphans += [o for o in seen if any(o.overlaps(r) for r in roots)]
+    return [e for e in live if any(e.overlaps(r) for r in roots)]
 
 
 async def refuse_if_held(
     changes: list[FileChange], abs_path: Callable[[str], str | None], roots: list[str]
 ) -> None:
     """CONFLICT if another live server's editor holds one of these files open (`abs_path`: a
-    change's path to the real file)."""
-    entries = others(roots)
+    change's path to the real file), or may (an orphan's: `refuse_if_orphaned`)."""
+    orphans: list[discovery.Entry] = []
+    entries = others(roots, orphans)
+    refuse_if_orphaned(orphans, changes, abs_path)
     if not entries:
         return
     paths = _paths(changes, abs_path)
@@ -129,6 +136,36 @@ def refuse_if_held_sync(
         held = [paths[p] for p in answer.get("held") or [] if p in paths]
         if held:
             raise _held(entry, held)
+
+
+def refuse_if_orphaned(
+    orphans: list[discovery.Entry],
+    changes: list[FileChange],
+    abs_path: Callable[[str], str | None],
+) -> None:
+    """CONFLICT for the files of `changes` in an orphan's workspace folders (discovery.py: its
+    editor runs, its server is dead and nobody asked it which files its editor has open)."""
+    paths = _paths(changes, abs_path)
+    for orphan in orphans:
+        held = sorted({p for a, p in paths.items() if orphan.holds(a) is not None})
+        if held:
+            raise _orphaned(orphan, held)
+
+
+def _orphaned(orphan: discovery.Entry, held: list[str]) -> EditError:
+    return errors.open_elsewhere(
+        f"{', '.join(held)} may be open in {orphan.describe()}, whose agent-edit server is "
+        "gone: it stopped before anyone asked it which files that editor has open (maybe with "
+        "unsaved text, which a save would write over a disk edit), so the disk was not "
+        "written. Nothing was changed.",
+        "Restart agent-edit in that editor (e.g. restart its language server) so edits go "
+        "through it, or quit the editor; read works meanwhile, from the disk. If no such "
+        f"editor runs any more (its pid reused), remove {orphan.folder}/{orphan.name}.",
+        reason="EDITOR_SERVER_GONE",
+        paths=held,
+        editor=orphan.editor,
+        pid=orphan.editor_pid or orphan.pid,
+    )
 
 
 Guard = Callable[["Plan", "dict[str, Resolved]"], None]

@@ -313,7 +313,7 @@ class Router:
         if entries:
             peers.refuse_if_held_sync(entries, changes, abs_of)
         if self.lost is None:
-            _refuse_orphaned(self.orphans, changes, abs_of)
+            peers.refuse_if_orphaned(self.orphans, changes, abs_of)
         lost = self.lost
         if lost is None or not self.lost_open:
             return
@@ -337,37 +337,6 @@ class Router:
                 editor=lost.editor,
                 pid=lost.editor_pid or lost.pid,
             )
-
-
-def _refuse_orphaned(orphans: list[discovery.Entry], changes: list[Any], abs_of: Any) -> None:
-    """CONFLICT for the files of `changes` in an orphan's workspace folders (its editor runs,
-    its server is dead, what it has open is unknown)."""
-    for orphan in orphans:
-        held = sorted(
-            {
-                p
-                for c in changes
-                for p in (c.path, c.moved_to)
-                if p and (a := abs_of(p)) is not None and orphan.holds(a) is not None
-            }
-        )
-        if not held:
-            continue
-        from lsp_server.engine import errors
-
-        raise errors.open_elsewhere(
-            f"{', '.join(held)} may be open in {orphan.describe()}, whose agent-edit server is "
-            "gone: it stopped before this MCP server reached it, so which files that editor "
-            "has open (maybe with unsaved text, which a save would write over a disk edit) is "
-            "unknown; the disk was not written. Nothing was changed.",
-            "Restart agent-edit in that editor (e.g. restart its language server) so edits go "
-            "through it, or quit the editor; read works meanwhile, from the disk. If no such "
-            f"editor runs any more (its pid reused), remove {orphan.folder}/{orphan.name}.",
-            reason="EDITOR_SERVER_GONE",
-            paths=held,
-            editor=orphan.editor,
-            pid=orphan.editor_pid or orphan.pid,
-        )
 
 
 _ANY_HEADER = re.compile(
