@@ -23,7 +23,7 @@ from lsp_server.engine import errors
 from lsp_server.engine.errors import Code, EditError
 from lsp_server.engine.model import FileChange, Plan
 from lsp_server.engine.recovery import Recovery
-from lsp_server.engine.results import EditResult
+from lsp_server.engine.results import ChangedOnSave, EditResult, changed_on_save
 from lsp_server.engine.undo import plan_rollback
 from lsp_server.lsp import disk_side
 from lsp_server.lsp.apply import (
@@ -37,6 +37,7 @@ from lsp_server.lsp.apply import (
     uri_of,
 )
 from lsp_server.lsp.diagnostics import publish_after_edit
+from lsp_server.lsp.file_format import saved_text
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -397,19 +398,33 @@ class EditorAttempt:
         # A document the user typed in since the edit showed is not asked for (saved: false).
         ask = [u for t, u in uris.items() if self._still_at(t)]
         saved = await self._save_documents(ask, versions) if ask else set()
+        texts = {c.target_path: c.new_text for c in changes if c.target_path in uris}
         files = []
         for entry in result.files:
             target = entry.moved_to or entry.path
             if target in written:
                 entry = replace(entry, saved=True)
+            elif target in uris and uris[target] in saved:
+                # The editor's word is not the disk: its save may have changed the text first
+                # (format on save, trimmed whitespace, a final newline), so the disk is looked at.
+                changed = self._changed_on_save(target, texts[target])
+                entry = replace(entry, saved=changed is None, changed_on_save=changed)
             elif target in uris:
-                entry = replace(entry, saved=uris[target] in saved)
+                entry = replace(entry, saved=False)
             files.append(entry)
         return replace(
             result,
             files=tuple(files),
-            saved=bool(written or uris) and all(u in saved for u in uris.values()),
+            saved=bool(written or uris) and all(f.saved is not False for f in files),
         )
+
+    def _changed_on_save(self, target: str, text: str) -> ChangedOnSave | None:
+        """What the editor's save of `target` changed from the edit's `text` (None: nothing)."""
+        where = self.locations[target].abs_path
+        doc = self.server.store.by_path(where)
+        eol = doc.eol if doc is not None and "\r" not in text else None
+        disk = saved_text(where, self.server.paths.policy.max_file_bytes, eol)
+        return changed_on_save(target, text, disk)
 
     def _still_at(self, target: str) -> bool:
         """Whether the document of `target` is still in the state that showed the edit, as far
