@@ -24,7 +24,7 @@ from lsp_server.engine.errors import Code, EditError
 from lsp_server.engine.model import FileChange, Plan
 from lsp_server.engine.recovery import Recovery
 from lsp_server.engine.results import ChangedOnSave, EditResult, changed_on_save
-from lsp_server.engine.undo import plan_rollback
+from lsp_server.engine.undo import plan_rollback, save_record
 from lsp_server.lsp import disk_side
 from lsp_server.lsp.apply import (
     Location,
@@ -398,8 +398,8 @@ class EditorAttempt:
         # A document the user typed in since the edit showed is not asked for (saved: false).
         ask = [u for t, u in uris.items() if self._still_at(t)]
         saved = await self._save_documents(ask, versions) if ask else set()
-        texts = {c.target_path: c.new_text for c in changes if c.target_path in uris}
-        files = []
+        texts = {c.target_path: c for c in changes if c.target_path in uris}
+        files, saves = [], []
         for entry in result.files:
             target = entry.moved_to or entry.path
             if target in written:
@@ -407,24 +407,31 @@ class EditorAttempt:
             elif target in uris and uris[target] in saved:
                 # The editor's word is not the disk: its save may have changed the text first
                 # (format on save, trimmed whitespace, a final newline), so the disk is looked at.
-                changed = self._changed_on_save(target, texts[target])
+                change = texts[target]
+                changed, disk = self._changed_on_save(target, change.new_text)
                 entry = replace(entry, saved=changed is None, changed_on_save=changed)
+                if changed is not None and disk is not None:
+                    saves.append(save_record(target, change.new_text, disk, change.bom))
             elif target in uris:
                 entry = replace(entry, saved=False)
             files.append(entry)
+        if saves and result.edit_id is not None:
+            # The history keeps it with the edit: its undo restores the text from before it.
+            self.server.history.saved(result.edit_id, saves)
         return replace(
             result,
             files=tuple(files),
             saved=bool(written or uris) and all(f.saved is not False for f in files),
         )
 
-    def _changed_on_save(self, target: str, text: str) -> ChangedOnSave | None:
-        """What the editor's save of `target` changed from the edit's `text` (None: nothing)."""
+    def _changed_on_save(self, target: str, text: str) -> tuple[ChangedOnSave | None, str | None]:
+        """What the editor's save of `target` changed from the edit's `text` (None: nothing),
+        and the text the save left (None: the file could not be read as text)."""
         where = self.locations[target].abs_path
         doc = self.server.store.by_path(where)
         eol = doc.eol if doc is not None and "\r" not in text else None
-        disk = saved_text(where, self.server.paths.policy.max_file_bytes, eol)
-        return changed_on_save(target, text, disk)
+        disk, readable = saved_text(where, self.server.paths.policy.max_file_bytes, eol)
+        return changed_on_save(target, text, disk), disk if readable else None
 
     def _still_at(self, target: str) -> bool:
         """Whether the document of `target` is still in the state that showed the edit, as far

@@ -546,3 +546,12 @@ def test_a_save_that_changes_the_text_is_reported_not_hidden(code_server_run: Ru
         assert eol["saved"] is False and e["saved"] is False, eol
         assert e["changedOnSave"]["sha256"] == _sha("r = 1\n"), e
         assert e["changedOnSave"]["diff"].endswith("+r = 1\n"), e
+        # The history shows what the save changed after the edit.
+        assert d["entry"]["changedOnSave"][0]["path"] == "save_trim.py", d["entry"]
+        # Undo restores the text from before the edit (on main: CONFLICT, "expected `p = 1   `,
+        # current `p = 1`"; for the final newline "expected `r = 1`, current `r = 1`").
+        assert d["undoTrim"]["ok"] and d["undoEol"]["ok"], (d["undoTrim"], d["undoEol"])
+        assert d["trimUndone"]["disk"] == d["trimUndone"]["buffer"] == "p = 0\nq = 0\n"
+        # The file had no final newline: restored, then the undo's own save adds it, as said.
+        assert d["eolUndone"]["disk"] == d["eolUndone"]["buffer"] == "r = 0\n", d["eolUndone"]
+        assert d["undoEol"]["files"][0]["changedOnSave"]["sha256"] == _sha("r = 0\n")

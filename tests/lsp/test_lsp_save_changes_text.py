@@ -135,3 +135,47 @@ async def test_an_editor_that_says_saved_without_writing_is_not_believed(
     )
     assert r["ok"] and r["saved"] is False, r
     assert r["files"][0]["changedOnSave"]["sha256"] == sha("x = 0\n"), r
+
+
+@pytest.mark.asyncio
+async def test_undo_after_such_a_save_restores_the_text_from_before_the_edit(
+    client: LanguageClient, tmp_path: Any
+) -> None:
+    # On main: CONFLICT, "expected `p = 1   `, current `p = 1`" (and for the final newline
+    # "expected `r = 1`, current `r = 1`"), though nobody but the server's own save changed it.
+    holder: list[Editor] = []
+    trims_on_save(client, holder)
+    ed = await start_session(
+        client, "visual-studio-code", tmp_path, options={"saveAfterEdit": True}
+    )
+    holder.append(ed)
+    ed.write_file("t.py", "p = 0\nq = 0  \n")
+    ed.write_file("e.py", "r = 0")
+    for rel in ("t.py", "e.py"):
+        ed.open(rel)
+        await ed.command("agentEdit.read", {"path": rel})
+    trim = await ed.command(
+        "agentEdit.replace", {"path": "t.py", "oldText": "p = 0", "newText": "p = 1   "}
+    )
+    eol = await ed.command(
+        "agentEdit.replace", {"path": "e.py", "oldText": "r = 0", "newText": "r = 1"}
+    )
+    assert trim["files"][0]["changedOnSave"] and eol["files"][0]["changedOnSave"], (trim, eol)
+    history = await ed.command("agentEdit.history", {"editId": trim["editId"]})
+    (entry,) = history["entries"]
+    # The entry keeps the agent's own diff, and says what the save changed after it.
+    assert "+p = 1   \n" in entry["diff"], entry
+    (saved,) = entry["changedOnSave"]
+    assert saved["path"] == "t.py" and "+q = 0\n" in saved["diff"], saved
+
+    undone = await ed.command("agentEdit.undo", {"editId": trim["editId"]})
+    assert undone["ok"], undone
+    # The user's trailing spaces the save trimmed come back with the rest; saving them again
+    # trims them again, and the undo's result says so.
+    assert ed.text("t.py") == (tmp_path / "t.py").read_text() == "p = 0\nq = 0\n"
+    assert undone["files"][0]["changedOnSave"]["diff"].endswith("-q = 0  \n+q = 0\n"), undone
+
+    undone = await ed.command("agentEdit.undo", {"editId": eol["editId"]})
+    assert undone["ok"], undone
+    assert (tmp_path / "e.py").read_text() == "r = 0\n"
+    assert undone["saved"] is False and undone["files"][0]["changedOnSave"], undone
