@@ -166,4 +166,12 @@ def model_text(tool: ToolSpec, result: dict[str, Any]) -> str:
     diag = result.get("diagnostics")
     if diag:
         text += "diagnostics: " + json.dumps(diag, ensure_ascii=False) + "\n"
-    return head + text + (result.get("diff") or "")
+    text += result.get("diff") or ""
+    for f in result.get("files", []):
+        changed = f.get("changedOnSave")
+        if changed:  # the editor's save changed the edit's text: what the file holds now
+            text += (
+                f"The editor's save then changed {f.get('movedTo') or f.get('path')} (sha256 "
+                f"{changed.get('sha256')} now):\n{changed.get('diff') or ''}"
+            )
+    return head + text
