@@ -381,6 +381,7 @@ class EditorAttempt:
         disk already: saved, without asking (and the editor is asked only with saveAfterEdit).
         """
         written = {c.target_path for c in self.to_disk if c.change != "delete"}
+        deleted = {c.target_path for c in changes if c.change == "delete"}
         uris = {
             c.target_path: self.locations[c.target_path].uri
             for c in changes
@@ -421,7 +422,10 @@ class EditorAttempt:
         return replace(
             result,
             files=tuple(files),
-            saved=bool(written or uris) and all(f.saved is not False for f in files),
+            # Every file on disk as the edit left it: not an open buffer left unsaved (a mixed
+            # edit without saveAfterEdit: only the disk writer's files are saved).
+            saved=bool(written or uris)
+            and all(f.saved for f in files if (f.moved_to or f.path) not in deleted),
         )
 
     def _changed_on_save(self, target: str, text: str) -> tuple[ChangedOnSave | None, str | None]:

@@ -179,3 +179,22 @@ async def test_undo_after_such_a_save_restores_the_text_from_before_the_edit(
     assert undone["ok"], undone
     assert (tmp_path / "e.py").read_text() == "r = 0\n"
     assert undone["saved"] is False and undone["files"][0]["changedOnSave"], undone
+
+
+@pytest.mark.asyncio
+async def test_a_mixed_edit_without_save_after_edit_is_not_called_saved(vscode: Editor) -> None:
+    # The closed file is written on disk by the server; the open buffer is edited, not saved:
+    # the edit is not on disk as it left it. On main the result said saved: true.
+    vscode.write_file("open.txt", "a\n")
+    vscode.write_file("closed.txt", "b\n")
+    vscode.open("open.txt")
+    patch = (
+        "*** Begin Patch\n*** Update File: open.txt\n@@\n-a\n+A\n"
+        "*** Update File: closed.txt\n@@\n-b\n+B\n*** End Patch\n"
+    )
+    r = await vscode.command("agentEdit.applyPatch", {"patch": patch})
+    assert r["ok"], r
+    files = {f["path"]: f for f in r["files"]}
+    assert files["closed.txt"]["saved"] is True
+    assert (vscode.root / "open.txt").read_text() == "a\n"
+    assert r["saved"] is False, r
