@@ -103,8 +103,18 @@ class ChangedOnSave:
     the edit's: its save changed it first (format on save, trimmed trailing whitespace, a final
     newline inserted or trimmed, a before-save hook), or another program wrote it meanwhile."""
 
-    sha256: str = field(metadata=meta("The sha256 of the text on disk after the save."))
-    diff: str = field(metadata=meta("Unified diff from the edit's text to the text on disk."))
+    sha256: str | None = field(
+        metadata=meta(
+            "The sha256 of the text on disk after the save (an `expect` of it holds while the "
+            "buffer shows that text); null: the file could not be read back as UTF-8 text."
+        )
+    )
+    diff: str = field(
+        metadata=meta(
+            "Unified diff from the edit's text to the text on disk (or a `#` line saying why "
+            "it could not be read)."
+        )
+    )
 
 
 @result
@@ -206,11 +216,13 @@ def file_entry(change: FileChange, version: int | None = None) -> FileResult:
     )
 
 
-def changed_on_save(path: str, text: str, disk: str) -> ChangedOnSave | None:
+def changed_on_save(path: str, text: str, disk: str | None, why: str = "") -> ChangedOnSave | None:
     """What an editor's save changed: None when the disk holds the edit's `text` (`disk`: the
-    file's text, BOM excluded, as the save left it)."""
+    file's text, BOM excluded, as the save left it; None: it could not be read, `why`)."""
     if disk == text:
         return None
+    if disk is None:
+        return ChangedOnSave(sha256=None, diff=f"# {path} could not be read back: {why}\n")
     from lsp_server.engine.diffing import text_diff
     from lsp_server.engine.text import sha256_text
 

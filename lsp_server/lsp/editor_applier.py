@@ -434,8 +434,8 @@ class EditorAttempt:
         where = self.locations[target].abs_path
         doc = self.server.store.by_path(where)
         eol = doc.eol if doc is not None and "\r" not in text else None
-        disk, readable = saved_text(where, self.server.paths.policy.max_file_bytes, eol)
-        return changed_on_save(target, text, disk), disk if readable else None
+        disk, why = saved_text(where, self.server.paths.policy.max_file_bytes, eol)
+        return changed_on_save(target, text, disk, why), disk
 
     def _still_at(self, target: str) -> bool:
         """Whether the document of `target` is still in the state that showed the edit, as far

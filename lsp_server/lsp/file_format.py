@@ -66,34 +66,34 @@ def with_file_bom(doc: Document, snap: Snapshot, path: str) -> Snapshot:
     return snap
 
 
-def saved_text(path: str, cap: int, eol: str | None) -> tuple[str, bool]:
+def saved_text(path: str, cap: int, eol: str | None) -> tuple[str | None, str]:
     """The text of the file at `path` as a buffer would show it (BOM left out; with a declared
-    `eol`, its line breaks as LF, as Emacs shows them), and whether it could be read: a file
-    that cannot, is over `cap` bytes or not UTF-8 is named in brackets (no buffer's text)."""
+    `eol`, its line breaks as LF, as Emacs shows them), or None and why it cannot be read as
+    such (unreadable, over `cap` bytes, not UTF-8: saved in another encoding)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
-        return f"[not readable: {exc.strerror}]\n", False
+        return None, f"it cannot be read ({exc.strerror})"
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return "[not a regular file]\n", False
+            return None, "it is not a regular file"
         chunks, size = [], 0
         while size <= cap and (chunk := os.read(fd, 1 << 20)):
             chunks.append(chunk)
             size += len(chunk)
     except OSError as exc:
-        return f"[not readable: {exc.strerror}]\n", False
+        return None, f"it cannot be read ({exc.strerror})"
     finally:
         os.close(fd)
     if size > cap:
-        return f"[over the {cap:,}-byte cap]\n", False
+        return None, f"it is over the {cap:,}-byte cap"
     data = b"".join(chunks)
     try:
         text = data[3:].decode() if data.startswith(b"\xef\xbb\xbf") else data.decode()
     except UnicodeDecodeError:
-        return "[not UTF-8]\n", False
+        return None, "it is not UTF-8 (saved in another encoding?)"
     breaks = {"crlf": "\r\n", "cr": "\r"}.get(eol or "")
-    return (text.replace(breaks, "\n") if breaks else text), True
+    return (text.replace(breaks, "\n") if breaks else text), ""
 
 
 def _disk_bom(path: str) -> bool:

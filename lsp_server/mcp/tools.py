@@ -170,8 +170,9 @@ def model_text(tool: ToolSpec, result: dict[str, Any]) -> str:
     for f in result.get("files", []):
         changed = f.get("changedOnSave")
         if changed:  # the editor's save changed the edit's text: what the file holds now
+            now = f" (sha256 {changed['sha256']} now)" if changed.get("sha256") else ""
             text += (
-                f"The editor's save then changed {f.get('movedTo') or f.get('path')} (sha256 "
-                f"{changed.get('sha256')} now):\n{changed.get('diff') or ''}"
+                f"The editor's save then changed {f.get('movedTo') or f.get('path')}{now}:\n"
+                f"{changed.get('diff') or ''}"
             )
     return head + text

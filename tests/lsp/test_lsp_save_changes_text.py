@@ -198,3 +198,56 @@ async def test_a_mixed_edit_without_save_after_edit_is_not_called_saved(vscode: 
     assert files["closed.txt"]["saved"] is True
     assert (vscode.root / "open.txt").read_text() == "a\n"
     assert r["saved"] is False, r
+
+
+@pytest.mark.asyncio
+async def test_the_next_edit_needs_the_saved_text_seen(
+    client: LanguageClient, tmp_path: Any
+) -> None:
+    # The agent's token is the edit's text: an edit leaning on it is STALE after the save
+    # changed the buffer; `expect` with changedOnSave's sha256 (what the result showed) holds.
+    holder: list[Editor] = []
+    trims_on_save(client, holder)
+    ed = await start_session(
+        client, "visual-studio-code", tmp_path, options={"saveAfterEdit": True}
+    )
+    holder.append(ed)
+    ed.write_file("t.py", "p = 0\nq = 0\n")
+    ed.open("t.py")
+    await ed.command("agentEdit.read", {"path": "t.py"})
+    r = await ed.command(
+        "agentEdit.replace", {"path": "t.py", "oldText": "p = 0", "newText": "p = 1   "}
+    )
+    saved = r["files"][0]["changedOnSave"]["sha256"]
+    args = {"path": "t.py", "oldText": "q = 0", "newText": "q = 1"}
+    stale = await ed.command("agentEdit.replace", args)
+    assert stale["ok"] is False and stale["code"] == "STALE", stale
+    again = await ed.command("agentEdit.replace", {**args, "expect": {"sha256": saved}})
+    assert again["ok"], again
+
+
+@pytest.mark.asyncio
+async def test_a_save_in_another_encoding_is_not_called_saved(
+    client: LanguageClient, tmp_path: Any
+) -> None:
+    holder: list[Editor] = []
+
+    @client.feature("agentEdit/saveDocuments")
+    def save_documents(params: Any) -> Any:
+        (ed,) = holder
+        (tmp_path / "l.txt").write_bytes(ed.text("l.txt").encode("latin-1"))
+        return {"saved": list(params.uris), "skipped": []}
+
+    ed = await start_session(
+        client, "visual-studio-code", tmp_path, options={"saveAfterEdit": True}
+    )
+    holder.append(ed)
+    ed.write_file("l.txt", "caf\u00e9\n")
+    ed.open("l.txt")
+    await ed.command("agentEdit.read", {"path": "l.txt"})
+    r = await ed.command("agentEdit.replace", {"path": "l.txt", "oldText": "caf", "newText": "th"})
+    assert r["ok"] and r["saved"] is False, r
+    changed = r["files"][0]["changedOnSave"]
+    assert changed["sha256"] is None and "not UTF-8" in changed["diff"], changed
+    history = await ed.command("agentEdit.history", {"editId": r["editId"]})
+    assert "changedOnSave" not in history["entries"][0]  # nothing to undo of it
