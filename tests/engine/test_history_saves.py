@@ -103,3 +103,20 @@ def test_a_compaction_keeps_what_the_save_changed(ws: Path) -> None:
     again = History.load(Journal(ws, max_bytes=16 * 1024), undo_window=50)
     assert again.entry(entry_id).saves, "the save's change was dropped by the compaction"
     assert undo(again, fs, entry_id)["f.py"] == "p = 0\n"
+
+
+def test_the_undo_edits_are_minimal_ranges(ws: Path) -> None:
+    # The save trimmed lines far apart: the undo restores each, not one region spanning them.
+    h = History(Journal(ws))
+    lines = [f"line {i}\n" for i in range(1, 21)]
+    lines[1], lines[17] = "line 2  \n", "line 18  \n"
+    before = "".join(lines)
+    fs: FS = {"f.py": before}
+    trimmed = before.replace("line 2  \n", "line 2\n").replace("line 18  \n", "line 18\n")
+    entry_id = edit_then_save(
+        h, fs, "f.py", "line 10\n", "ten  \n", trimmed.replace("line 10\n", "ten\n")
+    )
+    plan = h.plan_undo(entry_id, snaps(fs, ["f.py"]))
+    (change,) = plan.changes
+    assert [(e.start, e.end) for e in change.edits] == [(1, 2), (9, 10), (17, 18)]
+    assert apply_plan(fs, plan)["f.py"] == before

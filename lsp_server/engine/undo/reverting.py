@@ -254,8 +254,10 @@ def _undo_one(
         undone = reverse_hunks(rec, unsaved, conflicts, exact=False)
         if undone is None:
             return None
-        whole = minimal_edit(snap.lines, list(EditedLines(unsaved.lines, undone)))
-        edits: tuple[LineEdit, ...] | None = (whole,) if whole is not None else ()
+        # Minimal ranges (a save trims lines far apart): not one edit spanning all of them.
+        edits: tuple[LineEdit, ...] | None = tuple(
+            line_diff(snap.lines, list(EditedLines(unsaved.lines, undone)))
+        )
     else:
         edits = reverse_hunks(rec, snap, conflicts, exact=False)
     if edits is None:
