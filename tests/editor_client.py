@@ -188,6 +188,10 @@ class Editor:
     def text(self, rel: str) -> str:
         return self.docs[self.uri(rel)].text
 
+    def save(self, rel: str) -> None:
+        """The editor saves the buffer of `rel`: its text goes to disk (UTF-8, as it is)."""
+        (self.root / rel).write_bytes(self.text(rel).encode("utf-8"))
+
     def view(self) -> dict[str, bytes]:
         """What the user sees for every file: the buffer if open, else the disk."""
         out = {}

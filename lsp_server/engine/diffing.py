@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 
 from lsp_server.engine.digests import sha1
 from lsp_server.engine.model import EditedLines, FileChange, LineEdit, minimal_edit
-from lsp_server.engine.text import terminator
+from lsp_server.engine.text import split_lines, terminator
 
 CONTEXT = 3
 NO_NEWLINE = "\\ No newline at end of file\n"
@@ -178,6 +178,20 @@ def file_diff(change: FileChange, with_index: bool = False) -> str:
     b_name = "/dev/null" if change.change == "delete" else f"b/{new_path}"
     head.append(f"--- {a_name}\n+++ {b_name}\n")
     return "".join(head) + "".join(body)
+
+
+def text_diff(path: str, old: str, new: str) -> str:
+    """The git-style diff of `path` from whole text `old` to whole text `new` (what an editor's
+    save changed: engine/results.py `changed_on_save`)."""
+    from lsp_server.engine.undo.changes import line_diff
+
+    git_lines = _has_lone_cr(old) or _has_lone_cr(new)
+    split = _split_git if git_lines else split_lines
+    a, b = split(old), split(new)
+    body = hunks(a, b, line_diff(a, b), git_lines=git_lines)
+    if not body:
+        return ""
+    return f"diff --git a/{path} b/{path}\n--- a/{path}\n+++ b/{path}\n" + "".join(body)
 
 
 def plan_diff(changes: Iterable[FileChange], cap: int = 256 * 1024) -> str:

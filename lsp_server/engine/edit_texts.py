@@ -37,6 +37,8 @@ class _OneFile:
     id: int
     changes: Sequence[ChangeRecord]
     committed: list[dict[str, Any]] = field(default_factory=list)
+    # What the editor's save changed after the edit (History.saved): shown as the edit's part.
+    saves: Sequence[ChangeRecord] = ()
 
 
 def _file_head(rec: ChangeRecord) -> dict[str, Any]:
@@ -64,7 +66,8 @@ def _one(entry: Entry, rec: ChangeRecord, current: Mapping[str, Snapshot]) -> di
         # it: without this, its diff was refused as "lines changed again", which they were not.
         view[rec.path] = absent(rec.path)
     try:
-        plan = plan_undo(_OneFile(entry.id, (rec,)), view)
+        saves = tuple(s for s in entry.saves if s.path == rec.target_path)
+        plan = plan_undo(_OneFile(entry.id, (rec,), saves=saves), view)
     except EditError as exc:
         # plan_undo's messages are about undoing; here the question is what can be shown.
         out["reason"] = (

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 MAX_INT = 2**53  # ids, line numbers, versions: what JSON readers agree on
 KINDS = ("add", "update", "delete", "move")
-TYPES = ("begin", "finish", "record", "checkpoint")
+TYPES = ("begin", "finish", "record", "checkpoint", "saved")
 
 
 class _Bad(Exception):
@@ -256,6 +256,10 @@ def problem(rec: Any) -> str | None:
             _begin(rec)
         if t in ("finish", "record"):
             _finish(rec)
+        if t in ("saved", "record"):
+            # What an editor's save changed after the edit (History.saved): update records.
+            for c in _list(rec.get("saves"), "saves"):
+                _change(c)
     except _Bad as bad:
         return str(bad)
     return None

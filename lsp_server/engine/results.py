@@ -98,6 +98,28 @@ def declared(cls: type) -> bool:
 @result
 @frozen_writes_refused
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ChangedOnSave:
+    """The editor said it saved a file the edit changed, and the disk then held other text than
+    the edit's: its save changed it first (format on save, trimmed trailing whitespace, a final
+    newline inserted or trimmed, a before-save hook), or another program wrote it meanwhile."""
+
+    sha256: str | None = field(
+        metadata=meta(
+            "The sha256 of the text on disk after the save (an `expect` of it holds while the "
+            "buffer shows that text); null: the file could not be read back as UTF-8 text."
+        )
+    )
+    diff: str = field(
+        metadata=meta(
+            "Unified diff from the edit's text to the text on disk (or a `#` line saying why "
+            "it could not be read)."
+        )
+    )
+
+
+@result
+@frozen_writes_refused
+@dataclass(frozen=True, slots=True, kw_only=True)
 class FileResult:
     """One file an edit changed (or would change)."""
 
@@ -110,6 +132,17 @@ class FileResult:
     sha256: str | None = field(metadata=meta("New text's; null if deleted."))
     saved: bool | None = field(
         default=None, metadata=meta("Whether the file is on disk as the edit left it.", omit=True)
+    )
+    changed_on_save: ChangedOnSave | None = field(
+        default=None,
+        metadata={
+            **meta(
+                "The editor saved the file but the disk holds other text than the edit's "
+                "(`saved` is then false): what its save changed.",
+                omit=True,
+            ),
+            "nested": "one",
+        },
     )
 
 
@@ -181,6 +214,19 @@ def file_entry(change: FileChange, version: int | None = None) -> FileResult:
         version=version,
         sha256=None if change.change == "delete" else change.new_sha256,
     )
+
+
+def changed_on_save(path: str, text: str, disk: str | None, why: str = "") -> ChangedOnSave | None:
+    """What an editor's save changed: None when the disk holds the edit's `text` (`disk`: the
+    file's text, BOM excluded, as the save left it; None: it could not be read, `why`)."""
+    if disk == text:
+        return None
+    if disk is None:
+        return ChangedOnSave(sha256=None, diff=f"# {path} could not be read back: {why}\n")
+    from lsp_server.engine.diffing import text_diff
+    from lsp_server.engine.text import sha256_text
+
+    return ChangedOnSave(sha256=sha256_text(disk), diff=text_diff(path, text, disk))
 
 
 def success(

@@ -23,8 +23,8 @@ from lsp_server.engine import errors
 from lsp_server.engine.errors import Code, EditError
 from lsp_server.engine.model import FileChange, Plan
 from lsp_server.engine.recovery import Recovery
-from lsp_server.engine.results import EditResult
-from lsp_server.engine.undo import plan_rollback
+from lsp_server.engine.results import ChangedOnSave, EditResult, changed_on_save
+from lsp_server.engine.undo import plan_rollback, save_record
 from lsp_server.lsp import disk_side
 from lsp_server.lsp.apply import (
     Location,
@@ -37,6 +37,7 @@ from lsp_server.lsp.apply import (
     uri_of,
 )
 from lsp_server.lsp.diagnostics import publish_after_edit
+from lsp_server.lsp.file_format import saved_text
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -380,6 +381,7 @@ class EditorAttempt:
         disk already: saved, without asking (and the editor is asked only with saveAfterEdit).
         """
         written = {c.target_path for c in self.to_disk if c.change != "delete"}
+        deleted = {c.target_path for c in changes if c.change == "delete"}
         uris = {
             c.target_path: self.locations[c.target_path].uri
             for c in changes
@@ -397,19 +399,43 @@ class EditorAttempt:
         # A document the user typed in since the edit showed is not asked for (saved: false).
         ask = [u for t, u in uris.items() if self._still_at(t)]
         saved = await self._save_documents(ask, versions) if ask else set()
-        files = []
+        texts = {c.target_path: c for c in changes if c.target_path in uris}
+        files, saves = [], []
         for entry in result.files:
             target = entry.moved_to or entry.path
             if target in written:
                 entry = replace(entry, saved=True)
+            elif target in uris and uris[target] in saved:
+                # The editor's word is not the disk: its save may have changed the text first
+                # (format on save, trimmed whitespace, a final newline), so the disk is looked at.
+                change = texts[target]
+                changed, disk = self._changed_on_save(target, change.new_text)
+                entry = replace(entry, saved=changed is None, changed_on_save=changed)
+                if changed is not None and disk is not None:
+                    saves.append(save_record(target, change.new_text, disk, change.bom))
             elif target in uris:
-                entry = replace(entry, saved=uris[target] in saved)
+                entry = replace(entry, saved=False)
             files.append(entry)
+        if saves and result.edit_id is not None:
+            # The history keeps it with the edit: its undo restores the text from before it.
+            self.server.history.saved(result.edit_id, saves)
         return replace(
             result,
             files=tuple(files),
-            saved=bool(written or uris) and all(u in saved for u in uris.values()),
+            # Every file on disk as the edit left it: not an open buffer left unsaved (a mixed
+            # edit without saveAfterEdit: only the disk writer's files are saved).
+            saved=bool(written or uris)
+            and all(f.saved for f in files if (f.moved_to or f.path) not in deleted),
         )
+
+    def _changed_on_save(self, target: str, text: str) -> tuple[ChangedOnSave | None, str | None]:
+        """What the editor's save of `target` changed from the edit's `text` (None: nothing),
+        and the text the save left (None: the file could not be read as text)."""
+        where = self.locations[target].abs_path
+        doc = self.server.store.by_path(where)
+        eol = doc.eol if doc is not None and "\r" not in text else None
+        disk, why = saved_text(where, self.server.paths.policy.max_file_bytes, eol)
+        return changed_on_save(target, text, disk, why), disk
 
     def _still_at(self, target: str) -> bool:
         """Whether the document of `target` is still in the state that showed the edit, as far

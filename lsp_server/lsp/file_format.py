@@ -12,6 +12,8 @@ sha256 was STALE, and an undo on disk of a buffer edit dropped the BOM.
   whatever 'eol' says, so the text of a buffer without one ('noeol', or an empty buffer, which
   Neovim sends as "\n") is known only from the client's word (DocumentStore.set_final_newline).
 - `with_file_bom`: without the client's word, the buffer's BOM is its file's.
+- `saved_text`: what a save left on disk, as the text a buffer shows, so a save that changed
+  the text (format on save, trimmed whitespace: editor_applier.py) is told, not hidden.
 """
 
 from __future__ import annotations
@@ -62,6 +64,36 @@ def with_file_bom(doc: Document, snap: Snapshot, path: str) -> Snapshot:
     if doc.bom is None and _disk_bom(path):
         return dataclasses.replace(snap, bom=True)
     return snap
+
+
+def saved_text(path: str, cap: int, eol: str | None) -> tuple[str | None, str]:
+    """The text of the file at `path` as a buffer would show it (BOM left out; with a declared
+    `eol`, its line breaks as LF, as Emacs shows them), or None and why it cannot be read as
+    such (unreadable, over `cap` bytes, not UTF-8: saved in another encoding)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        return None, f"it cannot be read ({exc.strerror})"
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None, "it is not a regular file"
+        chunks, size = [], 0
+        while size <= cap and (chunk := os.read(fd, 1 << 20)):
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as exc:
+        return None, f"it cannot be read ({exc.strerror})"
+    finally:
+        os.close(fd)
+    if size > cap:
+        return None, f"it is over the {cap:,}-byte cap"
+    data = b"".join(chunks)
+    try:
+        text = data[3:].decode() if data.startswith(b"\xef\xbb\xbf") else data.decode()
+    except UnicodeDecodeError:
+        return None, "it is not UTF-8 (saved in another encoding?)"
+    breaks = {"crlf": "\r\n", "cr": "\r"}.get(eol or "")
+    return (text.replace(breaks, "\n") if breaks else text), ""
 
 
 def _disk_bom(path: str) -> bool:

@@ -166,4 +166,13 @@ def model_text(tool: ToolSpec, result: dict[str, Any]) -> str:
     diag = result.get("diagnostics")
     if diag:
         text += "diagnostics: " + json.dumps(diag, ensure_ascii=False) + "\n"
-    return head + text + (result.get("diff") or "")
+    text += result.get("diff") or ""
+    for f in result.get("files", []):
+        changed = f.get("changedOnSave")
+        if changed:  # the editor's save changed the edit's text: what the file holds now
+            now = f" (sha256 {changed['sha256']} now)" if changed.get("sha256") else ""
+            text += (
+                f"The editor's save then changed {f.get('movedTo') or f.get('path')}{now}:\n"
+                f"{changed.get('diff') or ''}"
+            )
+    return head + text

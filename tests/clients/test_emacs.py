@@ -161,7 +161,10 @@ def test_synchronous_replace_is_applied_and_verified(emacs: str, tmp_path: Path)
     # The buffer was clean before the edit, so the package saved it when the server asked.
     assert result["saved"] is True
     assert (data["_ws"] / "doc.txt").read_text() == "alpha\nBETA\ngamma\n"
-    assert ok(data["wide_replace"], data)["status"] == "applied"
+    wide_result = ok(data["wide_replace"], data)
+    assert wide_result["status"] == "applied"
+    # The server reads the file back after the save: the package's save left it as verified.
+    assert wide_result["saved"] is True and "changedOnSave" not in wide_result["files"][0]
     # Saved as verified: no final newline added, the trailing space kept (a save hook that
     # deletes trailing whitespace is installed).
     assert data["wide_text"] == "h\u00e9 \U0001f600 \nx \U0001f600 END"

@@ -215,3 +215,17 @@ def test_delete_of_a_buffer_with_unsaved_text_is_refused_before_anything(tmp_pat
     # A buffer without unsaved text: its file is deleted, as asked.
     assert ok(data["clean"], data)["status"] == "applied"
     assert data["disk_c"] is None
+
+
+def test_a_save_hook_that_changes_the_text_is_reported_and_undone(tmp_path: Path) -> None:
+    # A BufWritePre autocmd trims trailing whitespace when the plugin saves after the edit. On
+    # main the result said saved: true with the sha256 of the edit's text (trailing spaces),
+    # and the undo was CONFLICT.
+    data = run_scenario("save_hooks", tmp_path)
+    result = ok(data["result"], data)
+    assert data["disk"] == "p = 1\nq = 0\n" and data["buffer"] == ["p = 1", "q = 0"], data
+    (f,) = result["files"]
+    assert result["saved"] is False and f["saved"] is False, result
+    assert f["changedOnSave"]["sha256"] == hashlib.sha256(data["disk"].encode()).hexdigest()
+    ok(data["undo"], data)
+    assert data["undone_disk"] == "p = 0\nq = 0\n" and data["undone_buffer"] == ["p = 0", "q = 0"]

@@ -16,6 +16,7 @@ npm dependencies); without it these tests fail, they never skip.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import shutil
@@ -55,7 +56,13 @@ WORKSPACE_FILES = {
     "multi_b.py": "b = 0\n",
     "clip.py": 'value = "old"\n',
     "delete_dirty.py": "kept = 1\n",
+    "save_trim.py": "p = 0\nq = 0\n",
+    "save_eol.py": "r = 0",
 }
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _require_tools() -> dict[str, Path]:
@@ -518,3 +525,33 @@ def test_delete_of_a_document_with_unsaved_text_is_refused_before_anything(
         assert d["closed"] is False
         assert d["buffer"] == {"text": "# unsaved user text\nkept = 1\n", "dirty": True}
         assert d["disk"] == WORKSPACE_FILES["delete_dirty.py"]
+
+
+def test_a_save_that_changes_the_text_is_reported_not_hidden(code_server_run: Run) -> None:
+    # VS Code's save participants (files.trimTrailingWhitespace, files.insertFinalNewline) change
+    # the buffer before writing it. On main the result said saved: true with the sha256 of the
+    # edit's text while the disk held the trimmed text.
+    d = code_server_run.scenario("save_participant")
+    with code_server_run.kept_on_failure():
+        trim, eol = d["trimResult"], d["eolResult"]
+        assert trim["ok"] and eol["ok"], d
+        assert d["trim"]["disk"] == d["trim"]["buffer"] == "p = 1\nq = 0\n", d["trim"]
+        assert d["eol"]["disk"] == d["eol"]["buffer"] == "r = 1\n", d["eol"]
+        (t,) = trim["files"]
+        assert t["sha256"] == _sha("p = 1   \nq = 0\n")  # the edit's text, as its diff shows
+        assert trim["saved"] is False and t["saved"] is False, trim
+        assert t["changedOnSave"]["sha256"] == _sha(d["trim"]["disk"]), t
+        assert "-p = 1   \n+p = 1\n" in t["changedOnSave"]["diff"], t
+        (e,) = eol["files"]
+        assert eol["saved"] is False and e["saved"] is False, eol
+        assert e["changedOnSave"]["sha256"] == _sha("r = 1\n"), e
+        assert e["changedOnSave"]["diff"].endswith("+r = 1\n"), e
+        # The history shows what the save changed after the edit.
+        assert d["entry"]["changedOnSave"][0]["path"] == "save_trim.py", d["entry"]
+        # Undo restores the text from before the edit (on main: CONFLICT, "expected `p = 1   `,
+        # current `p = 1`"; for the final newline "expected `r = 1`, current `r = 1`").
+        assert d["undoTrim"]["ok"] and d["undoEol"]["ok"], (d["undoTrim"], d["undoEol"])
+        assert d["trimUndone"]["disk"] == d["trimUndone"]["buffer"] == "p = 0\nq = 0\n"
+        # The file had no final newline: restored, then the undo's own save adds it, as said.
+        assert d["eolUndone"]["disk"] == d["eolUndone"]["buffer"] == "r = 0\n", d["eolUndone"]
+        assert d["undoEol"]["files"][0]["changedOnSave"]["sha256"] == _sha("r = 0\n")

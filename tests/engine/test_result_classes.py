@@ -14,11 +14,25 @@ import pytest
 from lsp_server import contract
 from lsp_server.engine import errors
 from lsp_server.engine.read_results import HistoryDiff, HistoryEntries, HistoryTexts, ReadResult
-from lsp_server.engine.results import OMIT, EditResult, FileResult, Refusal, camel, wire
+from lsp_server.engine.results import (
+    OMIT,
+    ChangedOnSave,
+    EditResult,
+    FileResult,
+    Refusal,
+    camel,
+    wire,
+)
 from tests import result_schemas
 
 FULL_FILE = FileResult(
-    path="b.txt", change="move", moved_to="d.txt", version=3, sha256="0" * 64, saved=True
+    path="b.txt",
+    change="move",
+    moved_to="d.txt",
+    version=3,
+    sha256="0" * 64,
+    saved=False,
+    changed_on_save=ChangedOnSave(sha256="1" * 64, diff="d"),
 )
 # One instance per class with every field set (nothing left out), and the action it answers.
 FULL: list[tuple[str, Any]] = [

@@ -28,11 +28,12 @@ from tests.history_helpers import FS, apply_plan, snaps
 
 @dataclass
 class FakeEntry:
-    """The three things plan_undo reads from a history entry."""
+    """The four things plan_undo reads from a history entry."""
 
     changes: tuple[ChangeRecord, ...]
     id: int = 1
     committed: list[dict[str, Any]] = field(default_factory=list)
+    saves: tuple[ChangeRecord, ...] = ()
 
 
 def entry_for(plan: Plan, committed: list[dict[str, Any]] | None = None) -> FakeEntry:

@@ -126,6 +126,7 @@ async def test_save_after_edit_asks_the_editor(client: LanguageClient, tmp_path)
     def save_documents(params):
         uris = list(params.uris)
         asked.append(uris)
+        ed.save("s.txt")  # the first, as said: the server looks at the disk after a save
         return {"saved": uris[:1], "skipped": uris[1:]}
 
     ed = await start_session(

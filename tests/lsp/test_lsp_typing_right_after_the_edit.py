@@ -89,6 +89,7 @@ async def test_the_save_request_names_the_version_that_showed_the_edit(
     @client.feature("agentEdit/saveDocuments")
     def save_documents(params: Any) -> Any:
         asked.append(params)
+        ed.save("s.txt")  # the server looks at the disk after a save
         return {"saved": list(params.uris), "skipped": []}
 
     ed = await start_session(

@@ -84,6 +84,8 @@ def compacted(
             "diff": e.diff,
             "changes": [(c if e.id in undoable else c.stripped()).to_json() for c in e.changes],
         }
+        if e.saves:
+            rec["saves"] = [c.to_json() for c in e.saves]
         if e.error:
             rec["error"] = e.error
         if e.undoes is not None:

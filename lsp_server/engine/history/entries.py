@@ -80,6 +80,9 @@ class Entry:
     undoes: int | None = None
     undone_by: int | None = None
     changes: tuple[ChangeRecord, ...] = ()
+    # What the editor's save changed after the edit, per file (`History.saved`): the edit's
+    # text -> the text the save left. Undo reverts these first (undo/reverting.py).
+    saves: tuple[ChangeRecord, ...] = ()
     finished: bool = False
     # Buffer versions the editor reported after the edit, per target path (from `finish`).
     versions: dict[str, int | None] = field(default_factory=dict)
@@ -145,6 +148,8 @@ class Entry:
             out["diff"] = self.diff
             if self.diff is None:
                 out["diffDropped"] = True
+        if self.saves:
+            out["changedOnSave"] = [{"path": s.path, "diff": record_diff(s)} for s in self.saves]
         if self.error:
             out["error"] = self.error
         if self.committed:

@@ -434,6 +434,26 @@ class History(Replay):
         self._notify(entry)
         return entry
 
+    def saved(self, entry_id: int, saves: Sequence[ChangeRecord]) -> None:
+        """The editor's save changed what edit `entry_id` left (format on save, trimmed
+        whitespace, a final newline: `undo.save_record` of each file): kept with the entry, so
+        its history shows it and its undo restores the text from before the edit."""
+        rec = {
+            "t": "saved",
+            "id": entry_id,
+            "time": self.clock(),
+            "saves": [c.to_json() for c in saves],
+        }
+        try:
+            with self._txn() as write:
+                write(rec, False)  # not fsynced: lost in a crash, undo is CONFLICT, as before
+        except OSError as exc:
+            self.journal_error = f"writing the journal failed: {exc}"
+            self._apply(rec)
+        entry = self._entries.get(entry_id)
+        if entry is not None:
+            self._notify(entry)
+
     def _pack(
         self,
         plan: Plan,

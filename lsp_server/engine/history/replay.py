@@ -184,6 +184,10 @@ class Replay:
         elif t == "record":
             self._apply_begin(rec)
             self._apply_finish(self._entries[entry_id], rec)
+        elif t == "saved":
+            entry = self._entries.get(entry_id)
+            if entry is not None:
+                entry.saves = _save_records(rec)
 
     def _checkpoint_files(self, files: list[Any]) -> list[tuple[int, Tracked]]:
         """A checkpoint's tracked files with their places, each checked on its own: one that
@@ -252,6 +256,7 @@ class Replay:
             pid=rec.get("pid"),
             pack=rec.get("pack"),
             changes=changes,
+            saves=_save_records(rec),
             _user=dict(rec.get("user", {})),
             _baselines=self._baselines(rec),
         )
@@ -482,3 +487,8 @@ class Replay:
     def tracked_count(self) -> int:
         """How many files the net diff can name (an upper bound: some may be back as they were)."""
         return len(self._retired) + len(self._by_path)
+
+
+def _save_records(rec: Mapping[str, Any]) -> tuple[ChangeRecord, ...]:
+    """A `saved` record's (or a compacted entry's) save changes (History.saved)."""
+    return tuple(ChangeRecord.from_json(c) for c in rec.get("saves") or ())

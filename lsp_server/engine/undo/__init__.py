@@ -21,6 +21,7 @@ from lsp_server.engine.undo.changes import (
     Hunk,
     line_diff,
     record_change,
+    save_record,
 )
 
 TYPE_CHECKING = False  # typing's constant without importing typing (lsp_server/startup.py)
@@ -72,5 +73,6 @@ __all__ = [
     "plan_undo",
     "record_change",
     "rollback_records",
+    "save_record",
     "undo_paths",
 ]

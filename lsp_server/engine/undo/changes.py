@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from itertools import chain
 
 from lsp_server.engine.model import ChangeKind, EditedLines, FileChange, LineEdit, minimal_edit
-from lsp_server.engine.text import Snapshot, splitlines_is_lsp
+from lsp_server.engine.text import Snapshot, split_lines, splitlines_is_lsp
 from lsp_server.engine.values import frozen_writes_refused
 
 TYPE_CHECKING = False  # typing's constant without importing typing (lsp_server/startup.py)
@@ -369,6 +369,15 @@ def record_change(fc: FileChange, *, hashes: bool = False) -> ChangeRecord:
         after_text,
         mode=mode,
     )
+
+
+def save_record(path: str, edited: str, saved: str, bom: bool = False) -> ChangeRecord:
+    """What an editor's save changed after an edit (format on save, trimmed whitespace, a final
+    newline): the update from the edit's text `edited` to the `saved` text, as a record that
+    undo reverts before the edit's own (undo/reverting.py)."""
+    before = Snapshot(path, edited, "buffer", bom=bom)
+    edits = tuple(line_diff(before.lines, split_lines(saved)))
+    return record_change(FileChange("update", before, edits), hashes=True)
 
 
 def matches(lines: Sequence[str], p: int, want: Sequence[str]) -> bool:

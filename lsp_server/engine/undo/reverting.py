@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from lsp_server.engine import errors
 from lsp_server.engine.eol_views import line_break_map, map_line_breaks
 from lsp_server.engine.errors import EditError
-from lsp_server.engine.model import FileChange, LineEdit, Plan, minimal_edit
+from lsp_server.engine.model import EditedLines, FileChange, LineEdit, Plan, minimal_edit
 from lsp_server.engine.text import Snapshot, absent, content, split_lines
 from lsp_server.engine.undo.changes import ChangeRecord, Hunk, is_after, line_diff, matches
 
@@ -37,6 +37,9 @@ class Undoable(Protocol):
 
     @property
     def committed(self) -> list[dict[str, Any]]: ...
+
+    @property
+    def saves(self) -> Sequence[ChangeRecord]: ...
 
 
 class Conflicts:
@@ -220,8 +223,22 @@ def _describe_missing(rec: ChangeRecord, why: str) -> EditError:
     )
 
 
+def _before_save(save: ChangeRecord, snap: Snapshot) -> Snapshot | None:
+    """`snap` with what the editor's save changed after the edit reverted (the text the edit
+    left, with whatever else changed since), or None when the save's lines are not as it left
+    them: the edit's own undo then checks `snap` as it is."""
+    edits = reverse_hunks(save, snap, Conflicts(), exact=False)
+    if edits is None:
+        return None
+    lines = list(EditedLines(snap.lines, edits))
+    return Snapshot(snap.path, "".join(lines), snap.source, bom=snap.bom, given_lines=lines)
+
+
 def _undo_one(
-    rec: ChangeRecord, current: Mapping[str, Snapshot], conflicts: Conflicts
+    rec: ChangeRecord,
+    current: Mapping[str, Snapshot],
+    conflicts: Conflicts,
+    save: ChangeRecord | None = None,
 ) -> FileChange | None:
     snap = current.get(rec.target_path) or absent(rec.target_path)
     if rec.change == "add":
@@ -253,7 +270,19 @@ def _undo_one(
         if origin is not None and origin.exists:
             conflicts.file(rec.path, "a file now exists at the path the edit moved away from")
             return None
-    edits = reverse_hunks(rec, snap, conflicts, exact=False)
+    # The editor's save changed the text after the edit (History.saved): undone with it, so the
+    # text from before the edit comes back, not a CONFLICT on the lines the save trimmed.
+    unsaved = _before_save(save, snap) if save is not None else None
+    if unsaved is not None:
+        undone = reverse_hunks(rec, unsaved, conflicts, exact=False)
+        if undone is None:
+            return None
+        # Minimal ranges (a save trims lines far apart): not one edit spanning all of them.
+        edits: tuple[LineEdit, ...] | None = tuple(
+            line_diff(snap.lines, list(EditedLines(unsaved.lines, undone)))
+        )
+    else:
+        edits = reverse_hunks(rec, snap, conflicts, exact=False)
     if edits is None:
         return None
     if rec.change == "move":
@@ -270,6 +299,7 @@ def plan_undo(entry: Undoable, current: Mapping[str, Snapshot]) -> Plan:
     missing or given as `absent(path)`). Changes the committed list says did not land are skipped.
     """
     states = {c.get("path"): c.get("state") for c in entry.committed}
+    saves = {s.path: s for s in entry.saves}
     conflicts = Conflicts()
     changes: list[FileChange] = []
     for rec in entry.changes:
@@ -280,7 +310,7 @@ def plan_undo(entry: Undoable, current: Mapping[str, Snapshot]) -> Plan:
                 rec,
                 f"Edit #{entry.id} is too old to undo: its pre-images are no longer kept.",
             )
-        fc = _undo_one(rec, current, conflicts)
+        fc = _undo_one(rec, current, conflicts, saves.get(rec.target_path))
         if fc is not None:
             changes.append(fc)
     if conflicts:

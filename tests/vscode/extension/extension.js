@@ -363,6 +363,47 @@ async function saveAfterEdit() {
   }
 }
 
+/** saveAfterEdit with VS Code's own save participants on: the save changes the text after the
+ * agent's edit showed (trailing whitespace trimmed, a final newline inserted). */
+async function saveParticipant() {
+  const config = vscode.workspace.getConfiguration();
+  const settings = { 'agentEdit.saveAfterEdit': true, 'files.trimTrailingWhitespace': true, 'files.insertFinalNewline': true };
+  const changed = new Promise((resolve) => {
+    const l = vscode.workspace.onDidChangeConfiguration((e) => {
+      if (e.affectsConfiguration('agentEdit.saveAfterEdit')) resolve(l.dispose());
+    });
+  });
+  for (const [key, value] of Object.entries(settings)) await config.update(key, value, vscode.ConfigurationTarget.Workspace);
+  await changed;
+  try {
+    const trim = await open('save_trim.py');
+    const eol = await open('save_eol.py');
+    await exec('agentEdit.read', { path: 'save_trim.py' });
+    await exec('agentEdit.read', { path: 'save_eol.py' });
+    const trimResult = await exec('agentEdit.replace', { path: 'save_trim.py', oldText: 'p = 0', newText: 'p = 1   ' });
+    const eolResult = await exec('agentEdit.replace', { path: 'save_eol.py', oldText: 'r = 0', newText: 'r = 1' });
+    const state = (rel, doc) => ({ buffer: doc.getText(), dirty: doc.isDirty, version: doc.version, disk: disk(rel) });
+    const trimAfter = state('save_trim.py', trim.doc);
+    const eolAfter = state('save_eol.py', eol.doc);
+    const entry = (await exec('agentEdit.history', { editId: trimResult.editId })).entries[0];
+    const undoTrim = await exec('agentEdit.undo', { editId: trimResult.editId });
+    const undoEol = await exec('agentEdit.undo', { editId: eolResult.editId });
+    return {
+      trimResult,
+      eolResult,
+      trim: trimAfter,
+      eol: eolAfter,
+      entry,
+      undoTrim,
+      undoEol,
+      trimUndone: state('save_trim.py', trim.doc),
+      eolUndone: state('save_eol.py', eol.doc),
+    };
+  } finally {
+    for (const key of Object.keys(settings)) await config.update(key, undefined, vscode.ConfigurationTarget.Workspace);
+  }
+}
+
 /** A patch deletes a file whose open document holds the user's unsaved text. */
 async function deleteDirty() {
   const { doc, editor } = await open('delete_dirty.py');
@@ -419,6 +460,7 @@ async function runAll(resultsFile) {
     added_diff: addedDiff,
     whole_diff: wholeDiff,
     delete_dirty: deleteDirty,
+    save_participant: saveParticipant,
     first_run: async () => firstRun,
   };
   for (const [name, fn] of Object.entries(scenarios)) {
