@@ -71,7 +71,9 @@ def saved_text(path: str, cap: int, eol: str | None) -> tuple[str | None, str]:
     `eol`, its line breaks as LF, as Emacs shows them), or None and why it cannot be read as
     such (unreadable, over `cap` bytes, not UTF-8: saved in another encoding)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        # O_NOFOLLOW: `path` is the real path the policy resolved; a link found there now was
+        # put there since (what it points at, maybe outside the workspace, is not shown).
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW)
     except OSError as exc:
         return None, f"it cannot be read ({exc.strerror})"
     try:

@@ -251,3 +251,33 @@ async def test_a_save_in_another_encoding_is_not_called_saved(
     assert changed["sha256"] is None and "not UTF-8" in changed["diff"], changed
     history = await ed.command("agentEdit.history", {"editId": r["editId"]})
     assert "changedOnSave" not in history["entries"][0]  # nothing to undo of it
+
+
+@pytest.mark.asyncio
+async def test_a_file_swapped_for_a_link_at_the_save_shows_nothing_of_its_target(
+    client: LanguageClient, tmp_path: Any
+) -> None:
+    """The file the editor says it saved is a symbolic link to a file outside the workspace
+    when the server reads it back (swapped in by another process): that file's text must not
+    reach the result (as a diff from the edit's text). It did: the read followed the link."""
+    secret = tmp_path / "outside" / "secret.txt"
+    secret.parent.mkdir()
+    secret.write_text("TOKEN=hunter2\n")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+
+    @client.feature("agentEdit/saveDocuments")
+    def save_documents(params: Any) -> Any:
+        (ws / "k.py").unlink()
+        (ws / "k.py").symlink_to(secret)
+        return {"saved": list(params.uris), "skipped": []}
+
+    ed = await start_session(client, "visual-studio-code", ws, options={"saveAfterEdit": True})
+    ed.write_file("k.py", "k = 0\n")
+    ed.open("k.py")
+    await ed.command("agentEdit.read", {"path": "k.py"})
+    r = await ed.command(
+        "agentEdit.replace", {"path": "k.py", "oldText": "k = 0", "newText": "k = 1"}
+    )
+    assert r["saved"] is False, r
+    assert "hunter2" not in str(r), r
