@@ -432,20 +432,36 @@ class DocumentStore:
         doc.reports += 1
         return doc
 
-    def set_final_newline(self, doc: Document, has: bool) -> bool:
+    def set_final_newline(self, doc: Document, has: bool, line_count: int | None = None) -> bool:
         """The client says whether the text ends with the line break its changes count after
         the last line (`agentEdit/documentFormat` `finalNewline`): the text gains or loses that
         break, the client's own text staying what it was. True if the text changed; the
-        document then counts as reopened, so a version handed out before proves nothing."""
-        if doc.phantom_break != has:
-            return False
+        document then counts as reopened, so a version handed out before proves nothing.
+
+        `line_count` (`lineCount`): how many lines the client's changes count, so how many line
+        breaks its text has, the one after the last line included. With it the text's own
+        breaks tell whether the break is in the text, whatever was assumed at `didOpen`:
+        Neovim sends a 'noeol' buffer whose last line is empty ("a" and "", its changes
+        counting "a\n\n") as "a\n", the very text of an 'eol' buffer holding "a"."""
+        extra = None  # how many breaks the text has beyond the ones it should (-1, 0, 1)
+        if line_count is not None:
+            breaks = len(doc.lines) - 1 - (doc.lone_cr if self.lf_lines else 0)
+            extra = breaks - (line_count if has else line_count - 1)
+            if extra not in ((-1, 0) if has else (0, 1)):
+                extra = None  # not the text the client counted: keep to what was assumed
+        if extra is None:
+            if doc.phantom_break != has:
+                return False
+            extra = -1 if has else 1
+        doc.phantom_break = not has
         last = len(doc.lines) - 1
-        if has:
+        if extra < 0:
             brk = _BREAKS.get(doc.eol or "") or (terminator(doc.lines[-2]) if last else "")
             doc.replace_range((last, _LINE_END), (last, _LINE_END), brk or "\n", "utf-16")
-        elif _ends_with_break(doc.lines):
+        elif extra > 0 and _ends_with_break(doc.lines):
             doc.replace_range((last - 1, _LINE_END), (last, 0), "", "utf-16")
-        doc.phantom_break = not has
+        else:
+            return False
         self._opens += 1
         doc.open_id = self._opens
         return True
