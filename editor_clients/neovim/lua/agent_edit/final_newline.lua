@@ -35,11 +35,16 @@ end
 M._sent = {}
 
 --- Tells one client whether the buffer's text ends with a line break (when that changed since it
---- was last told, or always with `force`).
+--- was last told, or always with `force`). `opened`: right after the buffer's didOpen, before
+--- any change: the buffer's line count goes with it (`lineCount`), as the didOpen's text does not
+--- tell the server which break its changes count (a 'noeol' buffer whose last line is empty, sent
+--- as "a\n", is the text of an 'eol' buffer holding "a"; Neovim's empty buffer, sent as "\n",
+--- that of a 'noeol' buffer of two empty lines).
 --- @param client vim.lsp.Client
 --- @param bufnr integer
 --- @param force boolean?
-function M.declare(client, bufnr, force)
+--- @param opened boolean?
+function M.declare(client, bufnr, force, opened)
   if not vim.api.nvim_buf_is_loaded(bufnr) or client:is_stopped() then
     return
   end
@@ -50,7 +55,40 @@ function M.declare(client, bufnr, force)
     return
   end
   sent[bufnr] = has
-  client:notify('agentEdit/documentFormat', { uri = vim.uri_from_bufnr(bufnr), finalNewline = has })
+  local params = { uri = vim.uri_from_bufnr(bufnr), finalNewline = has }
+  if opened then
+    params.lineCount = vim.api.nvim_buf_line_count(bufnr)
+  end
+  client:notify('agentEdit/documentFormat', params)
+end
+
+--- Clients whose notify M.follow_opens wrapped (weak keys).
+M._following = setmetatable({}, { __mode = 'k' })
+
+--- Makes the client tell its server about the final newline right after each didOpen it sends
+--- (its on_init): the first one (attach), and the ones Neovim sends again for an open buffer
+--- when it is reloaded (:edit!), renamed (:saveas, a rename by an agent edit or a file manager
+--- plugin, sent from Neovim's BufWritePost handler) or attached again. Neovim has no hook there:
+--- LspNotify comes a loop later, after requests sent meanwhile were answered from the wrong text.
+--- @param client vim.lsp.Client
+function M.follow_opens(client)
+  if M._following[client] then
+    return
+  end
+  M._following[client] = true
+  local notify = client.notify
+  client.notify = function(self, method, params)
+    local sent = notify(self, method, params)
+    if sent and method == 'textDocument/didOpen' then
+      local uri = params.textDocument.uri
+      for _, bufnr in ipairs(vim.api.nvim_list_bufs()) do
+        if vim.api.nvim_buf_is_loaded(bufnr) and vim.uri_from_bufnr(bufnr) == uri then
+          M.declare(self, bufnr, true, true)
+        end
+      end
+    end
+    return sent
+  end
 end
 
 --- Tells every agent-edit client of the buffer.
@@ -73,11 +111,12 @@ M.applying = false
 --- bufnr -> true while this module watches the buffer's lines.
 M._watched = {}
 
---- Starts telling `client` about the buffer (its on_attach: after the didOpen).
+--- Starts telling `client` about the buffer (its on_attach: after the didOpen, which
+--- M.follow_opens already followed with the final newline).
 --- @param client vim.lsp.Client
 --- @param bufnr integer
 function M.track(client, bufnr)
-  M.declare(client, bufnr, true)
+  M.declare(client, bufnr)
   if M._watched[bufnr] then
     return
   end
@@ -100,12 +139,8 @@ function M.track(client, bufnr)
         end)
       end
     end,
-    on_reload = function(_, b)
-      -- Reloaded (:edit!): Neovim sends the text again as a new didOpen, 'eol' as read.
-      vim.schedule(function()
-        M.declare_all(b, true)
-      end)
-    end,
+    -- Reloaded (:edit!): Neovim sends the text again as a new didOpen, 'eol' as read; the
+    -- client tells the server right after it (M.follow_opens).
     on_detach = function(_, b)
       M._watched[b] = nil
       M._undo[b] = nil

@@ -229,6 +229,8 @@ local function client_config(root)
       end,
     },
     on_init = function(client)
+      -- Each didOpen followed by the buffer's final newline (a resent one too).
+      require('agent_edit.final_newline').follow_opens(client)
       M._client_ready(client.id)
     end,
     on_exit = function(code, signal, client_id)

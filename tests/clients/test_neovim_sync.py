@@ -1,0 +1,48 @@
+"""Real-Neovim tests of the document sync: the text the server holds must be the buffer's, after
+Neovim sends a buffer's didOpen again and after the user's own writes (tests/nvim/sync_*.lua)."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import pytest
+
+from tests.neovim_runner import ok, run_scenario
+
+
+@pytest.fixture(scope="module")
+def reopen(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return run_scenario("sync_reopen", tmp_path_factory.mktemp("sync_reopen"))
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def test_a_resent_did_open_keeps_the_text_and_the_next_edit_lands_as_asked(
+    reopen: dict[str, Any],
+) -> None:
+    # A 'noeol' buffer whose last line is empty ("a\n") is sent in a didOpen as "a\n", the text
+    # of an 'eol' buffer holding "a": after a restarted client the server read "a", and an
+    # agent's write of "x\ny" left the buffer "x\ny\n\n" while the server said it held "x\ny".
+    data = reopen
+    assert data["noeol_before"]["text"] == "a\n"
+    assert data["noeol_restarted"]["text"] == "a\n"
+    assert data["noeol_restarted"]["sha256"] == _sha("a\n")
+    write = ok(data["noeol_write"], data)
+    assert write["files"][0]["sha256"] == _sha("x\ny")
+    assert (data["noeol_lines"], data["noeol_eol"]) == (["x", "y"], False)
+    assert data["noeol_buffer"] == "x\ny"
+    assert data["noeol_after"]["text"] == "x\ny"
+    # Detached and attached again to the running client: the same didOpen.
+    assert data["reattach_buffer"] == "a\n"
+    assert data["reattached"]["text"] == "a\n"
+
+
+def test_an_empty_buffer_renamed_by_saveas_reads_empty(reopen: dict[str, Any]) -> None:
+    # Neovim's didOpen after :saveas sends its empty buffer as "\n"; nothing told the server.
+    data = reopen
+    assert data["empty_before"]["text"] == ""
+    assert data["empty_moved_disk"] == ""
+    assert data["empty_moved"]["text"] == "" and data["empty_moved"]["sha256"] == _sha("")
