@@ -46,3 +46,19 @@ def test_an_empty_buffer_renamed_by_saveas_reads_empty(reopen: dict[str, Any]) -
     assert data["empty_before"]["text"] == ""
     assert data["empty_moved_disk"] == ""
     assert data["empty_moved"]["text"] == "" and data["empty_moved"]["sha256"] == _sha("")
+
+
+def test_the_users_write_with_fixeol_gives_the_server_the_files_text(
+    reopen: dict[str, Any],
+) -> None:
+    # :w with 'fixeol' writes the final newline 'eol' does not hold: the server kept "a" (its
+    # sha256 not the file's), and an edit expecting the file's sha256 was refused STALE.
+    data = reopen
+    assert data["fix_before"]["text"] == "a"
+    assert data["fix_disk"] == "a\n"
+    assert data["fix_after"]["text"] == "a\n" and data["fix_after"]["sha256"] == _sha("a\n")
+    assert data["fix_modified"] is False
+    replace = ok(data["fix_replace"], data)
+    assert replace["files"][0]["sha256"] == _sha("b\n")
+    assert data["fix_lines"] == ["b"] and data["fix_buffer"] == "b\n"
+    assert data["fix_final"]["text"] == "b\n"

@@ -91,6 +91,31 @@ function M.follow_opens(client)
   end
 end
 
+--- After a write of the whole buffer to `file`: when 'fixeol' made Neovim add the final newline
+--- 'eol' did not hold, the file now has it, the buffer still not; 'eol' is set (as reading the
+--- file again would), so the server's text is the file's (its sha256 the one on disk) and the
+--- next agent edit is planned on it. Neovim writes its empty buffer as an empty file.
+--- @param bufnr integer
+--- @param file string the written file (<afile>)
+function M.written(bufnr, file)
+  local bo = vim.bo[bufnr]
+  if bo.eol or not bo.fixeol or bo.binary or M.applying then
+    return
+  end
+  local name = vim.api.nvim_buf_get_name(bufnr)
+  if name == '' or vim.fn.fnamemodify(file, ':p') ~= vim.fn.fnamemodify(name, ':p') then
+    return -- written to another file (:w other): the buffer's own file is as it was
+  end
+  local stat = vim.uv.fs_stat(name)
+  if not stat or stat.size == 0 then
+    return
+  end
+  local modified = bo.modified
+  bo.eol = true
+  bo.modified = modified
+  M.declare_all(bufnr)
+end
+
 --- Tells every agent-edit client of the buffer.
 --- @param bufnr integer
 --- @param force boolean?

@@ -953,6 +953,13 @@ function M.setup(opts)
       require('agent_edit.apply_edit').note_disk(ev.buf)
     end,
   })
+  -- The user's :w with 'fixeol' added a final newline the buffer's 'eol' does not hold.
+  vim.api.nvim_create_autocmd('BufWritePost', {
+    group = group,
+    callback = function(ev)
+      require('agent_edit.final_newline').written(ev.buf, ev.match)
+    end,
+  })
   -- The user changed 'eol' (:set noeol): the text's final newline with it.
   vim.api.nvim_create_autocmd('OptionSet', {
     group = group,
