@@ -62,3 +62,21 @@ def test_the_users_write_with_fixeol_gives_the_server_the_files_text(
     assert replace["files"][0]["sha256"] == _sha("b\n")
     assert data["fix_lines"] == ["b"] and data["fix_buffer"] == "b\n"
     assert data["fix_final"]["text"] == "b\n"
+
+
+@pytest.fixture(scope="module")
+def shapes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return run_scenario("sync_shapes", tmp_path_factory.mktemp("sync_shapes"))
+
+
+def _same(data: dict[str, Any], name: str) -> dict[str, Any]:
+    case: dict[str, Any] = data[name]
+    assert case["read"] == case["buffer"], (name, case)
+    return case
+
+
+def test_an_undo_back_to_the_empty_buffer_and_a_clear_after_a_reload_read_empty(
+    shapes: dict[str, Any],
+) -> None:
+    assert _same(shapes, "undo_to_empty")["buffer"] == ""
+    assert _same(shapes, "clear_after_reload")["buffer"] == ""

@@ -154,6 +154,14 @@ function M.track(client, bufnr)
       local now = vim.api.nvim_buf_line_count(b) == 1
       if (now or single) and not M.applying then
         M.declare_all(b)
+        if now then
+          -- An undo back to one empty line makes it Neovim's empty buffer once it is done.
+          vim.schedule(function()
+            if not M.applying then
+              M.declare_all(b)
+            end
+          end)
+        end
       end
       single = now
       if M._undo[b] and not M.applying then
@@ -164,8 +172,12 @@ function M.track(client, bufnr)
         end)
       end
     end,
-    -- Reloaded (:edit!): Neovim sends the text again as a new didOpen, 'eol' as read; the
-    -- client tells the server right after it (M.follow_opens).
+    on_reload = function(_, b)
+      -- Reloaded (:edit!, or an undo across one): Neovim sends the text again as a new didOpen,
+      -- 'eol' as read, which the client follows (M.follow_opens). Kept even so: without an
+      -- on_reload Neovim detaches these callbacks at the first reload.
+      single = vim.api.nvim_buf_line_count(b) == 1
+    end,
     on_detach = function(_, b)
       M._watched[b] = nil
       M._undo[b] = nil
