@@ -80,3 +80,14 @@ def test_an_undo_back_to_the_empty_buffer_and_a_clear_after_a_reload_read_empty(
 ) -> None:
     assert _same(shapes, "undo_to_empty")["buffer"] == ""
     assert _same(shapes, "clear_after_reload")["buffer"] == ""
+
+
+def test_an_agent_edit_keeps_the_end_of_a_noeol_buffer_whose_last_line_is_empty(
+    shapes: dict[str, Any],
+) -> None:
+    # The plugin set 'eol' for an edit that did not touch the end ("P\nS\n" has its final
+    # break in its lines): the buffer gained a newline the server's result did not show.
+    case = _same(shapes, "noeol_empty_last_line")
+    result = ok(case["result"], shapes)
+    assert case["buffer"] == "P\n\nS\n" and case["eol"] is False
+    assert result["files"][0]["sha256"] == _sha("P\n\nS\n")

@@ -288,6 +288,11 @@ function M.plan(edit, encoding, find_buffer)
           tend = { line = n - 1, character = encoded_length(last, encoding) }
         end
         local want, last = M.leaves_break(change.edits, tend)
+        if not had and not last then
+          -- The text's own end stays the end (a 'noeol' buffer whose last line is empty ends
+          -- with that line's break): Neovim's lines hold it as they are, 'eol' stays off.
+          want = false
+        end
         if not had and want and last then
           -- Neovim's lines are the text without its final newline, which 'eol' will hold: the
           -- edit leaves that newline out (removing an empty last line after the apply instead
