@@ -75,6 +75,14 @@ def _same(data: dict[str, Any], name: str) -> dict[str, Any]:
     return case
 
 
+def test_a_change_leaving_one_empty_line_leaves_it_on_the_server(shapes: dict[str, Any]) -> None:
+    # Neovim's sync (its special case for a buffer that became one empty line) sent `Gdd` on
+    # lines "" and " " as the deletion of " " alone: the server held "\n\n", and every later
+    # change and agent edit was placed on a line the buffer does not have.
+    assert _same(shapes, "last_line_deleted")["buffer"] == "\n"
+    assert _same(shapes, "first_line_deleted")["buffer"] == "\n"
+
+
 def test_an_undo_back_to_the_empty_buffer_and_a_clear_after_a_reload_read_empty(
     shapes: dict[str, Any],
 ) -> None:
