@@ -100,6 +100,9 @@ class Document:
     # does not have (Neovim's incremental sync always counts a break after the last line, even
     # with 'noeol' or in an empty buffer): `DocumentStore.change` maps its changes onto the text.
     phantom_break: bool = False
+    # The client's text carries the line ending it declared (`eol`): Neovim sends its
+    # 'fileformat' breaks, so new lines of a buffer showing none yet take that one.
+    shows_eol: bool = False
 
     def count_lone_cr(self) -> None:
         self.lone_cr = sum(1 for x in self.lines if x.endswith("\r")) if self.may_have_cr else 0
@@ -210,6 +213,7 @@ class Document:
             version=self.version,
             bom=bool(self.bom),
             declared_eol=self.eol,
+            shown_eol=_BREAKS.get(self.eol or "") if self.shows_eol else None,
             lent=LentLines(self.lines, self.line_of_offset),
             known_sha256=self._sha256,
             may_have_cr=self.may_have_cr,
@@ -375,6 +379,7 @@ class DocumentStore:
         # Neovim's didOpen sends the text as it is ('noeol': no final line break), its changes
         # then count one after the last line.
         doc.phantom_break = self.final_break_in_changes and not _ends_with_break(doc.lines)
+        doc.shows_eol = self.final_break_in_changes
         doc.may_have_cr = "\r" in text
         doc.count_lone_cr()
         doc.set_known_text(text)  # the first read (and the parse on open) need no join

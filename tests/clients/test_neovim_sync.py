@@ -99,3 +99,16 @@ def test_an_agent_edit_keeps_the_end_of_a_noeol_buffer_whose_last_line_is_empty(
     result = ok(case["result"], shapes)
     assert case["buffer"] == "P\n\nS\n" and case["eol"] is False
     assert result["files"][0]["sha256"] == _sha("P\n\nS\n")
+
+
+def test_a_dos_buffer_showing_no_line_break_gets_crlf(shapes: dict[str, Any]) -> None:
+    # One line, no newline, 'fileformat' dos: the server took "\n" for the break 'eol' adds,
+    # and planned an agent's new lines with "\n" (PARTIAL: Neovim sent them back as CRLF).
+    assert _same(shapes, "dos_one_line_eol")["buffer"] == "a\r\n"
+    for name, text in (
+        ("dos_one_line_write_crlf", "x\r\nS"),
+        ("dos_one_line_write_lf", "x\r\nS\r\n"),
+    ):
+        case = _same(shapes, name)
+        assert case["buffer"] == text, (name, case)
+        assert ok(case["result"], shapes)["files"][0]["sha256"] == _sha(text)

@@ -31,8 +31,11 @@ function M.has(bufnr)
   end) > 0
 end
 
---- client id -> bufnr -> the finalNewline last sent.
+--- client id -> bufnr -> the finalNewline and eol last sent.
 M._sent = {}
+
+--- 'fileformat' -> the documentFormat `eol` it saves with.
+M.line_endings = { unix = 'lf', dos = 'crlf', mac = 'cr' }
 
 --- Tells one client whether the buffer's text ends with a line break (when that changed since it
 --- was last told, or always with `force`). `opened`: right after the buffer's didOpen, before
@@ -49,13 +52,17 @@ function M.declare(client, bufnr, force, opened)
     return
   end
   local has = M.has(bufnr)
+  -- The line ending too: the break the server adds for 'eol' to a text that shows none (an
+  -- empty buffer, one line) is the buffer's, and the server forgets it at every notification.
+  local eol = M.line_endings[vim.bo[bufnr].fileformat]
   local sent = M._sent[client.id] or {}
   M._sent[client.id] = sent
-  if sent[bufnr] == has and not force then
+  local state = tostring(has) .. ' ' .. tostring(eol)
+  if sent[bufnr] == state and not force then
     return
   end
-  sent[bufnr] = has
-  local params = { uri = vim.uri_from_bufnr(bufnr), finalNewline = has }
+  sent[bufnr] = state
+  local params = { uri = vim.uri_from_bufnr(bufnr), finalNewline = has, eol = eol }
   if opened then
     params.lineCount = vim.api.nvim_buf_line_count(bufnr)
   end
