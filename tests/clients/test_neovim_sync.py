@@ -112,3 +112,12 @@ def test_a_dos_buffer_showing_no_line_break_gets_crlf(shapes: dict[str, Any]) ->
         case = _same(shapes, name)
         assert case["buffer"] == text, (name, case)
         assert ok(case["result"], shapes)["files"][0]["sha256"] == _sha(text)
+
+
+def test_a_fileformat_change_changes_every_line_break_on_the_server(
+    shapes: dict[str, Any],
+) -> None:
+    # Neovim sends nothing for :set ff=dos, and later changes only their own lines' breaks.
+    assert _same(shapes, "to_dos")["buffer"] == "a\r\nb\r\n"
+    assert _same(shapes, "to_dos_typed")["buffer"] == "a\r\nb\r\nc\r\n"
+    assert _same(shapes, "to_unix")["buffer"] == "z\na\nb\n"

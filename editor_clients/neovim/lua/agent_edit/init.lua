@@ -973,6 +973,14 @@ function M.setup(opts)
       end
     end,
   })
+  -- The user changed 'fileformat': every line break of the text with it (sync_fix.lua).
+  vim.api.nvim_create_autocmd('OptionSet', {
+    group = group,
+    pattern = 'fileformat',
+    callback = function()
+      require('agent_edit.sync_fix').resend(vim.api.nvim_get_current_buf())
+    end,
+  })
   if M.config.codelens then
     vim.api.nvim_create_autocmd({ 'BufEnter', 'InsertLeave' }, {
       group = group,

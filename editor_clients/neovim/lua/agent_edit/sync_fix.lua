@@ -1,5 +1,6 @@
 --- agent_edit.sync_fix: where Neovim's document sync leaves the server's text different from the
---- buffer's: a change that leaves the buffer one empty line (M.install).
+--- buffer's: a change that leaves the buffer one empty line (M.install), and a 'fileformat' change
+--- (M.resend).
 ---
 --- Why it exists: vim.lsp.sync.compute_diff has a special case for a buffer that became one empty
 --- line (neovim/neovim#29904, for `ggdG`): it sends the range from the change's start to the end
@@ -60,6 +61,27 @@ function M.install()
       text = '',
       rangeLength = length_of(prev_lines, encoding, line_ending),
     }
+  end
+end
+
+--- Sends the buffer's whole text again to each agent-edit client, as Neovim does on a reload
+--- (its on_reload: didClose, then didOpen), the final newline after it (final_newline.lua). For
+--- a 'fileformat' change: every line break of the text changed with it (a save writes them all
+--- anew), while Neovim sends no change for it and later changes bring only their own lines' breaks
+--- in the new format; the server held the old breaks, or a mix.
+--- @param bufnr integer
+function M.resend(bufnr)
+  if not vim.api.nvim_buf_is_loaded(bufnr) then
+    return
+  end
+  local changetracking = require('vim.lsp._changetracking')
+  local uri = vim.uri_from_bufnr(bufnr)
+  for _, client in ipairs(vim.lsp.get_clients({ name = require('agent_edit').name, bufnr = bufnr })) do
+    if client.initialized and not client:is_stopped() then
+      changetracking.reset_buf(client, bufnr) -- sends what is pending first
+      client:notify('textDocument/didClose', { textDocument = { uri = uri } })
+      client:_text_document_did_open_handler(bufnr)
+    end
   end
 end
 
