@@ -155,7 +155,10 @@ class Document:
         character: how Neovim and Emacs place them (`DocumentStore.lf_lines`). Used only while
         the document holds a lone CR, where that differs from LSP lines; O(document)."""
         whole = self.text
-        a, b = sorted((_lf_offset(whole, start, encoding), _lf_offset(whole, end, encoding)))
+        crlf = self.shows_eol and self.eol == "crlf"  # Neovim's 'fileformat' dos
+        a, b = sorted(
+            (_lf_offset(whole, start, encoding, crlf), _lf_offset(whole, end, encoding, crlf))
+        )
         self.replace_all(whole[:a] + text + whole[b:])
 
     @property
@@ -290,9 +293,10 @@ class Document:
         self._sha256 = None
 
 
-def _lf_offset(text: str, position: tuple[int, int], encoding: str) -> int:
+def _lf_offset(text: str, position: tuple[int, int], encoding: str, crlf: bool = False) -> int:
     """Offset in `text` of a position whose lines are split by LF alone; past a line's end is
-    its end (before its LF), past the last line is the end of the text."""
+    its end (before its LF, or, `crlf`, the CR of its CRLF: the client's line break), past the
+    last line is the end of the text."""
     line, column = position
     pos = 0
     for _ in range(max(line, 0)):
@@ -302,6 +306,8 @@ def _lf_offset(text: str, position: tuple[int, int], encoding: str) -> int:
         pos = nl + 1
     nl = text.find("\n", pos)
     segment = text[pos : len(text) if nl < 0 else nl]
+    if crlf and nl >= 0 and segment.endswith("\r"):
+        segment = segment[:-1]
     return pos + index_in(segment, column, encoding)
 
 
@@ -319,7 +325,7 @@ def _trailing_break(text: str) -> str:
 
 
 def _off_the_phantom(
-    doc: Document, start: tuple[int, int], text: str
+    doc: Document, start: tuple[int, int], text: str, last: int
 ) -> tuple[tuple[int, int], tuple[int, int], str] | None:
     """A change of a `phantom_break` document that reaches past its text (into the line break
     the client counts after it), as the change of the text it makes; None: it changes nothing.
@@ -327,8 +333,7 @@ def _off_the_phantom(
     The client's text is ours plus that break, and stays so after the change (Neovim's changes
     always leave a break after the last line): so the change's own final break is the one the
     client keeps counting, and a change starting after the phantom break turns it into a real
-    one before its text."""
-    last = len(doc.lines) - 1
+    one before its text. `last`: the text's last line as the client counts lines."""
     end_of_text = (last, _LINE_END)
     brk = _trailing_break(text)
     if start[0] > last:
@@ -423,8 +428,10 @@ class DocumentStore:
                 doc.replace_all(text)
                 doc.phantom_break = self.final_break_in_changes and not _ends_with_break(doc.lines)
                 continue
-            if doc.phantom_break and end[0] >= len(doc.lines):
-                mapped = _off_the_phantom(doc, start, text)
+            # The client's line count: a lone CR is no line break for one that counts by LF.
+            count = len(doc.lines) - (doc.lone_cr if self.lf_lines else 0)
+            if doc.phantom_break and end[0] >= count:
+                mapped = _off_the_phantom(doc, start, text, count - 1)
                 if mapped is None:
                     continue
                 start, end, text = mapped

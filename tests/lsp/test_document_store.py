@@ -207,3 +207,16 @@ def test_neovim_changes_count_a_final_break_the_text_may_not_have(seed):
             store.set_final_newline(doc, eol and not empty)
         assert doc.text == truth(), (seed, lines, eol, empty)
         assert doc.lines == split_lines(doc.text)
+
+
+def test_neovim_changes_past_a_noeol_text_holding_a_lone_cr_count_lines_by_lf():
+    # Lines "" and "c\rd" ('noeol', 'fileformat' dos): Neovim counts two lines, LSP three, as
+    # the lone CR is a character to Neovim. `J` came as "c\rd" inserted and line 1 deleted
+    # through the break after it, the one the text does not have: the store took that line end
+    # for a line of its own and kept a CRLF the buffer does not hold (then the CR of it).
+    store = documents.DocumentStore(lambda uri: uri)
+    store.lf_lines = store.final_break_in_changes = True
+    doc = store.open("u", "plaintext", 0, "\r\nc\rd")
+    doc.eol = "crlf"  # agentEdit/documentFormat, from 'fileformat'
+    store.change("u", 1, [((0, 0), (0, 0), "c\rd"), ((1, 0), (2, 0), "")], "utf-8")
+    assert doc.text == "c\rd"
