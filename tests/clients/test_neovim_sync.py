@@ -4,6 +4,9 @@ Neovim sends a buffer's didOpen again and after the user's own writes (tests/nvi
 from __future__ import annotations
 
 import hashlib
+import json
+import os
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -121,3 +124,23 @@ def test_a_fileformat_change_changes_every_line_break_on_the_server(
     assert _same(shapes, "to_dos")["buffer"] == "a\r\nb\r\n"
     assert _same(shapes, "to_dos_typed")["buffer"] == "a\r\nb\r\nc\r\n"
     assert _same(shapes, "to_unix")["buffer"] == "z\na\nb\n"
+
+
+def test_random_typing_and_agent_edits_keep_the_servers_text_the_buffers(tmp_path: Path) -> None:
+    # A model test on real Neovim (tests/nvim/sync_random.lua): per seed a file of some final
+    # newline and line-ending shape, then random steps: the user's nvim_buf_set_text and
+    # set_lines, typed line breaks, J, yank/put, undo and redo, :w, :e!, :saveas, 'eol',
+    # 'fixeol' and 'fileformat' changes, clearing; the agent's writes, replaces and undos from
+    # what it read. After every step the server's read must be the buffer's text exactly, and
+    # an agent edit must leave the text its result names (a refusal: nothing). Bounded: about
+    # 20 s; AGENT_EDIT_SYNC_SEEDS ("first:count") and AGENT_EDIT_SYNC_STEPS explore further.
+    seeds = os.environ.get("AGENT_EDIT_SYNC_SEEDS", "1:30")
+    steps = os.environ.get("AGENT_EDIT_SYNC_STEPS", "24")
+    data = run_scenario(
+        "sync_random", tmp_path, {"AGENT_EDIT_SEEDS": seeds, "AGENT_EDIT_STEPS": steps}
+    )
+    failures = data["failures"]
+    assert not failures, json.dumps(failures[:3], ensure_ascii=False, indent=1)
+    totals = data["totals"]
+    assert totals["steps"] >= 500 or seeds != "1:30", totals
+    assert totals["agent_ok"] > 50 or seeds != "1:30", totals  # the agent's edits did land

@@ -19,7 +19,8 @@ vim.schedule(function() H.run(function(data)
   end
   local function flush(b)
     settle()
-    require('vim.lsp._changetracking').flush(vim.lsp.get_clients({ name = 'agent_edit', bufnr = b })[1], b)
+    local client = vim.lsp.get_clients({ name = 'agent_edit', bufnr = b })[1]
+    require('vim.lsp._changetracking').flush(client, b)
   end
   local tmp = vim.fn.tempname()
   local function buffer_text(b)

@@ -76,7 +76,8 @@ function M.resend(bufnr)
   end
   local changetracking = require('vim.lsp._changetracking')
   local uri = vim.uri_from_bufnr(bufnr)
-  for _, client in ipairs(vim.lsp.get_clients({ name = require('agent_edit').name, bufnr = bufnr })) do
+  local name = require('agent_edit').name
+  for _, client in ipairs(vim.lsp.get_clients({ name = name, bufnr = bufnr })) do
     if client.initialized and not client:is_stopped() then
       changetracking.reset_buf(client, bufnr) -- sends what is pending first
       client:notify('textDocument/didClose', { textDocument = { uri = uri } })
