@@ -4,8 +4,10 @@
 --- (only its didOpen leaves it out of a 'noeol' buffer), and an empty buffer is one empty line,
 --- sent as "\n". So the server cannot tell from them whether the file ends with a newline, nor an
 --- empty file from one holding "\n". This module tells it (`agentEdit/documentFormat`
---- `{uri, finalNewline}`, editor_clients/PROTOCOL.md) at attach, on reload, when 'eol' or the
---- buffer's emptiness changes, and after an agent edit; and it makes an agent edit that removes or
+--- `{uri, finalNewline, eol, lineCount?}`, editor_clients/PROTOCOL.md) right after every didOpen
+--- (attach, reload, rename, a restarted client: M.follow_opens), when 'eol' or the buffer's
+--- emptiness changes, after the user's write that added a final newline ('fixeol': M.written),
+--- and after an agent edit; and it makes an agent edit that removes or
 --- adds the final newline leave the lines and 'eol' that hold exactly the text the server asked
 --- for (Neovim's apply only changes lines). It plans nothing: it reads where the edit's text ends.
 
