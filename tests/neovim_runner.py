@@ -54,8 +54,11 @@ LUA_ERROR_MARKERS = (
 )
 
 
-def run_scenario(name: str, tmp_path: Path) -> dict[str, Any]:
-    """Runs tests/nvim/<name>.lua in a fresh workspace and returns what the driver observed."""
+def run_scenario(
+    name: str, tmp_path: Path, extra_env: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """Runs tests/nvim/<name>.lua in a fresh workspace and returns what the driver observed
+    (`extra_env`: more environment for the driver, e.g. its seeds)."""
     workspace = tmp_path / "ws"
     (workspace / ".git").mkdir(parents=True)
     xdg = tmp_path / "xdg"
@@ -74,6 +77,7 @@ def run_scenario(name: str, tmp_path: Path) -> dict[str, Any]:
         "XDG_RUNTIME_DIR": str(xdg / "run"),
         # The server keeps its journal in a per-user state dir: keep that in the test's tmp too.
         "HOME": str(tmp_path / "home"),
+        **(extra_env or {}),
     }
     cmd = [NVIM, "--headless", "-u", "NONE", "-i", "NONE", "-n"]
     cmd += ["-c", f"luafile {DRIVERS / (name + '.lua')}"]

@@ -359,14 +359,15 @@ def plan_write(snap: Snapshot, text: str) -> FileChange:
         return FileChange("add", snap, new_text_override=text)
     if text.startswith("\ufeff"):
         text = text[1:]
-    if snap.source == "buffer" and "\r\n" in text and not snap.has_cr:
+    if snap.source == "buffer" and "\r\n" in text and not snap.has_cr and snap.eol == "\n":
         # An open buffer's line endings are the editor's, and one without a CR is shown with
         # `\n` whatever the file has (Emacs shows a CRLF file so and writes CRLF on save; VS
         # Code turns inserted CRLF into its document's EOL). A CR put into it is no line end
         # there: Emacs saved the agent's CRLF as CR CR LF. Written as the buffer's `\n`.
         text = text.replace("\r\n", "\n")
     # An agent writes `\n`; lines it left alone keep their own terminators (CRLF, CR, or a mix).
-    if "\r" not in text and "\r" in snap.text:
+    if "\r" not in text and ("\r" in snap.text or snap.eol != "\n"):
+        # (A buffer showing no break yet whose text shows the file's CRLF: `shown_eol`.)
         new_lines = _keep_line_endings(snap.lines, text.split("\n"), snap.eol)
     else:
         new_lines = split_lines(text)

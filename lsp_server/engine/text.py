@@ -239,6 +239,10 @@ class Snapshot:
     # The line ending the file is saved with, when the client declared it (a buffer whose text
     # does not show it: Emacs shows a CRLF file with LF); None: as the text shows.
     declared_eol: str | None = None
+    # The line break the buffer's text takes for new lines where it shows none yet (an empty or
+    # one-line buffer): a client whose text carries its file's line endings (Neovim sends its
+    # 'fileformat' breaks) declared them. None: `\n`, as before (Emacs shows CRLF as LF).
+    shown_eol: str | None = None
     # Lines a caller already has (the split of `text`, kept as they are), to skip a re-split.
     given_lines: list[str] | None = field(default=None, repr=False)
     # Lines lent by a document store, valid until `release_lines()` (see `LentLines`).
@@ -301,8 +305,9 @@ class Snapshot:
 
     @cached_property
     def eol(self) -> str:
-        """The terminator new lines take: the file's first one (Codex's rule), else `\\n`."""
-        return first_terminator(self.text) or "\n"
+        """The terminator new lines take: the file's first one (Codex's rule), else the one the
+        buffer's text shows (`shown_eol`), else `\\n`."""
+        return first_terminator(self.text) or self.shown_eol or "\n"
 
     def release_lines(self) -> None:
         """Stop using a line list lent by a document store (it will change under us).

@@ -100,6 +100,9 @@ class Document:
     # does not have (Neovim's incremental sync always counts a break after the last line, even
     # with 'noeol' or in an empty buffer): `DocumentStore.change` maps its changes onto the text.
     phantom_break: bool = False
+    # The client's text carries the line ending it declared (`eol`): Neovim sends its
+    # 'fileformat' breaks, so new lines of a buffer showing none yet take that one.
+    shows_eol: bool = False
 
     def count_lone_cr(self) -> None:
         self.lone_cr = sum(1 for x in self.lines if x.endswith("\r")) if self.may_have_cr else 0
@@ -152,7 +155,10 @@ class Document:
         character: how Neovim and Emacs place them (`DocumentStore.lf_lines`). Used only while
         the document holds a lone CR, where that differs from LSP lines; O(document)."""
         whole = self.text
-        a, b = sorted((_lf_offset(whole, start, encoding), _lf_offset(whole, end, encoding)))
+        crlf = self.shows_eol and self.eol == "crlf"  # Neovim's 'fileformat' dos
+        a, b = sorted(
+            (_lf_offset(whole, start, encoding, crlf), _lf_offset(whole, end, encoding, crlf))
+        )
         self.replace_all(whole[:a] + text + whole[b:])
 
     @property
@@ -210,6 +216,7 @@ class Document:
             version=self.version,
             bom=bool(self.bom),
             declared_eol=self.eol,
+            shown_eol=_BREAKS.get(self.eol or "") if self.shows_eol else None,
             lent=LentLines(self.lines, self.line_of_offset),
             known_sha256=self._sha256,
             may_have_cr=self.may_have_cr,
@@ -286,9 +293,10 @@ class Document:
         self._sha256 = None
 
 
-def _lf_offset(text: str, position: tuple[int, int], encoding: str) -> int:
+def _lf_offset(text: str, position: tuple[int, int], encoding: str, crlf: bool = False) -> int:
     """Offset in `text` of a position whose lines are split by LF alone; past a line's end is
-    its end (before its LF), past the last line is the end of the text."""
+    its end (before its LF, or, `crlf`, the CR of its CRLF: the client's line break), past the
+    last line is the end of the text."""
     line, column = position
     pos = 0
     for _ in range(max(line, 0)):
@@ -298,6 +306,8 @@ def _lf_offset(text: str, position: tuple[int, int], encoding: str) -> int:
         pos = nl + 1
     nl = text.find("\n", pos)
     segment = text[pos : len(text) if nl < 0 else nl]
+    if crlf and nl >= 0 and segment.endswith("\r"):
+        segment = segment[:-1]
     return pos + index_in(segment, column, encoding)
 
 
@@ -315,7 +325,7 @@ def _trailing_break(text: str) -> str:
 
 
 def _off_the_phantom(
-    doc: Document, start: tuple[int, int], text: str
+    doc: Document, start: tuple[int, int], text: str, last: int
 ) -> tuple[tuple[int, int], tuple[int, int], str] | None:
     """A change of a `phantom_break` document that reaches past its text (into the line break
     the client counts after it), as the change of the text it makes; None: it changes nothing.
@@ -323,8 +333,7 @@ def _off_the_phantom(
     The client's text is ours plus that break, and stays so after the change (Neovim's changes
     always leave a break after the last line): so the change's own final break is the one the
     client keeps counting, and a change starting after the phantom break turns it into a real
-    one before its text."""
-    last = len(doc.lines) - 1
+    one before its text. `last`: the text's last line as the client counts lines."""
     end_of_text = (last, _LINE_END)
     brk = _trailing_break(text)
     if start[0] > last:
@@ -375,6 +384,7 @@ class DocumentStore:
         # Neovim's didOpen sends the text as it is ('noeol': no final line break), its changes
         # then count one after the last line.
         doc.phantom_break = self.final_break_in_changes and not _ends_with_break(doc.lines)
+        doc.shows_eol = self.final_break_in_changes
         doc.may_have_cr = "\r" in text
         doc.count_lone_cr()
         doc.set_known_text(text)  # the first read (and the parse on open) need no join
@@ -418,8 +428,10 @@ class DocumentStore:
                 doc.replace_all(text)
                 doc.phantom_break = self.final_break_in_changes and not _ends_with_break(doc.lines)
                 continue
-            if doc.phantom_break and end[0] >= len(doc.lines):
-                mapped = _off_the_phantom(doc, start, text)
+            # The client's line count: a lone CR is no line break for one that counts by LF.
+            count = len(doc.lines) - (doc.lone_cr if self.lf_lines else 0)
+            if doc.phantom_break and end[0] >= count:
+                mapped = _off_the_phantom(doc, start, text, count - 1)
                 if mapped is None:
                     continue
                 start, end, text = mapped
@@ -432,20 +444,36 @@ class DocumentStore:
         doc.reports += 1
         return doc
 
-    def set_final_newline(self, doc: Document, has: bool) -> bool:
+    def set_final_newline(self, doc: Document, has: bool, line_count: int | None = None) -> bool:
         """The client says whether the text ends with the line break its changes count after
         the last line (`agentEdit/documentFormat` `finalNewline`): the text gains or loses that
         break, the client's own text staying what it was. True if the text changed; the
-        document then counts as reopened, so a version handed out before proves nothing."""
-        if doc.phantom_break != has:
-            return False
+        document then counts as reopened, so a version handed out before proves nothing.
+
+        `line_count` (`lineCount`): how many lines the client's changes count, so how many line
+        breaks its text has, the one after the last line included. With it the text's own
+        breaks tell whether the break is in the text, whatever was assumed at `didOpen`:
+        Neovim sends a 'noeol' buffer whose last line is empty ("a" and "", its changes
+        counting "a\n\n") as "a\n", the very text of an 'eol' buffer holding "a"."""
+        extra = None  # how many breaks the text has beyond the ones it should (-1, 0, 1)
+        if line_count is not None:
+            breaks = len(doc.lines) - 1 - (doc.lone_cr if self.lf_lines else 0)
+            extra = breaks - (line_count if has else line_count - 1)
+            if extra not in ((-1, 0) if has else (0, 1)):
+                extra = None  # not the text the client counted: keep to what was assumed
+        if extra is None:
+            if doc.phantom_break != has:
+                return False
+            extra = -1 if has else 1
+        doc.phantom_break = not has
         last = len(doc.lines) - 1
-        if has:
+        if extra < 0:
             brk = _BREAKS.get(doc.eol or "") or (terminator(doc.lines[-2]) if last else "")
             doc.replace_range((last, _LINE_END), (last, _LINE_END), brk or "\n", "utf-16")
-        elif _ends_with_break(doc.lines):
+        elif extra > 0 and _ends_with_break(doc.lines):
             doc.replace_range((last - 1, _LINE_END), (last, 0), "", "utf-16")
-        doc.phantom_break = not has
+        else:
+            return False
         self._opens += 1
         doc.open_id = self._opens
         return True

@@ -10,7 +10,9 @@ sha256 was STALE, and an undo on disk of a buffer edit dropped the BOM.
   package sends it.
 - `declare` also takes `finalNewline`: Neovim's changes count a line break after the last line
   whatever 'eol' says, so the text of a buffer without one ('noeol', or an empty buffer, which
-  Neovim sends as "\n") is known only from the client's word (DocumentStore.set_final_newline).
+  Neovim sends as "\n") is known only from the client's word (DocumentStore.set_final_newline);
+  with `lineCount`, also right after a `didOpen` whose text does not tell (a 'noeol' buffer
+  whose last line is empty is sent as if it had a final newline).
 - `with_file_bom`: without the client's word, the buffer's BOM is its file's.
 - `saved_text`: what a save left on disk, as the text a buffer shows, so a save that changed
   the text (format on save, trimmed whitespace: editor_applier.py) is told, not hidden.
@@ -52,7 +54,10 @@ def declare(store: DocumentStore, params: Any) -> Document | None:
     doc.eol = eol if eol in ("lf", "crlf", "cr") else None
     doc.bom = bom if isinstance(bom, bool) else None
     final = fields.get("finalNewline")
-    if isinstance(final, bool) and store.set_final_newline(doc, final):
+    count = fields.get("lineCount")
+    if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+        count = None
+    if isinstance(final, bool) and store.set_final_newline(doc, final, count):
         return doc
     return None
 

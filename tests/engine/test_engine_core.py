@@ -145,6 +145,18 @@ def test_write_create_overwrite_keeps_style():
     assert bom.bom is True
 
 
+def test_new_lines_of_a_buffer_showing_no_break_take_the_break_its_text_shows():
+    # A Neovim buffer with 'fileformat' dos shows CRLF in its text, but one line (or none) shows
+    # no break at all: an agent's lines, "\n" or CRLF, were planned with "\n", and Neovim sent
+    # them back as CRLF (PARTIAL). Emacs shows a CRLF file with "\n": no `shown_eol`, as before.
+    neovim = snap("a", source="buffer", version=1, declared_eol="crlf", shown_eol="\r\n")
+    assert plan_write(neovim, "x\nS\n").new_text == "x\r\nS\r\n"
+    assert plan_write(neovim, "x\r\nS").new_text == "x\r\nS"
+    assert plan_replace(neovim, "a", "a\nb").new_text == "a\r\nb"
+    emacs = snap("a", source="buffer", version=1, declared_eol="crlf")
+    assert plan_write(emacs, "x\r\nS\n").new_text == "x\nS\n"
+
+
 def test_preconditions():
     s = snap("a\n", source="buffer", version=4)
     check_precondition(s, {"version": 4}, None, required=True)

@@ -4,8 +4,10 @@
 --- (only its didOpen leaves it out of a 'noeol' buffer), and an empty buffer is one empty line,
 --- sent as "\n". So the server cannot tell from them whether the file ends with a newline, nor an
 --- empty file from one holding "\n". This module tells it (`agentEdit/documentFormat`
---- `{uri, finalNewline}`, editor_clients/PROTOCOL.md) at attach, on reload, when 'eol' or the
---- buffer's emptiness changes, and after an agent edit; and it makes an agent edit that removes or
+--- `{uri, finalNewline, eol, lineCount?}`, editor_clients/PROTOCOL.md) right after every didOpen
+--- (attach, reload, rename, a restarted client: M.follow_opens), when 'eol' or the buffer's
+--- emptiness changes, after the user's write that added a final newline ('fixeol': M.written),
+--- and after an agent edit; and it makes an agent edit that removes or
 --- adds the final newline leave the lines and 'eol' that hold exactly the text the server asked
 --- for (Neovim's apply only changes lines). It plans nothing: it reads where the edit's text ends.
 
@@ -31,26 +33,96 @@ function M.has(bufnr)
   end) > 0
 end
 
---- client id -> bufnr -> the finalNewline last sent.
+--- client id -> bufnr -> the finalNewline and eol last sent.
 M._sent = {}
 
+--- 'fileformat' -> the documentFormat `eol` it saves with.
+M.line_endings = { unix = 'lf', dos = 'crlf', mac = 'cr' }
+
 --- Tells one client whether the buffer's text ends with a line break (when that changed since it
---- was last told, or always with `force`).
+--- was last told, or always with `force`). `opened`: right after the buffer's didOpen, before
+--- any change: the buffer's line count goes with it (`lineCount`), as the didOpen's text does not
+--- tell the server which break its changes count (a 'noeol' buffer whose last line is empty, sent
+--- as "a\n", is the text of an 'eol' buffer holding "a"; Neovim's empty buffer, sent as "\n",
+--- that of a 'noeol' buffer of two empty lines).
 --- @param client vim.lsp.Client
 --- @param bufnr integer
 --- @param force boolean?
-function M.declare(client, bufnr, force)
+--- @param opened boolean?
+function M.declare(client, bufnr, force, opened)
   if not vim.api.nvim_buf_is_loaded(bufnr) or client:is_stopped() then
     return
   end
   local has = M.has(bufnr)
+  -- The line ending too: the break the server adds for 'eol' to a text that shows none (an
+  -- empty buffer, one line) is the buffer's, and the server forgets it at every notification.
+  local eol = M.line_endings[vim.bo[bufnr].fileformat]
   local sent = M._sent[client.id] or {}
   M._sent[client.id] = sent
-  if sent[bufnr] == has and not force then
+  local state = tostring(has) .. ' ' .. tostring(eol)
+  if sent[bufnr] == state and not force then
     return
   end
-  sent[bufnr] = has
-  client:notify('agentEdit/documentFormat', { uri = vim.uri_from_bufnr(bufnr), finalNewline = has })
+  sent[bufnr] = state
+  local params = { uri = vim.uri_from_bufnr(bufnr), finalNewline = has, eol = eol }
+  if opened then
+    params.lineCount = vim.api.nvim_buf_line_count(bufnr)
+  end
+  client:notify('agentEdit/documentFormat', params)
+end
+
+--- Clients whose notify M.follow_opens wrapped (weak keys).
+M._following = setmetatable({}, { __mode = 'k' })
+
+--- Makes the client tell its server about the final newline right after each didOpen it sends
+--- (its on_init): the first one (attach), and the ones Neovim sends again for an open buffer
+--- when it is reloaded (:edit!), renamed (:saveas, a rename by an agent edit or a file manager
+--- plugin, sent from Neovim's BufWritePost handler) or attached again. Neovim has no hook there:
+--- LspNotify comes a loop later, after requests sent meanwhile were answered from the wrong text.
+--- @param client vim.lsp.Client
+function M.follow_opens(client)
+  if M._following[client] then
+    return
+  end
+  M._following[client] = true
+  local notify = client.notify
+  client.notify = function(self, method, params)
+    local sent = notify(self, method, params)
+    if sent and method == 'textDocument/didOpen' then
+      local uri = params.textDocument.uri
+      for _, bufnr in ipairs(vim.api.nvim_list_bufs()) do
+        if vim.api.nvim_buf_is_loaded(bufnr) and vim.uri_from_bufnr(bufnr) == uri then
+          M.declare(self, bufnr, true, true)
+        end
+      end
+    end
+    return sent
+  end
+end
+
+--- After a write of the whole buffer to `file`: when 'fixeol' made Neovim add the final newline
+--- 'eol' did not hold, the file now has it, the buffer still not; 'eol' is set (as reading the
+--- file again would), so the server's text is the file's (its sha256 the one on disk) and the
+--- next agent edit is planned on it. Neovim writes its empty buffer as an empty file.
+--- @param bufnr integer
+--- @param file string the written file (<afile>)
+function M.written(bufnr, file)
+  local bo = vim.bo[bufnr]
+  if bo.eol or not bo.fixeol or bo.binary or M.applying then
+    return
+  end
+  local name = vim.api.nvim_buf_get_name(bufnr)
+  if name == '' or vim.fn.fnamemodify(file, ':p') ~= vim.fn.fnamemodify(name, ':p') then
+    return -- written to another file (:w other): the buffer's own file is as it was
+  end
+  local stat = vim.uv.fs_stat(name)
+  if not stat or stat.size == 0 then
+    return
+  end
+  local modified = bo.modified
+  bo.eol = true
+  bo.modified = modified
+  M.declare_all(bufnr)
 end
 
 --- Tells every agent-edit client of the buffer.
@@ -73,11 +145,12 @@ M.applying = false
 --- bufnr -> true while this module watches the buffer's lines.
 M._watched = {}
 
---- Starts telling `client` about the buffer (its on_attach: after the didOpen).
+--- Starts telling `client` about the buffer (its on_attach: after the didOpen, which
+--- M.follow_opens already followed with the final newline).
 --- @param client vim.lsp.Client
 --- @param bufnr integer
 function M.track(client, bufnr)
-  M.declare(client, bufnr, true)
+  M.declare(client, bufnr)
   if M._watched[bufnr] then
     return
   end
@@ -90,6 +163,14 @@ function M.track(client, bufnr)
       local now = vim.api.nvim_buf_line_count(b) == 1
       if (now or single) and not M.applying then
         M.declare_all(b)
+        if now then
+          -- An undo back to one empty line makes it Neovim's empty buffer once it is done.
+          vim.schedule(function()
+            if not M.applying then
+              M.declare_all(b)
+            end
+          end)
+        end
       end
       single = now
       if M._undo[b] and not M.applying then
@@ -101,10 +182,10 @@ function M.track(client, bufnr)
       end
     end,
     on_reload = function(_, b)
-      -- Reloaded (:edit!): Neovim sends the text again as a new didOpen, 'eol' as read.
-      vim.schedule(function()
-        M.declare_all(b, true)
-      end)
+      -- Reloaded (:edit!, or an undo across one): Neovim sends the text again as a new didOpen,
+      -- 'eol' as read, which the client follows (M.follow_opens). Kept even so: without an
+      -- on_reload Neovim detaches these callbacks at the first reload.
+      single = vim.api.nvim_buf_line_count(b) == 1
     end,
     on_detach = function(_, b)
       M._watched[b] = nil
@@ -216,6 +297,11 @@ function M.plan(edit, encoding, find_buffer)
           tend = { line = n - 1, character = encoded_length(last, encoding) }
         end
         local want, last = M.leaves_break(change.edits, tend)
+        if not had and not last then
+          -- The text's own end stays the end (a 'noeol' buffer whose last line is empty ends
+          -- with that line's break): Neovim's lines hold it as they are, 'eol' stays off.
+          want = false
+        end
         if not had and want and last then
           -- Neovim's lines are the text without its final newline, which 'eol' will hold: the
           -- edit leaves that newline out (removing an empty last line after the apply instead

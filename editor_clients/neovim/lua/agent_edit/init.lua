@@ -229,6 +229,8 @@ local function client_config(root)
       end,
     },
     on_init = function(client)
+      -- Each didOpen followed by the buffer's final newline (a resent one too).
+      require('agent_edit.final_newline').follow_opens(client)
       M._client_ready(client.id)
     end,
     on_exit = function(code, signal, client_id)
@@ -935,6 +937,8 @@ function M.setup(opts)
     M.config.root_markers = opts.root_markers
   end
   require('agent_edit.apply_edit').options.save_after_edit = M.config.save_after_edit
+  -- Neovim's incremental sync misplaces a change that leaves one empty line (sync_fix.lua).
+  require('agent_edit.sync_fix').install()
   vim.api.nvim_clear_autocmds({ group = group })
   vim.api.nvim_create_autocmd({ 'BufReadPost', 'BufNewFile', 'FileType' }, {
     group = group,
@@ -951,6 +955,13 @@ function M.setup(opts)
       require('agent_edit.apply_edit').note_disk(ev.buf)
     end,
   })
+  -- The user's :w with 'fixeol' added a final newline the buffer's 'eol' does not hold.
+  vim.api.nvim_create_autocmd('BufWritePost', {
+    group = group,
+    callback = function(ev)
+      require('agent_edit.final_newline').written(ev.buf, ev.match)
+    end,
+  })
   -- The user changed 'eol' (:set noeol): the text's final newline with it.
   vim.api.nvim_create_autocmd('OptionSet', {
     group = group,
@@ -960,6 +971,14 @@ function M.setup(opts)
       if not final_newline.applying then -- an agent edit tells the server once it is done
         final_newline.declare_all(vim.api.nvim_get_current_buf())
       end
+    end,
+  })
+  -- The user changed 'fileformat': every line break of the text with it (sync_fix.lua).
+  vim.api.nvim_create_autocmd('OptionSet', {
+    group = group,
+    pattern = 'fileformat',
+    callback = function()
+      require('agent_edit.sync_fix').resend(vim.api.nvim_get_current_buf())
     end,
   })
   if M.config.codelens then
