@@ -37,6 +37,7 @@ class Entry:
     changes: tuple[ChangeRecord, ...]
     id: int = 1
     committed: list[dict[str, Any]] = field(default_factory=list)
+    saves: tuple[ChangeRecord, ...] = ()  # what an editor's save changed after it (none here)
 
 
 def undone(entry: Entry, now: Snapshot) -> str:
