@@ -26,8 +26,13 @@ _BREAK = {"crlf": "\r\n", "cr": "\r"}
 
 def shown_as_lf(snap: Snapshot) -> str | None:
     """The terminator the file of buffer `snap` has where its text shows `\\n` (Emacs shows a
-    CRLF file with LF and its client declares `crlf`), else None."""
+    CRLF file with LF and its client declares `crlf`), else None. Not a buffer whose text
+    carries its file's breaks (`shown_eol`: Neovim's 'fileformat' dos), even while it shows
+    none (empty, one line): its undo was written with LF breaks, and Neovim's buffer then
+    read "changed otherwise" (PARTIAL) though the undo had landed."""
     if snap.source != "buffer" or snap.declared_eol not in _BREAK or snap.has_cr:
+        return None
+    if snap.shown_eol is not None:
         return None
     return _BREAK[snap.declared_eol]
 

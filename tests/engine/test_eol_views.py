@@ -110,3 +110,19 @@ def test_a_history_made_in_both_shapes_still_shows_the_file() -> None:
     assert tr.shows(disk("one\r\nTWO\r\nTHREE\r\n"))
     assert tr.shows(buffer("one\nTWO\nTHREE\n", version=9))
     assert not tr.shows(buffer("one\nTWO\nthree\n", version=9))
+
+
+def test_a_buffer_carrying_its_crlf_breaks_is_not_taken_for_an_lf_view() -> None:
+    """Neovim's 'fileformat' dos buffer sends its CRLF breaks and declares `crlf` with them
+    (`shown_eol`); emptied, it shows no break at all. Taken for Emacs's LF view of a CRLF file,
+    an undo of the write that emptied it restored LF breaks: Neovim's buffer then read
+    "changed otherwise" and the undo, which had landed, was PARTIAL (found by
+    tests/clients/test_neovim_sync.py's random test once the two changes met in main)."""
+
+    def neovim(text: str) -> Snapshot:
+        return Snapshot(
+            "a.txt", text, source="buffer", version=3, declared_eol="crlf", shown_eol="\r\n"
+        )
+
+    emptied = plan_replace(neovim(CRLF), CRLF, "")
+    assert undone(Entry((record_change(emptied),)), neovim("")) == CRLF
